@@ -1,0 +1,38 @@
+# The two commands of the README, and the pieces they are made of.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+export SVC_DATA_DIR ?= $(CURDIR)/.svc-data
+export SVC_ENABLE_DEV_AUTH ?= true
+HOST ?= 127.0.0.1
+PORT ?= 8080
+EDGE_PORT ?= 8081
+export SVC_PUBLIC_URL ?= http://localhost:$(PORT)
+
+.PHONY: setup run test lint types unit bench clean
+
+$(BIN)/.synced: pyproject.toml uv.lock scripts/bootstrap.sh
+	./scripts/bootstrap.sh
+	touch $@
+
+setup: $(BIN)/.synced
+
+run: setup
+	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT)
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+
+types: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test: lint types unit
+
+bench: setup
+	$(BIN)/python bench/api.py
+
+clean:
+	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

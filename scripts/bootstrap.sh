@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what svc needs on a Debian machine: system packages (apt-get, when root and missing)
+# and the Python dependencies, pinned by uv.lock, into .venv. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(python3-venv)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: apt-get install ${missing[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "bootstrap: missing Debian packages (run as root to install): ${missing[*]}" >&2
+  fi
+fi
+
+UV_VERSION=$(sed -n 's/^ *"uv==\([0-9.]*\)",*$/\1/p' pyproject.toml)
+if [ ! -x .venv/bin/uv ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet "uv==${UV_VERSION}"
+fi
+.venv/bin/uv sync --frozen --quiet

@@ -1,0 +1,1 @@
+"""One port (a typing.Protocol) per external system, and the backends that implement it."""

@@ -1,0 +1,95 @@
+"""create_app(settings, adapters) -> FastAPI: the control API, its lifespan and its workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from svc import __version__
+from svc.adapters.mail.eml import EmlDirectorySender
+from svc.adapters.mail.smtp import SmtpSender
+from svc.context import Adapters, AppContext
+from svc.db import migrate, open_database
+from svc.domains.identity.router import dev_router
+from svc.domains.identity.router import router as identity_router
+from svc.domains.notifications.router import router as notifications_router
+from svc.domains.orgs.router import router as orgs_router
+from svc.errors import BadRequest, error_response, install_error_handlers
+from svc.jobs.registry import JobRegistry
+from svc.jobs.worker import Worker, worker_name
+from svc.openapi import install_openapi
+from svc.settings import Settings
+
+log = logging.getLogger("svc")
+
+MAX_JSON_BODY = 1024 * 1024
+
+
+def default_adapters(settings: Settings) -> Adapters:
+    mail = SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
+    return Adapters(mail=mail)
+
+
+def build_registry(settings: Settings) -> JobRegistry:
+    """Every area registers its job kinds and periodic cycles here."""
+    registry = JobRegistry()
+    return registry
+
+
+class BodyLimit:
+    """Refuse oversized request bodies before they are read (bundle uploads set their own bound)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope.get("headers", []):
+                if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                    resp = error_response(BadRequest(f"The request body is over {self.limit} bytes"))
+                    await resp(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,
+               registry: JobRegistry | None = None) -> FastAPI:
+    registry = registry or build_registry(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        db = open_database(settings)
+        await migrate(db)
+        ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
+                         worker_name=worker_name())
+        app.state.ctx = ctx
+        worker = Worker(ctx, registry)
+        app.state.worker = worker
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(worker.run(stop), name="svc-worker")] if run_workers else []
+        try:
+            yield {}
+        finally:
+            stop.set()
+            for t in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(t, timeout=10)
+            await db.dispose()
+
+    app = FastAPI(title="svc control API", version=__version__, lifespan=lifespan,
+                  openapi_url="/v1/openapi.json", docs_url="/v1/docs", redoc_url=None)
+    install_error_handlers(app)
+    install_openapi(app)
+    if settings.enable_dev_auth:
+        app.include_router(dev_router)
+    for router in (identity_router, orgs_router, notifications_router):
+        app.include_router(router)
+    app.add_middleware(BodyLimit, limit=MAX_JSON_BODY)
+    return app

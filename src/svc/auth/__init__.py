@@ -1,0 +1,1 @@
+"""Credentials -> Principal; roles and the one place they are enforced."""

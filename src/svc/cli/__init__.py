@@ -1,0 +1,1 @@
+"""The `svc` command: the HTTP client (login, orgs, members, ...) and `svc serve`."""

@@ -1,0 +1,122 @@
+"""The state store: engine, sessions, migrations.
+
+SQLite (embedded default) serialises writers. A transaction that reads and then writes could
+otherwise fail with SQLITE_BUSY when another writer committed in between, so write sessions
+start with BEGIN IMMEDIATE (they wait for the lock up front, bounded by busy_timeout) and read
+sessions with a plain BEGIN. PostgreSQL uses row locks (SELECT ... FOR UPDATE) where rules
+must hold under concurrency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from svc.settings import Settings
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+_MIGRATION_LOCK_KEY = 0x5356430001  # pg_advisory_xact_lock key: one migrator at a time
+
+
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take over transaction control from the driver so BEGIN can be IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cur = dbapi_connection.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "")
+        conn.exec_driver_sql(f"BEGIN {mode}".strip())
+
+
+@dataclass
+class Database:
+    engine: AsyncEngine
+    read: async_sessionmaker[AsyncSession]
+    write: async_sessionmaker[AsyncSession]
+    is_sqlite: bool
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
+        """One unit of work: commit on success, roll back on error."""
+        maker = self.write if write else self.read
+        async with maker() as session:
+            try:
+                yield session
+                await session.commit()
+            except BaseException:
+                await session.rollback()
+                raise
+
+
+def open_database(settings: Settings) -> Database:
+    url = settings.sqlalchemy_url
+    if url.startswith("sqlite"):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url, pool_size=8, max_overflow=8)
+        _install_sqlite_hooks(engine)
+        write_bind = engine.execution_options(sqlite_begin="IMMEDIATE")
+        is_sqlite = True
+    else:
+        engine = create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        write_bind = engine
+        is_sqlite = False
+    read = async_sessionmaker(engine, expire_on_commit=False, autoflush=True)
+    write = async_sessionmaker(write_bind, expire_on_commit=False, autoflush=True)
+    return Database(engine=engine, read=read, write=write, is_sqlite=is_sqlite)
+
+
+def alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return cfg
+
+
+async def migrate(db: Database, revision: str = "head") -> None:
+    """Bring the schema to `revision`; several processes starting at once migrate once."""
+
+    def _upgrade(conn: Connection) -> None:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK_KEY})
+        cfg = alembic_config()
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+    async with db.engine.execution_options(sqlite_begin="IMMEDIATE").begin() as conn:
+        await conn.run_sync(_upgrade)
+
+
+def run_migrations_blocking(settings: Settings) -> None:
+    async def _go() -> None:
+        db = open_database(settings)
+        try:
+            await migrate(db)
+        finally:
+            await db.dispose()
+
+    asyncio.run(_go())
+
+
+def is_postgres(session: AsyncSession) -> bool:
+    """Row locks and SKIP LOCKED exist only there; SQLite serialises writers instead."""
+    return session.get_bind().dialect.name == "postgresql"

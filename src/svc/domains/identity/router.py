@@ -1,0 +1,33 @@
+"""HTTP only: dev login, /v1/me, /v1/config."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from svc.auth.principal import CurrentPrincipal
+from svc.deps import Ctx, Session
+from svc.domains.identity import schemas, service
+from svc.domains.orgs import service as orgs
+
+router = APIRouter(tags=["identity"])
+dev_router = APIRouter(tags=["identity"])
+
+
+@dev_router.post("/v1/auth/dev/login", response_model=schemas.Session, operation_id="devLogin")
+async def dev_login(body: schemas.DevLogin, session: Session, ctx: Ctx) -> schemas.Session:
+    user, token, row = await service.sign_in(session, provider="dev", subject=body.subject, email=body.email,
+                                             name=body.name, session_days=ctx.settings.session_days)
+    return schemas.Session(token=token, expires_at=row.expires_at, user_id=user.id, subject=user.subject)
+
+
+@router.get("/v1/config", response_model=schemas.Config, operation_id="getConfig")
+async def get_config(ctx: Ctx) -> schemas.Config:
+    s = ctx.settings
+    return schemas.Config(service_name=s.service_name, public_url=s.public_url, api_url=s.public_url,
+                          app_domain=s.app_domain, identity_provider=s.idp_provider)
+
+
+@router.get("/v1/me", response_model=schemas.Me, operation_id="getMe")
+async def get_me(principal: CurrentPrincipal, session: Session, ctx: Ctx) -> schemas.Me:
+    memberships = await orgs.memberships_of(session, principal.user, ctx.settings)
+    return schemas.Me(user=schemas.User.model_validate(principal.user), orgs=memberships)

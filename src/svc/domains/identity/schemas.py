@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from svc.kit.api import ApiInput, ApiModel, Timestamp
+
+
+class DevLogin(ApiInput):
+    subject: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+    email: Annotated[str, StringConstraints(max_length=320, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] | None = None
+    name: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
+class Session(ApiModel):
+    token: str
+    expires_at: Timestamp
+    user_id: str
+    subject: str
+
+
+class User(ApiModel):
+    id: str
+    provider: str
+    subject: str
+    email: str | None
+    name: str | None
+
+
+class OrgMembership(ApiModel):
+    slug: str
+    name: str
+    role: str
+    personal: bool
+    plan: str
+    project_limit: int
+
+
+class Me(ApiModel):
+    user: User
+    orgs: list[OrgMembership]
+
+
+class Config(ApiModel):
+    """Names of this deployment only: no feature on/off state."""
+
+    service_name: str
+    public_url: str
+    api_url: str
+    app_domain: str
+    identity_provider: str | None = Field(description="Name of the login provider, the {idp} path segment")

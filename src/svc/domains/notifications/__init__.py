@@ -1,0 +1,1 @@
+"""Per-org notifications (limit, backup and restore events), newest first."""

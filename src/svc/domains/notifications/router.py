@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from svc.auth.roles import ViewerAccess
+from svc.deps import Session
+from svc.domains.notifications import service
+from svc.kit.api import ApiModel, Timestamp
+
+router = APIRouter(tags=["orgs"])
+
+
+class Notification(ApiModel):
+    id: str
+    kind: str
+    message: str
+    project: str | None
+    data: dict[str, Any]
+    created_at: Timestamp
+    sent_at: Timestamp | None
+
+
+class NotificationList(ApiModel):
+    notifications: list[Notification]
+
+
+@router.get("/v1/orgs/{orgSlug}/notifications", response_model=NotificationList,
+            operation_id="listNotifications")
+async def list_notifications(access: ViewerAccess, session: Session,
+                             limit: Annotated[int, Query(ge=1, le=200)] = 50) -> NotificationList:
+    rows = await service.latest(session, access.org.id, limit)
+    return NotificationList(notifications=[Notification.model_validate(r) for r in rows])

@@ -1,0 +1,49 @@
+"""SQL for orgs and memberships."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.db import is_postgres
+from svc.models import Membership, Org, User
+
+
+async def lock_org(session: AsyncSession, org_id: str) -> None:
+    """Serialise rule checks that span rows of one org (last admin, project limit).
+    PostgreSQL: a row lock; SQLite: write transactions are already serial (BEGIN IMMEDIATE)."""
+    if is_postgres(session):
+        await session.execute(select(Org.id).where(Org.id == org_id).with_for_update())
+
+
+async def org_by_slug(session: AsyncSession, slug: str) -> Org | None:
+    return (await session.scalars(select(Org).where(Org.slug == slug))).first()
+
+
+async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Org, str]]:
+    rows = await session.execute(
+        select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
+        .where(Membership.user_id == user_id).order_by(Org.personal.desc(), Org.slug))
+    return [(org, role) for org, role in rows.all()]
+
+
+async def members(session: AsyncSession, org_id: str) -> list[tuple[Membership, User]]:
+    rows = await session.execute(
+        select(Membership, User).join(User, User.id == Membership.user_id)
+        .where(Membership.org_id == org_id).order_by(Membership.created_at, User.id))
+    return [(m, u) for m, u in rows.all()]
+
+
+async def membership(session: AsyncSession, org_id: str, user_id: str) -> Membership | None:
+    return await session.get(Membership, (org_id, user_id))
+
+
+async def admin_count(session: AsyncSession, org_id: str) -> int:
+    return int(await session.scalar(
+        select(func.count()).select_from(Membership)
+        .where(Membership.org_id == org_id, Membership.role == "admin")) or 0)
+
+
+async def user_by_identity(session: AsyncSession, provider: str, subject: str) -> User | None:
+    return (await session.scalars(
+        select(User).where(User.provider == provider, User.subject == subject))).first()

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import StringConstraints
+
+from svc.auth.roles import Role
+from svc.domains.identity.schemas import OrgMembership
+from svc.domains.identity.schemas import User as UserView
+from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.names import OrgSlug
+
+DisplayName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+
+
+class OrgCreate(ApiInput):
+    slug: OrgSlug
+    name: DisplayName | None = None
+
+
+class OrgPatch(ApiInput):
+    name: DisplayName
+
+
+class OrgDelete(ApiInput):
+    confirm: Annotated[str, StringConstraints(max_length=200)]
+
+
+class Org(ApiModel):
+    slug: str
+    name: str
+    personal: bool
+    plan: str
+    created_at: Timestamp
+
+
+class OrgList(ApiModel):
+    orgs: list[OrgMembership]
+
+
+class Member(ApiModel):
+    user: UserView
+    role: Role
+    joined_at: Timestamp
+
+
+class MemberList(ApiModel):
+    members: list[Member]
+
+
+class MemberAdd(ApiInput):
+    provider: Annotated[str, StringConstraints(min_length=1, max_length=32)]
+    subject: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    role: Role
+
+
+class MemberRole(ApiInput):
+    role: Role
+
+
+class Holdings(ApiModel):
+    """Counts and a few names per kind, for org_not_empty."""
+
+    kinds: dict[str, Any]

@@ -1,0 +1,150 @@
+"""Org and member rules. Services flush, never commit; the request's transaction commits."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.auth.roles import OrgAccess, Role
+from svc.domains.audit.service import record
+from svc.domains.identity.schemas import OrgMembership
+from svc.domains.orgs import errors, queries
+from svc.domains.orgs.holdings import holdings
+from svc.errors import Forbidden
+from svc.kit.clock import utcnow
+from svc.kit.ids import new_id
+from svc.models import Membership, Org, User
+from svc.settings import Settings
+
+
+def project_limit(settings: Settings, plan: str) -> int:
+    return settings.pro_project_limit if plan == "pro" else settings.free_project_limit
+
+
+def membership_view(org: Org, role: str, settings: Settings) -> OrgMembership:
+    return OrgMembership(slug=org.slug, name=org.name, role=role, personal=org.personal, plan=org.plan,
+                         project_limit=project_limit(settings, org.plan))
+
+
+async def memberships_of(session: AsyncSession, user: User, settings: Settings) -> list[OrgMembership]:
+    return [membership_view(org, role, settings) for org, role in await queries.memberships_of(session, user.id)]
+
+
+async def _insert_org(session: AsyncSession, *, slug: str, name: str, creator: User, personal: bool) -> Org:
+    now = utcnow()
+    org = Org(id=new_id("org"), slug=slug, name=name, personal=personal, plan="free", created_at=now)
+    async with session.begin_nested():
+        session.add(org)
+        await session.flush()
+    session.add(Membership(org_id=org.id, user_id=creator.id, role=Role.admin.value, created_at=now))
+    await session.flush()
+    return org
+
+
+async def create_org(session: AsyncSession, *, slug: str, name: str | None, creator: User) -> Org:
+    if await queries.org_by_slug(session, slug) is not None:
+        raise errors.OrgSlugTaken(details={"slug": slug})
+    try:
+        return await _insert_org(session, slug=slug, name=name or slug, creator=creator, personal=False)
+    except IntegrityError:
+        raise errors.OrgSlugTaken(details={"slug": slug}) from None
+
+
+async def create_org_with_free_slug(session: AsyncSession, *, base: str, name: str, creator: User,
+                                    personal: bool) -> Org:
+    """The personal org: the subject's slug, with a numeric suffix where taken."""
+    for n in range(1, 1000):
+        suffix = "" if n == 1 else f"-{n}"
+        slug = base[: 32 - len(suffix)].rstrip("-") + suffix
+        if await queries.org_by_slug(session, slug) is not None:
+            continue
+        try:
+            return await _insert_org(session, slug=slug, name=name[:100], creator=creator, personal=personal)
+        except IntegrityError:
+            continue
+    raise RuntimeError("no free org slug")
+
+
+async def rename_org(session: AsyncSession, access: OrgAccess, name: str, settings: Settings) -> OrgMembership:
+    org = access.org
+    old = org.name
+    org.name = name
+    await record(session, "org.rename", actor=access.principal.user, org=org, target=org.slug,
+                 data={"from": old, "to": name})
+    await session.flush()
+    return membership_view(org, access.role.value, settings)
+
+
+async def delete_org(session: AsyncSession, access: OrgAccess, confirm: str) -> None:
+    org = access.org
+    if confirm.strip() != org.slug:
+        raise errors.ConfirmMismatch(details={"expected": "the org slug"})
+    if org.personal:
+        raise errors.PersonalOrgUndeletable()
+    if org.plan == "pro":
+        raise errors.ActiveSubscription()
+    await queries.lock_org(session, org.id)
+    held = await holdings(session, org.id)
+    if held:
+        raise errors.OrgNotEmpty(details={"holdings": {
+            kind: {"count": h.count, "names": h.names[:5]} for kind, h in held.items()}})
+    await record(session, "org.delete", actor=access.principal.user, org=org, target=org.slug)
+    await session.flush()
+    await session.delete(org)
+    await session.flush()
+
+
+async def list_members(session: AsyncSession, org_id: str) -> list[tuple[Membership, User]]:
+    return await queries.members(session, org_id)
+
+
+async def add_member(session: AsyncSession, access: OrgAccess, *, provider: str, subject: str,
+                     role: Role) -> tuple[Membership, User]:
+    user = await queries.user_by_identity(session, provider, subject)
+    if user is None:
+        raise errors.UserNotFound(details={"provider": provider, "subject": subject})
+    if await queries.membership(session, access.org.id, user.id) is not None:
+        raise errors.AlreadyMember()
+    m = Membership(org_id=access.org.id, user_id=user.id, role=role.value, created_at=utcnow())
+    try:
+        async with session.begin_nested():
+            session.add(m)
+    except IntegrityError:
+        raise errors.AlreadyMember() from None
+    await record(session, "member.add", actor=access.principal.user, org=access.org, target=user.id,
+                 data={"user": f"{provider}:{subject}", "role": role.value})
+    await session.flush()
+    return m, user
+
+
+async def set_role(session: AsyncSession, access: OrgAccess, user_id: str, role: Role) -> tuple[Membership, User]:
+    await queries.lock_org(session, access.org.id)
+    m = await queries.membership(session, access.org.id, user_id)
+    user = await session.get(User, user_id)
+    if m is None or user is None:
+        raise errors.MemberNotFound()
+    old = m.role
+    if old == Role.admin.value and role != Role.admin and await queries.admin_count(session, access.org.id) <= 1:
+        raise errors.LastAdmin()
+    m.role = role.value
+    await record(session, "member.role", actor=access.principal.user, org=access.org, target=user_id,
+                 data={"from": old, "to": role.value})
+    await session.flush()
+    return m, user
+
+
+async def remove_member(session: AsyncSession, access: OrgAccess, user_id: str) -> None:
+    """Admins remove anyone; everyone may leave. The last admin can do neither."""
+    leaving = user_id == access.principal.user.id
+    if not leaving and not access.role.at_least(Role.admin):
+        raise Forbidden("Only an admin can remove other members")
+    await queries.lock_org(session, access.org.id)
+    m = await queries.membership(session, access.org.id, user_id)
+    if m is None:
+        raise errors.MemberNotFound()
+    if m.role == Role.admin.value and await queries.admin_count(session, access.org.id) <= 1:
+        raise errors.LastAdmin()
+    await session.delete(m)
+    await record(session, "member.leave" if leaving else "member.remove", actor=access.principal.user,
+                 org=access.org, target=user_id)
+    await session.flush()

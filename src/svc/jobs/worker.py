@@ -1,0 +1,140 @@
+"""The worker loop inside `svc serve`: schedule due cycles, claim jobs, run each in one transaction.
+
+Exactly-once for the state store: a handler's writes commit in the same transaction that marks
+its job done, and only while this process still holds the lease. A process that dies mid-job
+leaves the row `running` with a lease that runs out; another process then takes it over.
+Handlers must be safe to run twice, because outside effects (mail, HTTP) may have happened
+before the crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from datetime import timedelta
+
+from sqlalchemy.exc import IntegrityError
+
+from svc.context import AppContext
+from svc.jobs import queries
+from svc.jobs.registry import JobRegistry, JobRun
+from svc.kit.ids import random_base62
+from svc.models import Job
+
+log = logging.getLogger("svc.jobs")
+
+
+class LeaseLost(Exception):
+    """Another process took the job over (our lease ran out); our transaction must not commit."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{random_base62(6)}"
+
+
+class Worker:
+    def __init__(self, ctx: AppContext, registry: JobRegistry, *, batch: int = 8) -> None:
+        self.ctx = ctx
+        self.registry = registry
+        self.batch = batch
+        self.name = ctx.worker_name or worker_name()
+        settings = ctx.settings
+        self.lease = timedelta(seconds=settings.job_lease_seconds)
+        self.poll = settings.job_poll_seconds
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Skip the rest of the poll interval (called after a request enqueued work)."""
+        self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            worked = False
+            try:
+                await self.schedule_cycles()
+                worked = await self.run_once()
+            except Exception:
+                log.exception("worker loop error")
+            if not worked:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wait(stop), timeout=self.poll)
+
+    async def _wait(self, stop: asyncio.Event) -> None:
+        stop_task = asyncio.create_task(stop.wait())
+        wake_task = asyncio.create_task(self._wake.wait())
+        try:
+            await asyncio.wait({stop_task, wake_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_task.cancel()
+            wake_task.cancel()
+
+    async def schedule_cycles(self) -> None:
+        cycles = self.registry.cycles
+        if not cycles:
+            return
+        async with self.ctx.db.transaction(write=False) as s:
+            due, missing = await queries.due_cycles(s, list(cycles))
+        if missing:
+            try:
+                async with self.ctx.db.transaction() as s:
+                    await queries.create_cycles(s, missing)
+            except IntegrityError:
+                pass  # another process created them first
+        for name in due:
+            spec = cycles[name]
+            async with self.ctx.db.transaction() as s:
+                if await queries.take_cycle_slot(s, name, timedelta(seconds=spec.interval_seconds)):
+                    # A cycle that fails is simply retried at its next slot.
+                    queries.enqueue(s, spec.kind, {}, max_attempts=1)
+
+    async def run_once(self) -> bool:
+        """Claim a batch and run it; True when there was anything to do."""
+        async with self.ctx.db.transaction() as s:
+            jobs = await queries.claim(s, worker=self.name, lease=self.lease, limit=self.batch)
+            claimed = [(j.id, j.kind, dict(j.payload), j.attempts) for j in jobs]
+        if not claimed:
+            return False
+        heartbeat = asyncio.create_task(self._heartbeat([c[0] for c in claimed]))
+        try:
+            for job_id, kind, payload, attempt in claimed:
+                await self.execute(job_id, kind, payload, attempt)
+        finally:
+            heartbeat.cancel()
+        return True
+
+    async def _heartbeat(self, job_ids: list[str]) -> None:
+        while True:
+            await asyncio.sleep(self.lease.total_seconds() / 3)
+            try:
+                async with self.ctx.db.transaction() as s:
+                    await queries.extend_lease(s, job_ids, self.name, self.lease)
+            except Exception:
+                log.warning("could not extend job leases", exc_info=True)
+
+    async def execute(self, job_id: str, kind: str, payload: dict[str, object], attempt: int) -> None:
+        handler = self.registry.handlers.get(kind)
+        try:
+            if handler is None:
+                raise LookupError(f"no handler for job kind {kind!r}")
+            async with self.ctx.db.transaction() as s:
+                await handler(JobRun(ctx=self.ctx, job_id=job_id, kind=kind, payload=payload,
+                                     attempt=attempt, session=s))
+                if not await queries.complete(s, job_id, self.name):
+                    raise LeaseLost(job_id)
+        except LeaseLost:
+            log.warning("job %s (%s) was taken over by another process; discarded our result", job_id, kind)
+        except Exception as exc:
+            log.warning("job %s (%s) attempt %d failed: %s", job_id, kind, attempt, type(exc).__name__,
+                        exc_info=True)
+            async with self.ctx.db.transaction() as s:
+                await queries.fail(s, job_id, self.name, f"{type(exc).__name__}: {exc}")
+
+
+async def job_status(ctx: AppContext, job_id: str) -> str | None:
+    async with ctx.db.transaction(write=False) as s:
+        job = await s.get(Job, job_id)
+        return job.status if job else None

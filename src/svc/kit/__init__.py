@@ -1,0 +1,1 @@
+"""Domain-free helpers: ids, time, tokens, names."""

@@ -1,0 +1,15 @@
+"""SQLAlchemy models, one file per table group. Import no domain."""
+
+from svc.models.audit import AuditEvent
+from svc.models.base import Base
+from svc.models.invites import Invite
+from svc.models.jobs import Cycle, Job
+from svc.models.mail import OutboundMail
+from svc.models.notifications import Notification
+from svc.models.orgs import Membership, Org, PersonalOrg
+from svc.models.users import AccessToken, LoginState, SSHKey, User, UserSession
+
+__all__ = [
+    "AccessToken", "AuditEvent", "Base", "Cycle", "Invite", "Job", "LoginState", "Membership",
+    "Notification", "Org", "OutboundMail", "PersonalOrg", "SSHKey", "User", "UserSession",
+]

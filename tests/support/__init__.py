@@ -1,0 +1,1 @@
+"""Shared test machinery: state stores, a running app, API clients."""

@@ -1,0 +1,89 @@
+"""An in-process svc (real app, real store, lifespan run) and clients that speak to it over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+
+from svc.app import create_app
+from svc.context import Adapters, AppContext
+from svc.settings import Settings
+
+
+@dataclass
+class User:
+    client: httpx.AsyncClient
+    token: str
+    id: str
+    subject: str
+    personal_org: str
+
+
+class Svc:
+    """A running svc. `anon` has no credentials; `login()` gives a signed-in client."""
+
+    def __init__(self, app: FastAPI, anon: httpx.AsyncClient) -> None:
+        self.app = app
+        self.anon = anon
+        self._clients: list[httpx.AsyncClient] = []
+
+    @property
+    def ctx(self) -> AppContext:
+        ctx: AppContext = self.app.state.ctx
+        return ctx
+
+    def client(self, token: str | None = None) -> httpx.AsyncClient:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        c = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://svc.test",
+                              headers=headers)
+        self._clients.append(c)
+        return c
+
+    async def login(self, subject: str, *, email: str | None = None, name: str | None = None) -> User:
+        body: dict[str, Any] = {"subject": subject}
+        if email:
+            body["email"] = email
+        if name:
+            body["name"] = name
+        r = await self.anon.post("/v1/auth/dev/login", json=body)
+        assert r.status_code == 200, r.text
+        data = r.json()
+        client = self.client(data["token"])
+        me = (await client.get("/v1/me")).json()
+        personal = next(o["slug"] for o in me["orgs"] if o["personal"])
+        return User(client=client, token=data["token"], id=data["userId"], subject=subject,
+                    personal_org=personal)
+
+    async def close(self) -> None:
+        for c in self._clients:
+            await c.aclose()
+
+
+@asynccontextmanager
+async def running_svc(settings: Settings, adapters: Adapters | None = None, *,
+                      run_workers: bool = True) -> AsyncIterator[Svc]:
+    app = create_app(settings, adapters, run_workers=run_workers)
+    async with app.router.lifespan_context(app):
+        anon = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc.test")
+        svc = Svc(app, anon)
+        try:
+            yield svc
+        finally:
+            await anon.aclose()
+            await svc.close()
+
+
+def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
+    """Every non-2xx is the Error envelope; returns its body."""
+    assert response.status_code == status, f"{response.status_code} {response.text}"
+    body = response.json()
+    assert set(body) == {"code", "message", "details"}, body
+    assert isinstance(body["message"], str) and body["message"]
+    if code is not None:
+        assert body["code"] == code, body
+    return body
