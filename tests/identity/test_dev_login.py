@@ -58,3 +58,12 @@ async def test_config_names_the_deployment(svc: Svc) -> None:
     assert r.status_code == 200
     assert r.json()["appDomain"] == "localhost"
     assert r.json()["publicUrl"] == "http://svc.test"
+
+
+async def test_dev_login_route_does_not_exist_when_switched_off(settings) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.api import running_svc
+
+    async with running_svc(settings.model_copy(update={"enable_dev_auth": False})) as off:
+        assert_error(await off.anon.post("/v1/auth/dev/login", json={"subject": "a"}), 404, "not_found")
+        paths = (await off.anon.get("/v1/openapi.json")).json()["paths"]
+        assert "/v1/auth/dev/login" not in paths
