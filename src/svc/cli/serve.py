@@ -12,7 +12,7 @@ from rich.console import Console
 from svc.app import create_app, default_adapters
 from svc.settings import Settings
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 
 
 def serve(
