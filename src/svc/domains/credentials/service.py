@@ -1,0 +1,98 @@
+"""Rules for personal access tokens and SSH keys. Services flush, never commit.
+
+Only a token's SHA-256 hash and a short hint are stored; the plaintext leaves the server once, in
+the create response. Revoking keeps the row (revokedAt) and takes effect at once, because every
+request resolves its Bearer token against the store (svc.auth.principal). No audit events: the spec
+names none for these, and nothing about a credential is written to logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.domains.credentials import errors, queries
+from svc.domains.credentials.sshkeys import parse_public_key
+from svc.kit.clock import utcnow
+from svc.kit.ids import new_id
+from svc.kit.tokens import PAT_PREFIX, new_personal_access_token, token_hash
+from svc.models import AccessToken, SSHKey, User
+
+MAX_ACTIVE_TOKENS = 100  # per user; revoked and expired tokens do not count
+MAX_SSH_KEYS = 100  # per user
+HINT_CHARS = 4  # random characters after the prefix kept as the hint
+
+
+@dataclass(frozen=True)
+class NewToken:
+    row: AccessToken
+    plaintext: str
+
+
+async def list_tokens(session: AsyncSession, user: User) -> list[AccessToken]:
+    return await queries.tokens_of(session, user.id)
+
+
+async def create_token(session: AsyncSession, user: User, *, name: str, expires_in_days: int | None) -> NewToken:
+    now = utcnow()
+    await queries.lock_user(session, user.id)
+    active = await queries.active_token_count(session, user.id, now)
+    if active >= MAX_ACTIVE_TOKENS:
+        raise errors.TooManyTokens(details={"limit": MAX_ACTIVE_TOKENS, "count": active})
+    plaintext = new_personal_access_token()
+    row = AccessToken(
+        id=new_id("pat"), user_id=user.id, name=name, token_hash=token_hash(plaintext),
+        hint=plaintext[: len(PAT_PREFIX) + HINT_CHARS], created_at=now,
+        expires_at=now + timedelta(days=expires_in_days) if expires_in_days is not None else None,
+        revoked_at=None, last_used_at=None)
+    session.add(row)
+    await session.flush()
+    return NewToken(row=row, plaintext=plaintext)
+
+
+async def revoke_token(session: AsyncSession, user: User, token_id: str) -> None:
+    """Idempotent for the owner: revoking a revoked token is a 204 and keeps the first revokedAt.
+    Another user's token and an unknown id are both 404."""
+    row = await queries.token_of(session, user.id, token_id)
+    if row is None:
+        raise errors.TokenNotFound()
+    if row.revoked_at is None:
+        row.revoked_at = utcnow()
+        await session.flush()
+
+
+async def list_keys(session: AsyncSession, user: User) -> list[SSHKey]:
+    return await queries.keys_of(session, user.id)
+
+
+async def add_key(session: AsyncSession, user: User, *, name: str, public_key: str) -> SSHKey:
+    parsed = parse_public_key(public_key)
+    await queries.lock_user(session, user.id)
+    if await queries.key_by_fingerprint(session, parsed.fingerprint) is not None:
+        raise errors.SSHKeyExists(details={"fingerprint": parsed.fingerprint})
+    count = await queries.key_count(session, user.id)
+    if count >= MAX_SSH_KEYS:
+        raise errors.TooManySSHKeys(details={"limit": MAX_SSH_KEYS, "count": count})
+    row = SSHKey(id=new_id("key"), user_id=user.id, name=name, key_type=parsed.key_type, bits=parsed.bits,
+                 public_key=parsed.public_key, fingerprint=parsed.fingerprint, created_at=utcnow())
+    try:
+        async with session.begin_nested():
+            session.add(row)
+            await session.flush()
+    except IntegrityError:
+        # Another request registered the same key between the check and the insert.
+        if await queries.key_by_fingerprint(session, parsed.fingerprint) is None:
+            raise
+        raise errors.SSHKeyExists(details={"fingerprint": parsed.fingerprint}) from None
+    return row
+
+
+async def delete_key(session: AsyncSession, user: User, key_id: str) -> None:
+    row = await queries.key_of(session, user.id, key_id)
+    if row is None:
+        raise errors.SSHKeyNotFound()
+    await session.delete(row)
+    await session.flush()
