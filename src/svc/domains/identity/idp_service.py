@@ -1,0 +1,234 @@
+"""Identity-provider login rules: the redirect allowlist, login states, and the callback's outcome.
+
+A login is two requests. /start checks the client's redirect, keeps a LoginState (hash of the random
+state, the redirect, the PKCE verifier, the nonce; 10 minutes) and sends the browser to the provider.
+/callback takes that row once (single use, bound to its redirect), lets the adapter prove who signed
+in, and signs them in. The provider is reached between two short transactions, never inside one.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, NamedTuple
+from urllib.parse import quote, unquote, urlencode, urlsplit
+
+from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.adapters.idp.port import IdentityProvider, IdpError, IdpIdentity
+from svc.domains.identity.idp_schemas import MAX_CODE, MAX_ERROR, MAX_REDIRECT, MAX_STATE, LoginFailure
+from svc.domains.identity.schemas import Session
+from svc.errors import BadRequest, NotFound
+from svc.kit.clock import utcnow
+from svc.kit.tokens import token_hash
+from svc.models import LoginState
+from svc.settings import Settings
+
+STATE_TTL = timedelta(minutes=10)
+# Every answer of the login routes: never cached, and no Referer to the provider or the client.
+NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+class UnknownProvider(NotFound):
+    default_message = "No identity provider of that name is configured"
+
+
+class RedirectNotAllowed(BadRequest):
+    default_message = ("redirect must be an absolute http(s) URL under one of the allowed prefixes "
+                       "(setting SVC_IDP_REDIRECTS)")
+
+
+class LoginStateInvalid(BadRequest):
+    default_message = "This sign-in is unknown, expired or already used: start again"
+
+
+class LoginOtherBrowser(BadRequest):
+    default_message = "This sign-in was started in another browser: start again here"
+
+
+class ProviderRefused(IdpError):
+    """The provider sent the browser back with an OAuth error instead of a code."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(f"the identity provider answered {code}")
+        self.code = code
+
+
+# --- the redirect allowlist ---
+
+_FORBIDDEN = re.compile(r"[\x00-\x20\x7f\\]")  # control characters, spaces, backslashes
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# RFC 8252 7.3: a native app (the svc CLI) listens on a loopback IP at a port the system picks, so an
+# allowlist entry for a loopback IP literal written without a port allows any port.
+_LOOPBACK_IPS = frozenset({"127.0.0.1", "::1"})
+
+
+class _Target(NamedTuple):
+    scheme: str
+    host: str
+    port: int
+    path: str
+    explicit_port: bool
+
+
+def _parse(url: str) -> _Target | None:
+    """A URL a browser reads the same way we do, or None."""
+    if not url or len(url) > MAX_REDIRECT or not url.isascii() or _FORBIDDEN.search(url) or "#" in url:
+        return None
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.netloc or "@" in parts.netloc or not parts.hostname:
+        return None
+    try:
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:
+        return None
+    path = parts.path or "/"
+    decoded = unquote(path)
+    if "\\" in decoded or any(seg in (".", "..") for seg in decoded.split("/")):
+        return None  # a browser would normalise these out of the allowed prefix
+    return _Target(scheme, parts.hostname.lower(), port, path, parts.port is not None)
+
+
+def _under(target: _Target, allowed: _Target) -> bool:
+    if (target.scheme, target.host) != (allowed.scheme, allowed.host):
+        return False
+    any_port = allowed.host in _LOOPBACK_IPS and not allowed.explicit_port
+    if target.port != allowed.port and not any_port:
+        return False
+    prefix = allowed.path
+    if prefix.endswith("/"):
+        return target.path.startswith(prefix)
+    return target.path == prefix or target.path.startswith(prefix + "/")
+
+
+def check_redirect(redirect: str, allowlist: list[str]) -> str:
+    """The redirect if it lies under one allowlist prefix: same scheme, host and port (any port for a
+    loopback IP prefix written without one), and a path under the prefix's path (by whole segments
+    unless the prefix ends with '/'). Else 400."""
+    target = _parse(redirect)
+    if target is None:
+        raise RedirectNotAllowed(headers=NO_STORE)
+    for entry in allowlist:
+        allowed = _parse(entry)
+        if allowed is not None and _under(target, allowed):
+            return redirect
+    raise RedirectNotAllowed(headers=NO_STORE)
+
+
+# --- /start ---
+
+
+@dataclass(frozen=True)
+class PendingLogin:
+    state: str
+    code_verifier: str
+    code_challenge: str
+    nonce: str
+
+    @property
+    def state_hash(self) -> str:
+        return token_hash(self.state)
+
+
+def provider_for(configured: IdentityProvider | None, name: str) -> IdentityProvider:
+    if configured is None or configured.name != name:
+        raise UnknownProvider(headers=NO_STORE)
+    return configured
+
+
+def callback_url(settings: Settings, provider: IdentityProvider) -> str:
+    return f"{settings.public_url}/v1/auth/{provider.name}/callback"
+
+
+def new_login() -> PendingLogin:
+    verifier = secrets.token_urlsafe(48)  # 64 characters (RFC 7636: 43 to 128)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return PendingLogin(state=secrets.token_urlsafe(32), code_verifier=verifier, code_challenge=challenge,
+                        nonce=secrets.token_urlsafe(24))
+
+
+async def authorize_url(idp: IdentityProvider, login: PendingLogin, redirect_uri: str) -> str:
+    """The provider's page for this login (may reach the provider: OIDC discovery). Raises IdpError."""
+    return await idp.authorize_url(state=login.state, redirect_uri=redirect_uri,
+                                   code_challenge=login.code_challenge, nonce=login.nonce)
+
+
+async def save_login(session: AsyncSession, login: PendingLogin, redirect: str) -> None:
+    now = utcnow()
+    # Housekeeping: logins nobody finished are of no use once expired.
+    await session.execute(delete(LoginState).where(LoginState.expires_at < now))
+    session.add(LoginState(state_hash=login.state_hash, redirect=redirect, code_verifier=login.code_verifier,
+                           nonce=login.nonce, created_at=now, expires_at=now + STATE_TTL))
+    await session.flush()
+
+
+# --- /callback ---
+
+
+async def take_login(session: AsyncSession, state: str | None) -> LoginState:
+    """Remove the login's row and return it: a state works once, and only within its 10 minutes."""
+    if not state or len(state) > MAX_STATE:
+        raise LoginStateInvalid("state is missing or malformed", headers=NO_STORE)
+    digest = token_hash(state)
+    row = await session.get(LoginState, digest)
+    if row is None:
+        raise LoginStateInvalid(headers=NO_STORE)
+    result: Any = await session.execute(delete(LoginState).where(LoginState.state_hash == digest))
+    if result.rowcount != 1:  # a concurrent callback with the same state took it first
+        raise LoginStateInvalid(headers=NO_STORE)
+    if row.expires_at <= utcnow():
+        raise LoginStateInvalid(headers=NO_STORE)
+    return row
+
+
+async def identify(idp: IdentityProvider, login: LoginState, *, code: str | None, error: str | None,
+                   redirect_uri: str) -> IdpIdentity:
+    """Who the provider says signed in; raises IdpError (ProviderRefused for an `error` answer)."""
+    if error is not None:
+        raise ProviderRefused(_safe_code(error))
+    if not code or len(code) > MAX_CODE:
+        raise IdpError("the identity provider sent no usable code")
+    return await idp.exchange(code=code, redirect_uri=redirect_uri, code_verifier=login.code_verifier,
+                              nonce=login.nonce or "")
+
+
+def _safe_code(error: str) -> str:
+    """OAuth error codes are short ASCII tokens; anything else is reported as idp_error."""
+    if 0 < len(error) <= min(MAX_ERROR, 64) and re.fullmatch(r"[a-z0-9_]+", error):
+        return error
+    return "idp_error"
+
+
+_MESSAGES = {
+    "access_denied": "Sign-in was cancelled at the identity provider",
+    "idp_unavailable": "The identity provider could not be reached; try again later",
+    "login_failed": "The identity provider did not confirm who you are; start again",
+}
+
+
+def failure_location(redirect: str, code: str) -> str:
+    message = _MESSAGES.get(code, "The identity provider refused the sign-in")
+    fragment = LoginFailure(error=code, message=message).model_dump(mode="json", by_alias=True)
+    return f"{redirect}#{urlencode(fragment, quote_via=quote)}"
+
+
+def success_location(redirect: str, session: Session) -> str:
+    fragment = session.model_dump(mode="json", by_alias=True)
+    return f"{redirect}#{urlencode(fragment, quote_via=quote)}"
+
+
+# --- the browser binding: the callback must come from the browser that started the login ---
+
+
+def binding_cookie(settings: Settings, state_hash: str) -> tuple[str, str, bool]:
+    """(name, path, secure) of the cookie /start sets and /callback requires. Over https it is a
+    __Host- cookie, which sibling hosts (deployed projects) cannot set."""
+    secure = settings.public_url.startswith("https://")
+    name = f"svc_login_{state_hash[:24]}"
+    return (f"__Host-{name}", "/", True) if secure else (name, "/v1/auth/", False)
