@@ -15,6 +15,17 @@ from svc.settings import Settings
 console = Console(stderr=True, soft_wrap=True)
 
 
+class _RedactQuery(logging.Filter):
+    """Access log lines keep the path but never the query: login callbacks carry codes and state."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and len(record.args) >= 3 and isinstance(record.args[2], str):
+            path, sep, _ = record.args[2].partition("?")
+            if sep:
+                record.args = (*record.args[:2], path + "?[redacted]", *record.args[3:])
+        return True
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address the API listens on"),
     port: int = typer.Option(8080, help="Port of the API"),
@@ -35,6 +46,7 @@ def serve(
     console.print(f"edge:      port {edge_port} (deployments are served from the projects issue on)")
     if settings.enable_dev_auth:
         console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
+    logging.getLogger("uvicorn.access").addFilter(_RedactQuery())
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=True,
                             server_header=False, access_log=log_level == "debug")
     asyncio.run(uvicorn.Server(config).serve())
