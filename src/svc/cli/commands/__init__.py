@@ -1,0 +1,1 @@
+"""The client commands: one module per group."""

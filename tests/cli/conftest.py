@@ -1,0 +1,163 @@
+"""The `svc` client against a real `svc serve`: both run as subprocesses, exactly as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+BIN = Path(sys.executable).parent
+SVC = str(BIN / "svc")
+START_SECONDS = 90
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def clean_env() -> dict[str, str]:
+    """The test runner's environment without anything that would steer svc (SVC_*, XDG_CONFIG_HOME)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("SVC_") and k != "XDG_CONFIG_HOME"}
+
+
+def uniq(prefix: str) -> str:
+    """A subject or org slug no other test of the shared server uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_until_up(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{url} exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"{url} did not answer:\n{log.read_text(errors='replace')}")
+
+
+@contextmanager
+def process(args: list[str], env: dict[str, str], log: Path, ready_url: str) -> Iterator[None]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(ready_url, proc, log)
+            yield
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def running_server(workdir: Path, **settings: str) -> Iterator[str]:
+    """`svc serve` on free ports with its state in `workdir`; yields the API URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = clean_env() | {"SVC_DATA_DIR": str(workdir / "data"), "SVC_ENABLE_DEV_AUTH": "true",
+                         "SVC_PUBLIC_URL": url, "SVC_MAIL_INTERVAL_SECONDS": "0.2"}
+    env |= {f"SVC_{k.upper()}": v for k, v in settings.items()}
+    args = [SVC, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port", str(free_port()),
+            "--log-level", "warning"]
+    with process(args, env, workdir / "server.log", f"{url}/v1/config"):
+        yield url
+
+
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server (SQLite) for the CLI tests; each test uses its own users and orgs."""
+    with running_server(tmp_path_factory.mktemp("svc-server")) as url:
+        yield url
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        assert self.code == 0, f"exit {self.code}: {self.err}"
+        return json.loads(self.out)
+
+    def error_code(self) -> str:
+        """The `(code)` of the `error: <message> (<code>)` line on stderr."""
+        line = next(ln for ln in self.err.splitlines() if ln.startswith("error: "))
+        assert line.endswith(")"), line
+        return line.rsplit("(", 1)[1][:-1]
+
+
+class Cli:
+    """One person's `svc`: their own HOME and config dir (credential store), talking to `api_url`."""
+
+    def __init__(self, api_url: str, home: Path) -> None:
+        self.api_url = api_url
+        self.home = home
+        self.config_home = home / ".config"
+        home.mkdir(parents=True, exist_ok=True)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return clean_env() | {"HOME": str(self.home), "XDG_CONFIG_HOME": str(self.config_home),
+                              "SVC_API_URL": self.api_url} | extra
+
+    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+        p = subprocess.run([SVC, *args], env=env or self.env(), input=input if input is not None else "",
+                           capture_output=True, text=True, timeout=120)
+        return Result(p.returncode, p.stdout, p.stderr)
+
+    def ok(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+        r = self(*args, input=input, env=env)
+        assert r.code == 0, f"svc {' '.join(args)} -> {r.code}\n{r.out}\n{r.err}"
+        return r
+
+    def fails(self, code: str, *args: str, exit_code: int = 1, input: str | None = None,
+              env: dict[str, str] | None = None) -> Result:
+        r = self(*args, input=input, env=env)
+        assert r.code == exit_code, f"svc {' '.join(args)} -> {r.code}\n{r.out}\n{r.err}"
+        assert r.error_code() == code, r.err
+        assert r.out == "", r.out
+        return r
+
+    def login(self, subject: str) -> dict[str, Any]:
+        return dict(self.ok("login", "--dev", subject, "--json").json())
+
+    @property
+    def credentials_file(self) -> Path:
+        return self.config_home / "svc" / "credentials.json"
+
+
+People = Callable[[str], Cli]
+
+
+@pytest.fixture
+def people(server: str, tmp_path: Path) -> People:
+    """`people("alice")`: a Cli with a home of its own, not signed in yet."""
+    def make(name: str) -> Cli:
+        return Cli(server, tmp_path / name)
+
+    return make
+
+
+@pytest.fixture
+def cli(people: People) -> Cli:
+    return people("me")
