@@ -12,12 +12,17 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from svc import __version__
+from svc.adapters.idp import build_identity_provider
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
+from svc.domains.credentials.router import router as credentials_router
+from svc.domains.identity.idp_router import router as idp_router
 from svc.domains.identity.router import dev_router
 from svc.domains.identity.router import router as identity_router
+from svc.domains.invites.router import router as invites_router
+from svc.domains.mail import jobs as mail_jobs
 from svc.domains.notifications.router import router as notifications_router
 from svc.domains.orgs.router import router as orgs_router
 from svc.errors import BadRequest, error_response, install_error_handlers
@@ -33,12 +38,13 @@ MAX_JSON_BODY = 1024 * 1024
 
 def default_adapters(settings: Settings) -> Adapters:
     mail = SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
-    return Adapters(mail=mail)
+    return Adapters(mail=mail, idp=build_identity_provider(settings))
 
 
 def build_registry(settings: Settings) -> JobRegistry:
     """Every area registers its job kinds and periodic cycles here."""
     registry = JobRegistry()
+    mail_jobs.register(registry, settings)
     return registry
 
 
@@ -89,7 +95,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
     install_openapi(app)
     if settings.enable_dev_auth:
         app.include_router(dev_router)
-    for router in (identity_router, orgs_router, notifications_router):
+    for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router):
         app.include_router(router)
     app.add_middleware(BodyLimit, limit=MAX_JSON_BODY)
     return app

@@ -49,6 +49,10 @@ class SmtpSender:
             if all(500 <= c < 600 for c in codes):
                 raise MailRejected(f"recipient refused ({codes[0]})") from None
             raise MailDeferred(f"recipient deferred ({codes[0]})") from None
+        except (smtplib.SMTPAuthenticationError, smtplib.SMTPConnectError, smtplib.SMTPHeloError) as exc:
+            # Wrong credentials or a server turning us away: a fault of the setup, not of this
+            # message, so keep it for when the setup is fixed rather than drop it as refused.
+            raise MailDeferred(f"the SMTP server did not let us send ({exc.smtp_code})") from None
         except smtplib.SMTPResponseException as exc:
             if 500 <= exc.smtp_code < 600:
                 raise MailRejected(f"server refused the message ({exc.smtp_code})") from None
