@@ -48,8 +48,8 @@ def build_registry(settings: Settings) -> JobRegistry:
     return registry
 
 
-class BodyLimit:
-    """Refuse oversized request bodies before they are read (bundle uploads set their own bound)."""
+class RequestGuard:
+    """Refuse NUL in URLs and oversized request bodies before they are read (bundle uploads set their own bound)."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -57,6 +57,10 @@ class BodyLimit:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            # NUL cannot be stored in PostgreSQL text and is never part of a valid name or token.
+            if b"%00" in scope.get("raw_path", b"") or b"%00" in scope.get("query_string", b""):
+                await error_response(BadRequest("The URL must not contain NUL characters"))(scope, receive, send)
+                return
             for name, value in scope.get("headers", []):
                 if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                     resp = error_response(BadRequest(f"The request body is over {self.limit} bytes"))
@@ -97,5 +101,5 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         app.include_router(dev_router)
     for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router):
         app.include_router(router)
-    app.add_middleware(BodyLimit, limit=MAX_JSON_BODY)
+    app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)
     return app

@@ -67,3 +67,11 @@ async def test_dev_login_route_does_not_exist_when_switched_off(settings) -> Non
         assert_error(await off.anon.post("/v1/auth/dev/login", json={"subject": "a"}), 404, "not_found")
         paths = (await off.anon.get("/v1/openapi.json")).json()["paths"]
         assert "/v1/auth/dev/login" not in paths
+
+
+async def test_nul_characters_are_refused_everywhere(svc: Svc) -> None:
+    assert_error(await svc.anon.post("/v1/auth/dev/login", json={"subject": "a\x00b"}), 400, "bad_request")
+    alice = await svc.login("alice")
+    assert_error(await alice.client.get("/v1/orgs/al%00ice/members"), 400, "bad_request")
+    assert_error(await alice.client.get("/v1/orgs/alice/notifications?limit=%00"), 400, "bad_request")
+    assert_error(await alice.client.post("/v1/orgs", json={"slug": "acme", "name": "a\x00"}), 400)
