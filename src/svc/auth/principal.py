@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from fastapi import Depends, Request
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from svc.deps import Session
 from svc.errors import SessionRequired, Unauthorized
@@ -30,30 +30,36 @@ def bearer_token(request: Request) -> str | None:
     return value.strip()
 
 
+# Built once: every request runs one of these, and building a statement costs more than running it.
+# Only the credential's id and validity are read; the user is the one ORM object a request needs.
+_SESSION_BY_HASH = (
+    select(UserSession.id, UserSession.expires_at, User).join(User, User.id == UserSession.user_id)
+    .where(UserSession.token_hash == bindparam("digest")))
+_PAT_BY_HASH = (
+    select(AccessToken.id, AccessToken.revoked_at, AccessToken.expires_at, User)
+    .join(User, User.id == AccessToken.user_id).where(AccessToken.token_hash == bindparam("digest")))
+
+
 async def resolve_principal(session: Session, token: str) -> Principal | None:
     now = utcnow()
     digest = token_hash(token)
     if token.startswith(PAT_PREFIX):
         if not pat_checksum_ok(token):
             return None
-        row = (await session.execute(
-            select(AccessToken, User).join(User, User.id == AccessToken.user_id)
-            .where(AccessToken.token_hash == digest))).first()
+        row = (await session.execute(_PAT_BY_HASH, {"digest": digest})).first()
         if row is None:
             return None
-        pat, user = row
-        if pat.revoked_at is not None or (pat.expires_at is not None and pat.expires_at <= now):
+        pat_id, revoked_at, expires_at, user = row
+        if revoked_at is not None or (expires_at is not None and expires_at <= now):
             return None
-        return Principal(user=user, kind="pat", credential_id=pat.id)
-    srow = (await session.execute(
-        select(UserSession, User).join(User, User.id == UserSession.user_id)
-        .where(UserSession.token_hash == digest))).first()
+        return Principal(user=user, kind="pat", credential_id=pat_id)
+    srow = (await session.execute(_SESSION_BY_HASH, {"digest": digest})).first()
     if srow is None:
         return None
-    sess, user = srow
-    if sess.expires_at <= now:
+    session_id, session_expires_at, user = srow
+    if session_expires_at <= now:
         return None
-    return Principal(user=user, kind="session", credential_id=sess.id)
+    return Principal(user=user, kind="session", credential_id=session_id)
 
 
 async def current_principal(request: Request, session: Session) -> Principal:

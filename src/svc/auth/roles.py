@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Annotated
 
 from fastapi import Depends, Path
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from svc.auth.principal import CurrentPrincipal, Principal
 from svc.deps import Session
@@ -43,11 +43,15 @@ class OrgAccess:
     principal: Principal
 
 
+# Built once: every org-scoped request runs it.
+_ORG_AND_ROLE = (
+    select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
+    .where(Org.slug == bindparam("slug"), Membership.user_id == bindparam("user_id")))
+
+
 async def authorize_org(session: Session, principal: Principal, org_slug: str, minimum: Role) -> OrgAccess:
     """A non-member of an existing org gets 404, like a missing org, so slugs cannot be probed."""
-    row = (await session.execute(
-        select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
-        .where(Org.slug == org_slug, Membership.user_id == principal.user.id))).first()
+    row = (await session.execute(_ORG_AND_ROLE, {"slug": org_slug, "user_id": principal.user.id})).first()
     if row is None:
         raise OrgNotFound()
     org, role_name = row

@@ -38,8 +38,18 @@ async def claim(session: AsyncSession, *, worker: str, lease: timedelta, limit: 
     stmt = select(Job).where(due).order_by(Job.run_at).limit(limit)
     if is_postgres(session):
         stmt = stmt.with_for_update(skip_locked=True)
-    jobs = list((await session.scalars(stmt)).all())
-    for job in jobs:
+    jobs: list[Job] = []
+    for job in (await session.scalars(stmt)).all():
+        if job.status == "running" and job.attempts >= job.max_attempts:
+            # Its holder died during the last allowed attempt: a job that kills its process
+            # must not be taken over forever.
+            job.status = "failed"
+            job.finished_at = now
+            job.locked_by = None
+            job.locked_until = None
+            job.last_error = f"lease ran out during attempt {job.attempts} of {job.max_attempts}"
+            continue
+        jobs.append(job)
         job.status = "running"
         job.locked_by = worker
         job.locked_until = now + lease

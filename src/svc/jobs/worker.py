@@ -52,6 +52,8 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
+            # Cleared before looking for work, so a wake() that arrives while we look is kept.
+            self._wake.clear()
             worked = False
             try:
                 await self.schedule_cycles()
@@ -59,7 +61,6 @@ class Worker:
             except Exception:
                 log.exception("worker loop error")
             if not worked:
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wait(stop), timeout=self.poll)
 

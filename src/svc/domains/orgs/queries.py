@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
@@ -20,17 +20,23 @@ async def org_by_slug(session: AsyncSession, slug: str) -> Org | None:
     return (await session.scalars(select(Org).where(Org.slug == slug))).first()
 
 
+# The read paths every dashboard page takes are built once (building a statement costs more than
+# running it on SQLite).
+_MEMBERSHIPS_OF = (
+    select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
+    .where(Membership.user_id == bindparam("user_id")).order_by(Org.personal.desc(), Org.slug))
+_MEMBERS = (
+    select(Membership, User).join(User, User.id == Membership.user_id)
+    .where(Membership.org_id == bindparam("org_id")).order_by(Membership.created_at, User.id))
+
+
 async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Org, str]]:
-    rows = await session.execute(
-        select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
-        .where(Membership.user_id == user_id).order_by(Org.personal.desc(), Org.slug))
+    rows = await session.execute(_MEMBERSHIPS_OF, {"user_id": user_id})
     return [(org, role) for org, role in rows.all()]
 
 
 async def members(session: AsyncSession, org_id: str) -> list[tuple[Membership, User]]:
-    rows = await session.execute(
-        select(Membership, User).join(User, User.id == Membership.user_id)
-        .where(Membership.org_id == org_id).order_by(Membership.created_at, User.id))
+    rows = await session.execute(_MEMBERS, {"org_id": org_id})
     return [(m, u) for m, u in rows.all()]
 
 

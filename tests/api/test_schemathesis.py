@@ -1,0 +1,133 @@
+"""Schemathesis over every operation /v1/openapi.json lists at run time, on both state stores.
+
+Each operation gets valid (positive) and invalid (negative) cases from its schema, sent with a real
+session token and, for most cases, real path values (an org of its own, a member, a token, a key,
+an invite). Every response must be: no 5xx; every non-2xx the Error envelope; a status the
+document lists; the documented content type; a body that matches the documented schema; and
+schema-invalid input refused with 4xx. All findings are collected and reported together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import Any
+
+import hypothesis
+import schemathesis
+from hypothesis import HealthCheck, Phase
+from hypothesis import strategies as st
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import FailureGroup
+from schemathesis.core.result import Ok
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.api.fuzz import BASE_URL, ServerErrors, World, build_world, is_error_envelope, loop_session
+from tests.support.api import Svc
+
+# Cases per operation: 30, fewer once the API has grown past CASE_BUDGET / 30 operations, so one
+# store's run stays near half a minute (about 40 ms a case here).
+MAX_EXAMPLES = 30
+MIN_EXAMPLES = 10
+CASE_BUDGET = 900
+Operation = schemathesis.APIOperation[Any, Any, Any, Any]
+MAX_FINDINGS = 3  # per operation
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+          negative_data_rejection]
+
+
+def _strategy(operation: Operation, world: World) -> st.SearchStrategy[Any]:
+    names = {p.name for p in operation.path_parameters}
+    real = {k: v for k, v in world.path.items() if k in names}
+    headers = {"Authorization": f"Bearer {world.token}"}
+    options = [
+        operation.as_strategy(schemathesis.GenerationMode.POSITIVE, path_parameters=real, headers=headers),
+        operation.as_strategy(schemathesis.GenerationMode.NEGATIVE, headers=headers),
+    ]
+    if real:
+        options.append(operation.as_strategy(schemathesis.GenerationMode.POSITIVE, headers=headers))
+        if real.keys() != names or operation.body or operation.query:
+            options.append(operation.as_strategy(schemathesis.GenerationMode.NEGATIVE, path_parameters=real,
+                                                 headers=headers))
+    return st.one_of(options)
+
+
+def _fuzz(operation: Operation, world: World, svc: Svc, loop: asyncio.AbstractEventLoop,
+          statuses: Counter[int], examples: int) -> list[str]:
+    """Runs in a worker thread; returns the findings for this operation (the first few)."""
+    findings: list[str] = []
+    session = loop_session(svc.app, loop)
+    label = f"{operation.method.upper()} {operation.path}"
+
+    @hypothesis.settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                         phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck),
+                         report_multiple_bugs=False)
+    @hypothesis.given(case=_strategy(operation, world))
+    def run(case: schemathesis.Case[Operation]) -> None:
+        response = case.call(base_url=BASE_URL, session=session)
+        statuses[response.status_code] += 1
+        if response.status_code >= 400:
+            try:
+                body: object = response.json()
+            except ValueError:
+                body = response.text
+            if not is_error_envelope(body):
+                curl = case.as_curl_command(headers=dict(response.request.headers))
+                findings.append(f"{label}: {response.status_code} is not the Error envelope: {body!r}\n{curl}")
+        try:
+            case.validate_response(response, checks=CHECKS,
+                                   transport_kwargs={"base_url": BASE_URL, "session": session})
+        except FailureGroup as exc:
+            findings.append(f"{label}:\n{exc}")
+
+    try:
+        run()
+    except Exception as exc:  # a crash of the generator or the transport is a finding too
+        findings.append(f"{label}: {type(exc).__name__}: {exc}")
+    finally:
+        session.close()
+    return findings[:MAX_FINDINGS]
+
+
+async def test_every_operation_survives_schemathesis(svc: Svc) -> None:
+    doc = (await svc.anon.get("/v1/openapi.json")).json()
+    schema = schemathesis.openapi.from_dict(doc)
+    operations: list[Operation] = []
+    broken: list[str] = []
+    for result in schema.get_all_operations():
+        if isinstance(result, Ok):
+            operations.append(result.ok())
+        else:
+            broken.append(f"unusable operation in the document: {result.err()}")
+    assert not broken, broken
+    # The document lists what the app serves right now (other areas add routes); a floor guards
+    # against fuzzing an empty or broken document.
+    listed = {(op.method.upper(), op.path) for op in operations}
+    assert {("GET", "/v1/me"), ("GET", "/v1/orgs/{orgSlug}/members"), ("POST", "/v1/auth/dev/login")} <= listed
+
+    errors = ServerErrors()  # svc.errors logs every unhandled exception with its traceback
+    logging.getLogger("svc.errors").addHandler(errors)
+    loop = asyncio.get_running_loop()
+    findings: list[str] = []
+    seen: dict[str, Counter[int]] = {}
+    examples = max(MIN_EXAMPLES, min(MAX_EXAMPLES, CASE_BUDGET // len(operations)))
+    try:
+        for n, operation in enumerate(operations):
+            world = await build_world(svc, n)
+            statuses = seen[f"{operation.method.upper()} {operation.path}"] = Counter()
+            findings += await asyncio.to_thread(_fuzz, operation, world, svc, loop, statuses, examples)
+    finally:
+        logging.getLogger("svc.errors").removeHandler(errors)
+    summary = "\n".join(f"  {label}: {dict(sorted(c.items()))}" for label, c in seen.items())
+    logged = list(dict.fromkeys(errors.records))[:10]
+    report = "\n\n".join(findings + [f"server log: {r}" for r in logged])
+    assert not findings and not logged, (
+        f"{len(findings)} finding(s) over {len(operations)} operations:\n\n{report}\n\nstatuses seen:\n{summary}")
+    # The cases reached real code: a broken token or world would turn (nearly) everything into 401/404.
+    reached = [label for label, c in seen.items() if any(200 <= s < 300 for s in c)]
+    assert len(reached) >= len(seen) / 2, f"too few operations ever succeeded:\n{summary}"
