@@ -22,6 +22,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from svc.kit.inline_sqlite import inline_connector
 from svc.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -32,7 +33,8 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take over transaction control from the driver so BEGIN can be IMMEDIATE.
-        dbapi_connection.isolation_level = None
+        if dbapi_connection.isolation_level is not None:
+            dbapi_connection.isolation_level = None
         cur = dbapi_connection.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA foreign_keys=ON")
@@ -43,24 +45,33 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "")
-        conn.exec_driver_sql(f"BEGIN {mode}".strip())
+        if mode != "AUTOCOMMIT":
+            conn.exec_driver_sql(f"BEGIN {mode}".strip())
 
 
 @dataclass
 class Database:
     engine: AsyncEngine
+    # SQLite: reads run on the event loop's thread (kit/inline_sqlite.py); else the same engine.
+    read_engine: AsyncEngine
     read: async_sessionmaker[AsyncSession]
     write: async_sessionmaker[AsyncSession]
     is_sqlite: bool
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self.read_engine is not self.engine:
+            await self.read_engine.dispose()
 
     @asynccontextmanager
     async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
-        """One unit of work: commit on success, roll back on error."""
+        """One unit of work: commit on success, roll back on error. A read transaction is only
+        closed: there is nothing to commit, and closing returns the connection at once."""
         maker = self.write if write else self.read
         async with maker() as session:
+            if not write:
+                yield session
+                return
             try:
                 yield session
                 await session.commit()
@@ -76,14 +87,22 @@ def open_database(settings: Settings) -> Database:
         engine = create_async_engine(url, pool_size=8, max_overflow=8)
         _install_sqlite_hooks(engine)
         write_bind = engine.execution_options(sqlite_begin="IMMEDIATE")
+        path = str((settings.data_dir / "svc.sqlite3").resolve())
+        # Reads run each statement in its own implicit transaction, as PostgreSQL's READ COMMITTED
+        # gives each statement its own snapshot; no BEGIN/COMMIT/reset round trips per request.
+        read_engine = create_async_engine(url, pool_size=8, max_overflow=24, async_creator=inline_connector(path),
+                                          pool_reset_on_return=None,
+                                          execution_options={"sqlite_begin": "AUTOCOMMIT"})
+        _install_sqlite_hooks(read_engine)
         is_sqlite = True
     else:
         engine = create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         write_bind = engine
+        read_engine = engine
         is_sqlite = False
-    read = async_sessionmaker(engine, expire_on_commit=False, autoflush=True)
+    read = async_sessionmaker(read_engine, expire_on_commit=False, autoflush=True)
     write = async_sessionmaker(write_bind, expire_on_commit=False, autoflush=True)
-    return Database(engine=engine, read=read, write=write, is_sqlite=is_sqlite)
+    return Database(engine=engine, read_engine=read_engine, read=read, write=write, is_sqlite=is_sqlite)
 
 
 def alembic_config() -> Config:

@@ -1,11 +1,19 @@
-"""Annotated dependencies the routers use: the context, a session per request, the caller."""
+"""Annotated dependencies the routers use: the context, a session per request, the caller.
+
+Each request runs in one transaction, opened and committed by `TransactionalRoute` around the
+endpoint, so the commit happens before the response is sent (a failed commit is an error
+response, never a 2xx for a change that did not happen) and an exception rolls everything back.
+GET/HEAD/OPTIONS get a read transaction; other methods a write transaction. The session itself
+is only created here; the first query opens the connection.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.context import AppContext
@@ -13,7 +21,7 @@ from svc.context import AppContext
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def get_context(request: Request) -> AppContext:
+async def get_context(request: Request) -> AppContext:
     ctx: AppContext = request.app.state.ctx
     return ctx
 
@@ -21,13 +29,31 @@ def get_context(request: Request) -> AppContext:
 Ctx = Annotated[AppContext, Depends(get_context)]
 
 
-async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    """One transaction per request: committed before the response is sent, rolled back on error."""
-    ctx = get_context(request)
-    async with ctx.db.transaction(write=request.method not in _READ_METHODS) as session:
-        yield session
+class TransactionalRoute(APIRoute):
+    """Wraps the endpoint (dependencies, body, handler) in the request's transaction. Cheaper than
+    a yield dependency, which costs an exit stack and a cancel scope per request."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        write = not (self.methods or set()) <= _READ_METHODS
+
+        async def transactional(request: Request) -> Response:
+            ctx: AppContext = request.app.state.ctx
+            async with ctx.db.transaction(write=write) as session:
+                request.state.db_session = session
+                return await handler(request)
+
+        return transactional
 
 
-# scope="function": the commit runs before the response goes out, so a failed commit is an error
-# response, never a 2xx for a change that did not happen.
-Session = Annotated[AsyncSession, Depends(get_session, scope="function")]
+def api_router(**kwargs: Any) -> APIRouter:
+    """The router every area uses: its routes run in one transaction per request."""
+    return APIRouter(route_class=TransactionalRoute, **kwargs)
+
+
+async def get_session(request: Request) -> AsyncSession:
+    session: AsyncSession = request.state.db_session
+    return session
+
+
+Session = Annotated[AsyncSession, Depends(get_session)]

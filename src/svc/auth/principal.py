@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Request
-from sqlalchemy import bindparam, select
+from sqlalchemy import Select, bindparam, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.deps import Session
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
 from svc.kit.tokens import PAT_PREFIX, pat_checksum_ok, token_hash
-from svc.models import AccessToken, User, UserSession
+from svc.models import AccessToken, Membership, Org, User, UserSession
 
 
 @dataclass(frozen=True)
@@ -32,34 +33,68 @@ def bearer_token(request: Request) -> str | None:
 
 # Built once: every request runs one of these, and building a statement costs more than running it.
 # Only the credential's id and validity are read; the user is the one ORM object a request needs.
-_SESSION_BY_HASH = (
+AnySelect = Select[*tuple[Any, ...]]
+
+_SESSION_BY_HASH: AnySelect = (
     select(UserSession.id, UserSession.expires_at, User).join(User, User.id == UserSession.user_id)
     .where(UserSession.token_hash == bindparam("digest")))
-_PAT_BY_HASH = (
-    select(AccessToken.id, AccessToken.revoked_at, AccessToken.expires_at, User)
+_PAT_BY_HASH: AnySelect = (
+    select(AccessToken.id, AccessToken.expires_at, User, AccessToken.revoked_at)
     .join(User, User.id == AccessToken.user_id).where(AccessToken.token_hash == bindparam("digest")))
 
 
-async def resolve_principal(session: Session, token: str) -> Principal | None:
+def _with_org(stmt: AnySelect) -> AnySelect:
+    """The same lookup plus the org named in the path and the caller's role in it, in one query
+    (outer joins: a missing org or membership comes back as NULLs, told apart from a bad token)."""
+    return (stmt.add_columns(Org, Membership.role)
+            .outerjoin(Org, Org.slug == bindparam("slug"))
+            .outerjoin(Membership, (Membership.org_id == Org.id) & (Membership.user_id == User.id)))
+
+
+_SESSION_WITH_ORG = _with_org(_SESSION_BY_HASH)
+_PAT_WITH_ORG = _with_org(_PAT_BY_HASH)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    principal: Principal
+    # With an org slug: the org, when it exists and the caller is a member, and the role there.
+    org: Org | None = None
+    role: str | None = None
+
+
+async def resolve(session: AsyncSession, token: str, org_slug: str | None = None) -> Resolved | None:
+    """Bearer token -> principal (None when invalid, expired or revoked), optionally with the
+    caller's membership of one org, in a single query."""
     now = utcnow()
-    digest = token_hash(token)
-    if token.startswith(PAT_PREFIX):
+    params = {"digest": token_hash(token)}
+    is_pat = token.startswith(PAT_PREFIX)
+    if is_pat:
         if not pat_checksum_ok(token):
             return None
-        row = (await session.execute(_PAT_BY_HASH, {"digest": digest})).first()
-        if row is None:
-            return None
-        pat_id, revoked_at, expires_at, user = row
-        if revoked_at is not None or (expires_at is not None and expires_at <= now):
-            return None
-        return Principal(user=user, kind="pat", credential_id=pat_id)
-    srow = (await session.execute(_SESSION_BY_HASH, {"digest": digest})).first()
-    if srow is None:
+        stmt = _PAT_BY_HASH if org_slug is None else _PAT_WITH_ORG
+    else:
+        stmt = _SESSION_BY_HASH if org_slug is None else _SESSION_WITH_ORG
+    if org_slug is not None:
+        params["slug"] = org_slug
+    row = (await session.execute(stmt, params)).first()
+    if row is None:
         return None
-    session_id, session_expires_at, user = srow
-    if session_expires_at <= now:
+    credential_id, expires_at, user = row[0], row[1], row[2]
+    if expires_at is not None and expires_at <= now:
         return None
-    return Principal(user=user, kind="session", credential_id=session_id)
+    if is_pat and row[3] is not None:  # revoked
+        return None
+    principal = Principal(user=user, kind="pat" if is_pat else "session", credential_id=credential_id)
+    if org_slug is None:
+        return Resolved(principal)
+    org, role = row[-2], row[-1]
+    return Resolved(principal, org if role is not None else None, role)
+
+
+async def resolve_principal(session: AsyncSession, token: str) -> Principal | None:
+    resolved = await resolve(session, token)
+    return resolved.principal if resolved else None
 
 
 async def current_principal(request: Request, session: Session) -> Principal:

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
 
-from fastapi import Depends, Path
-from sqlalchemy import bindparam, select
+from fastapi import Depends, Path, Request
 
-from svc.auth.principal import CurrentPrincipal, Principal
+from svc.auth.principal import Principal, bearer_token, resolve
 from svc.deps import Session
-from svc.errors import Forbidden, NotFound
-from svc.models import Membership, Org
+from svc.errors import Forbidden, NotFound, Unauthorized
+from svc.models import Org
 
 
 class Role(StrEnum):
@@ -43,18 +42,10 @@ class OrgAccess:
     principal: Principal
 
 
-# Built once: every org-scoped request runs it.
-_ORG_AND_ROLE = (
-    select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
-    .where(Org.slug == bindparam("slug"), Membership.user_id == bindparam("user_id")))
-
-
-async def authorize_org(session: Session, principal: Principal, org_slug: str, minimum: Role) -> OrgAccess:
+def check_role(org: Org | None, role_name: str | None, principal: Principal, minimum: Role) -> OrgAccess:
     """A non-member of an existing org gets 404, like a missing org, so slugs cannot be probed."""
-    row = (await session.execute(_ORG_AND_ROLE, {"slug": org_slug, "user_id": principal.user.id})).first()
-    if row is None:
+    if org is None or role_name is None:
         raise OrgNotFound()
-    org, role_name = row
     role = Role(role_name)
     if not role.at_least(minimum):
         raise Forbidden(f"This needs the {minimum.value} role or higher; you are {role.value}",
@@ -66,8 +57,15 @@ OrgSlugPath = Annotated[str, Path(alias="orgSlug", max_length=64)]
 
 
 def require_role(minimum: Role) -> Callable[..., Awaitable[OrgAccess]]:
-    async def dependency(org_slug: OrgSlugPath, principal: CurrentPrincipal, session: Session) -> OrgAccess:
-        return await authorize_org(session, principal, org_slug, minimum)
+    async def dependency(request: Request, org_slug: OrgSlugPath, session: Session) -> OrgAccess:
+        # Credential, org and role in one query: this runs on every org-scoped request.
+        token = bearer_token(request)
+        if token is None:
+            raise Unauthorized()
+        resolved = await resolve(session, token, org_slug)
+        if resolved is None:
+            raise Unauthorized("The token is invalid, expired or revoked")
+        return check_role(resolved.org, resolved.role, resolved.principal, minimum)
 
     return dependency
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import Path, Response
 
 from svc.auth.principal import CurrentPrincipal, SessionOnlyPrincipal
-from svc.deps import Session
+from svc.deps import Session, api_router
 from svc.domains.credentials import schemas, service
 from svc.models import AccessToken, SSHKey
 
-router = APIRouter(tags=["credentials"])
+router = api_router(tags=["credentials"])
 
 TokenIdPath = Annotated[str, Path(alias="tokenId", max_length=64)]
 KeyIdPath = Annotated[str, Path(alias="keyId", max_length=64)]

@@ -9,18 +9,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import RedirectResponse
 
 from svc.adapters.idp.port import IdpError
-from svc.deps import Ctx
+from svc.deps import Ctx, api_router
 from svc.domains.identity import idp_service as idp
 from svc.domains.identity import service
 from svc.domains.identity.idp_schemas import CodeQuery, ErrorQuery, ProviderPath, RedirectQuery, StateQuery
 from svc.domains.identity.schemas import Session
 
 log = logging.getLogger("svc.identity.idp")
-router = APIRouter(tags=["identity"])
+router = api_router(tags=["identity"])
 
 _REDIRECT: dict[int | str, dict[str, Any]] = {
     302: {"description": "Redirect to the Location header", "content": None,

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from svc.auth.principal import CurrentPrincipal
-from svc.deps import Ctx, Session
+from svc.deps import Ctx, Session, api_router
 from svc.domains.identity import schemas, service
 from svc.domains.orgs import service as orgs
 
-router = APIRouter(tags=["identity"])
-dev_router = APIRouter(tags=["identity"])
+router = api_router(tags=["identity"])
+dev_router = api_router(tags=["identity"])
 
 
 @dev_router.post("/v1/auth/dev/login", response_model=schemas.Session, operation_id="devLogin")

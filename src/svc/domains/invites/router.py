@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import Path, Response
 
 from svc.auth.principal import CurrentPrincipal
 from svc.auth.roles import AdminAccess
-from svc.deps import Ctx, Session
+from svc.deps import Ctx, Session, api_router
 from svc.domains.invites import schemas, service
 from svc.kit.clock import utcnow
 
-router = APIRouter(tags=["invites"])
+router = api_router(tags=["invites"])
 
 # Ids are a prefix and base62 (svc.kit.ids); anything else is malformed, and never reaches SQL.
 InviteIdPath = Annotated[str, Path(alias="inviteId", max_length=64, pattern=r"^[A-Za-z0-9_]+$")]

@@ -79,8 +79,6 @@ async def invite(session: AsyncSession, access: OrgAccess, *, email: str, role: 
     if row is None:
         row = Invite(id=new_id("inv"), org_id=org.id, email=email, created_at=now)
         session.add(row)
-    else:
-        await discard_unsent(session, invite_id=row.id)
     row.role = role.value
     row.token_hash = token_hash(token)
     row.state = "pending"
@@ -90,6 +88,10 @@ async def invite(session: AsyncSession, access: OrgAccess, *, email: str, role: 
     row.accepted_by = None
     row.finished_at = None
     await session.flush()
+    if not created:
+        # After the invite row is written: rows are always locked invite first, then its mail
+        # (as revoke and the send cycle do), so concurrent transactions cannot deadlock.
+        await discard_unsent(session, invite_id=row.id)
     subject, body = invite_mail(org=org, inviter=inviter, role=role, token=token, expires_at=expires_at,
                                 settings=settings)
     queue_mail(session, email, subject, body, invite_id=row.id)

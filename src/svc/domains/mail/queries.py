@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import CursorResult, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.db import is_postgres
 from svc.models import Invite, Notification, OutboundMail
 
 _UNFINISHED = (OutboundMail.sent_at.is_(None), OutboundMail.failed_at.is_(None))
@@ -54,7 +55,14 @@ async def claim(session: AsyncSession, mail_id: str, now: datetime, lease_until:
 
 async def mark_sent(session: AsyncSession, mail_id: str, now: datetime) -> bool:
     """Record the server's acceptance, and on the invite or notification the mail was for.
-    False when the row is gone (the invite was revoked or re-sent meanwhile): nothing is marked."""
+    False when the row is gone (the invite was revoked or re-sent meanwhile): nothing is marked.
+    Locks the invite before the mail row, the order revoke and re-invite use, so no deadlock."""
+    owner = (await session.execute(
+        select(OutboundMail.invite_id).where(OutboundMail.id == mail_id))).first()
+    if owner is None:
+        return False
+    if owner.invite_id is not None and is_postgres(session):
+        await session.execute(select(Invite.id).where(Invite.id == owner.invite_id).with_for_update())
     result = await session.execute(
         update(OutboundMail).where(OutboundMail.id == mail_id, OutboundMail.sent_at.is_(None))
         .values(sent_at=now, failed_at=None, last_error=None).execution_options(synchronize_session=False))

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from svc.auth.roles import ViewerAccess
-from svc.deps import Session
+from svc.deps import Session, api_router
 from svc.domains.notifications import service
 from svc.kit.api import ApiModel, Timestamp
 
-router = APIRouter(tags=["orgs"])
+router = api_router(tags=["orgs"])
 
 
 class Notification(ApiModel):

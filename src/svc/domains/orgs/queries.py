@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, select
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
@@ -26,7 +29,9 @@ _MEMBERSHIPS_OF = (
     select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
     .where(Membership.user_id == bindparam("user_id")).order_by(Org.personal.desc(), Org.slug))
 _MEMBERS = (
-    select(Membership, User).join(User, User.id == Membership.user_id)
+    select(User.id, User.provider, User.subject, User.email, User.name, Membership.role,
+           Membership.created_at.label("joined_at"))
+    .join(User, User.id == Membership.user_id)
     .where(Membership.org_id == bindparam("org_id")).order_by(Membership.created_at, User.id))
 
 
@@ -35,9 +40,9 @@ async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Org,
     return [(org, role) for org, role in rows.all()]
 
 
-async def members(session: AsyncSession, org_id: str) -> list[tuple[Membership, User]]:
-    rows = await session.execute(_MEMBERS, {"org_id": org_id})
-    return [(m, u) for m, u in rows.all()]
+async def members(session: AsyncSession, org_id: str) -> Sequence[Row[*tuple[Any, ...]]]:
+    """Plain rows, no ORM objects: this is the hottest read of a dashboard."""
+    return (await session.execute(_MEMBERS, {"org_id": org_id})).all()
 
 
 async def membership(session: AsyncSession, org_id: str, user_id: str) -> Membership | None:

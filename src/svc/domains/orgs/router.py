@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Response
+from fastapi import Path, Response
 
 from svc.auth.principal import CurrentPrincipal
 from svc.auth.roles import AdminAccess, MemberAccess, ViewerAccess
-from svc.deps import Ctx, Session
+from svc.deps import Ctx, Session, api_router
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.identity.schemas import User as UserView
 from svc.domains.orgs import schemas, service
 from svc.models import Membership, User
 
-router = APIRouter(tags=["orgs"])
+router = api_router(tags=["orgs"])
 
 UserIdPath = Annotated[str, Path(alias="userId", max_length=64)]
 
@@ -47,7 +47,10 @@ async def delete_org(body: schemas.OrgDelete, access: AdminAccess, session: Sess
 
 @router.get("/v1/orgs/{orgSlug}/members", response_model=schemas.MemberList, operation_id="listMembers")
 async def list_members(access: MemberAccess, session: Session) -> schemas.MemberList:
-    return schemas.MemberList(members=[_member(m, u) for m, u in await service.list_members(session, access.org.id)])
+    rows = await service.list_members(session, access.org.id)
+    return schemas.MemberList(members=[
+        schemas.Member(user=UserView(id=r.id, provider=r.provider, subject=r.subject, email=r.email, name=r.name),
+                       role=r.role, joined_at=r.joined_at) for r in rows])
 
 
 @router.post("/v1/orgs/{orgSlug}/members", status_code=201, response_model=schemas.Member,

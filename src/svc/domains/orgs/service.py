@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -94,7 +98,7 @@ async def delete_org(session: AsyncSession, access: OrgAccess, confirm: str) -> 
     await session.flush()
 
 
-async def list_members(session: AsyncSession, org_id: str) -> list[tuple[Membership, User]]:
+async def list_members(session: AsyncSession, org_id: str) -> Sequence[Row[*tuple[Any, ...]]]:
     return await queries.members(session, org_id)
 
 
