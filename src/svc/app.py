@@ -24,10 +24,14 @@ from svc.domains.identity.router import router as identity_router
 from svc.domains.invites.router import router as invites_router
 from svc.domains.mail import jobs as mail_jobs
 from svc.domains.notifications.router import router as notifications_router
+from svc.domains.operations import teardown
+from svc.domains.operations.router import router as operations_router
 from svc.domains.orgs.router import router as orgs_router
+from svc.domains.projects.router import router as projects_router
 from svc.errors import BadRequest, error_response, install_error_handlers
 from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
+from svc.kit.crypto import Keyring, load_or_create_secret_key
 from svc.openapi import install_openapi
 from svc.settings import Settings
 
@@ -45,6 +49,7 @@ def build_registry(settings: Settings) -> JobRegistry:
     """Every area registers its job kinds and periodic cycles here."""
     registry = JobRegistry()
     mail_jobs.register(registry, settings)
+    teardown.register(registry)
     return registry
 
 
@@ -78,7 +83,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         db = open_database(settings)
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
-                         worker_name=worker_name())
+                         worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)))
         app.state.ctx = ctx
         worker = Worker(ctx, registry)
         app.state.worker = worker
@@ -99,7 +104,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
     install_openapi(app)
     if settings.enable_dev_auth:
         app.include_router(dev_router)
-    for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router):
+    for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,
+                   projects_router, operations_router):
         app.include_router(router)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)
     return app

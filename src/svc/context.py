@@ -9,14 +9,19 @@ from svc.db import Database
 from svc.settings import Settings
 
 if TYPE_CHECKING:
+    from svc.adapters.blobs.port import BlobStore
+    from svc.adapters.edge.port import Edge
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
+    from svc.kit.crypto import Keyring
 
 
 @dataclass
 class Adapters:
     mail: MailSender
     idp: IdentityProvider | None = None
+    # None: the default, files under SVC_DATA_DIR/blobs (or S3 when configured), made at start.
+    blobs: BlobStore | None = None
 
 
 @dataclass
@@ -26,3 +31,13 @@ class AppContext:
     adapters: Adapters
     # Name of this process, used by job leases ("host:pid:random").
     worker_name: str = field(default="")
+    # Seals secrets and signs edge cookies (kit/crypto.py); set at start.
+    keyring: Keyring | None = None
+    # The web server in front, when this process runs one (svc serve does; most tests do not).
+    edge: Edge | None = None
+
+    @property
+    def keys(self) -> Keyring:
+        if self.keyring is None:
+            raise RuntimeError("the keyring is set when the app starts")
+        return self.keyring

@@ -40,6 +40,36 @@ class Settings(BaseSettings):
     job_lease_seconds: float = Field(default=60.0, gt=0)
     job_max_attempts: int = Field(default=8, ge=1)
 
+    # Signs edge cookies and seals secrets at rest. Unset: generated once into
+    # SVC_DATA_DIR/secret.key (0600) on first start and reused.
+    secret_key: SecretStr | None = None
+
+    # The edge (nginx) that serves deployments by Host. `svc serve --edge-port` sets the port.
+    edge_enabled: bool = True
+    edge_host: str = "127.0.0.1"
+    edge_port: int = 8081
+    # How people reach the edge (for redirects back to a project): scheme and port; None = edge_port.
+    edge_public_scheme: str = "http"
+    edge_public_port: int | None = None
+    nginx_binary: str = "nginx"
+    edge_converge_seconds: float = Field(default=2.0, gt=0)
+    # How long the edge may reuse an allowed access check (protected projects), in seconds.
+    edge_check_cache_seconds: int = Field(default=5, ge=0, le=60)
+
+    # Bundles (decisions.md): compressed, unpacked and entry-count bounds.
+    max_bundle_bytes: int = 100 * 1024 * 1024
+    max_unpacked_bytes: int = 500 * 1024 * 1024
+    max_bundle_entries: int = 20_000
+
+    # Where artifacts are kept: "files" (under SVC_DATA_DIR/blobs) or "s3".
+    blob_store: str = "files"
+    s3_endpoint_url: str | None = None
+    s3_bucket: str | None = None
+    s3_prefix: str = "svc/"
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: SecretStr | None = None
+
     invite_days: int = 7
     pending_invite_cap: int = 50
     free_project_limit: int = 3
@@ -72,3 +102,9 @@ class Settings(BaseSettings):
 
     def mail_dir(self) -> Path:
         return self.data_dir / "mail"
+
+    def edge_url(self, host: str) -> str:
+        """The address people use for a project host, e.g. http://web-alice.localhost:8081."""
+        port = self.edge_public_port if self.edge_public_port is not None else self.edge_port
+        default = 443 if self.edge_public_scheme == "https" else 80
+        return f"{self.edge_public_scheme}://{host}" + ("" if port == default else f":{port}")

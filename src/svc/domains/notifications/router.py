@@ -1,29 +1,15 @@
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Query
 
 from svc.auth.roles import ViewerAccess
 from svc.deps import Session, api_router
 from svc.domains.notifications import service
-from svc.kit.api import ApiModel, Timestamp
+from svc.domains.notifications.schemas import Notification, NotificationList
 
 router = api_router(tags=["orgs"])
-
-
-class Notification(ApiModel):
-    id: str
-    kind: str
-    message: str
-    project: str | None
-    data: dict[str, Any]
-    created_at: Timestamp
-    sent_at: Timestamp | None
-
-
-class NotificationList(ApiModel):
-    notifications: list[Notification]
 
 
 @router.get("/v1/orgs/{orgSlug}/notifications", response_model=NotificationList,

@@ -24,3 +24,10 @@ async def latest(session: AsyncSession, org_id: str, limit: int) -> list[Notific
         select(Notification).where(Notification.org_id == org_id)
         .order_by(Notification.created_at.desc(), Notification.id.desc()).limit(limit))
     return list(rows.all())
+
+
+async def latest_for_project(session: AsyncSession, org_id: str, project: str, limit: int) -> list[Notification]:
+    rows = await session.scalars(
+        select(Notification).where(Notification.org_id == org_id, Notification.project == project)
+        .order_by(Notification.created_at.desc(), Notification.id.desc()).limit(limit))
+    return list(rows.all())

@@ -1,0 +1,1 @@
+"""Deployments: streamed bundle ingest, content-addressed artifacts, the live pointer, rollback."""

@@ -1,0 +1,1 @@
+"""Long-running operations with phases (project teardown; database operations later)."""

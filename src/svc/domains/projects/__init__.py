@@ -1,0 +1,1 @@
+"""Projects: create (with the default hostname), list, get, overview, delete (teardown)."""

@@ -1,0 +1,39 @@
+"""The project named in the path, for callers with at least a given org role."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Path
+
+from svc.auth.roles import OrgAccess, Role, require_role
+from svc.deps import Session
+from svc.domains.projects import queries
+from svc.domains.projects.errors import ProjectNotFound
+from svc.models import Project
+
+ProjectNamePath = Annotated[str, Path(alias="projectName", max_length=64)]
+
+
+@dataclass(frozen=True)
+class ProjectAccess:
+    access: OrgAccess
+    project: Project
+
+
+def require_project(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
+    async def dependency(access: Annotated[OrgAccess, Depends(require_role(minimum))],
+                         project_name: ProjectNamePath, session: Session) -> ProjectAccess:
+        project = await queries.by_name(session, access.org.id, project_name)
+        if project is None:
+            raise ProjectNotFound()
+        return ProjectAccess(access=access, project=project)
+
+    return dependency
+
+
+ProjectViewer = Annotated[ProjectAccess, Depends(require_project(Role.viewer))]
+ProjectMember = Annotated[ProjectAccess, Depends(require_project(Role.member))]
+ProjectAdmin = Annotated[ProjectAccess, Depends(require_project(Role.admin))]

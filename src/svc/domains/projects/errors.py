@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from svc.errors import BadRequest, Conflict, NotFound
+
+
+class ProjectNotFound(NotFound):
+    default_message = "No such project"
+
+
+class ProjectNameTaken(Conflict):
+    code = "project_name_taken"
+    default_message = "This org already has a project with that name"
+
+
+class HostnameTaken(Conflict):
+    code = "hostname_taken"
+    default_message = "The project's default hostname is already used by another project"
+
+
+class ProjectLimit(Conflict):
+    code = "project_limit"
+    default_message = "The org's plan allows no more projects"
+
+
+class OperationInFlight(Conflict):
+    code = "op_in_flight"
+    default_message = "Another operation is running on this project"
+
+
+class ProjectConfirmMismatch(BadRequest):
+    default_message = "confirm must equal the project name"

@@ -1,0 +1,42 @@
+"""HTTP only: projects."""
+
+from __future__ import annotations
+
+from svc.auth.roles import MemberAccess, ViewerAccess
+from svc.deps import Ctx, Session, api_router
+from svc.domains.projects import schemas, service
+from svc.domains.projects.deps import ProjectAdmin, ProjectViewer
+
+router = api_router(tags=["projects"])
+
+
+@router.get("/v1/orgs/{orgSlug}/projects", response_model=schemas.ProjectList, operation_id="listProjects")
+async def list_projects(access: ViewerAccess, session: Session, ctx: Ctx) -> schemas.ProjectList:
+    return schemas.ProjectList(projects=await service.list_projects(session, access.org, ctx.settings))
+
+
+@router.post("/v1/orgs/{orgSlug}/projects", status_code=201, response_model=schemas.Project,
+             operation_id="createProject")
+async def create_project(body: schemas.ProjectCreate, access: MemberAccess, session: Session,
+                         ctx: Ctx) -> schemas.Project:
+    project = await service.create_project(session, access, body.name, ctx.settings)
+    return await service.project_view(session, project, access.org, ctx.settings)
+
+
+@router.get("/v1/orgs/{orgSlug}/projects/{projectName}", response_model=schemas.ProjectDetail,
+            operation_id="getProject")
+async def get_project(p: ProjectViewer, session: Session, ctx: Ctx) -> schemas.ProjectDetail:
+    return await service.project_detail(session, p.project, p.access.org, ctx.settings)
+
+
+@router.get("/v1/orgs/{orgSlug}/projects/{projectName}/overview", response_model=schemas.ProjectOverview,
+            operation_id="getProjectOverview")
+async def get_overview(p: ProjectViewer, session: Session, ctx: Ctx) -> schemas.ProjectOverview:
+    return await service.overview(session, p.project, p.access.org, ctx.settings)
+
+
+@router.delete("/v1/orgs/{orgSlug}/projects/{projectName}", status_code=202,
+               response_model=schemas.OperationStarted, operation_id="deleteProject")
+async def delete_project(body: schemas.ProjectDelete, p: ProjectAdmin, session: Session) -> schemas.OperationStarted:
+    op = await service.start_teardown(session, p.access, p.project, body.confirm)
+    return schemas.OperationStarted(operation_id=op.id)

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import StringConstraints
+
+from svc.domains.deployments.schemas import Deployment
+from svc.domains.identity.schemas import User as UserView
+from svc.domains.notifications.schemas import Notification
+from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.names import ProjectName
+
+
+class ProjectCreate(ApiInput):
+    name: ProjectName
+
+
+class ProjectDelete(ApiInput):
+    confirm: Annotated[str, StringConstraints(max_length=200)]
+
+
+class Project(ApiModel):
+    id: str
+    name: str
+    org: str
+    hostname: str
+    url: str
+    created_at: Timestamp
+
+
+class ProjectList(ApiModel):
+    projects: list[Project]
+
+
+class ProjectDetail(Project):
+    live_deployment: Deployment | None
+    hostnames: list[str]
+    access_mode: str
+    state: str
+
+
+class Serving(ApiModel):
+    deployment: Deployment
+    uploader: UserView | None
+
+
+class Resource(ApiModel):
+    declared: bool
+    provisioned: bool
+
+
+class ProjectOverview(ApiModel):
+    project: ProjectDetail
+    serving: Serving | None
+    recent_deployments: list[Deployment]
+    last_backup: None = None
+    resources: dict[str, Resource]
+    notifications: list[Notification]
+
+
+class OperationStarted(ApiModel):
+    operation_id: str
+
+
+class Operation(ApiModel):
+    id: str
+    project_id: str
+    kind: str
+    phase: str
+    terminal_code: str | None
+    created_at: Timestamp
+    finished_at: Timestamp | None

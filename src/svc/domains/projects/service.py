@@ -1,0 +1,144 @@
+"""Project rules: create with the default hostname under the plan's limit, views, teardown start."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.auth.roles import OrgAccess
+from svc.domains.audit.service import record
+from svc.domains.deployments.views import deployment_view
+from svc.domains.identity.schemas import User as UserView
+from svc.domains.notifications.schemas import Notification as NotificationView
+from svc.domains.notifications.service import latest_for_project
+from svc.domains.orgs import holdings
+from svc.domains.orgs.queries import lock_org
+from svc.domains.orgs.service import project_limit
+from svc.domains.projects import errors, queries, schemas
+from svc.domains.projects.routing import bump_edge
+from svc.jobs.queries import enqueue
+from svc.kit.clock import utcnow
+from svc.kit.ids import new_id
+from svc.models import Hostname, Operation, Org, Project
+from svc.settings import Settings
+
+RESOURCES = ("db", "storage", "email", "auth", "ai")
+TEARDOWN_JOB = "project.teardown"
+
+
+def default_hostname(settings: Settings, org: Org, name: str) -> str:
+    """One DNS label under the app domain, so one wildcard certificate covers every project."""
+    return f"{name}-{org.slug}.{settings.app_domain}"
+
+
+async def create_project(session: AsyncSession, access: OrgAccess, name: str, settings: Settings) -> Project:
+    org = access.org
+    # Counting under the org's lock is what makes the plan limit hold under concurrent creates.
+    await lock_org(session, org.id)
+    limit = project_limit(settings, org.plan)
+    count = await queries.count_in_org(session, org.id)
+    if count >= limit:
+        raise errors.ProjectLimit(f"The {org.plan} plan allows {limit} projects",
+                                  details={"limit": limit, "count": count, "plan": org.plan})
+    if await queries.by_name(session, org.id, name) is not None:
+        raise errors.ProjectNameTaken(details={"name": name})
+    host = default_hostname(settings, org, name)
+    if await queries.hostname(session, host) is not None:
+        raise errors.HostnameTaken(details={"hostname": host})
+    now = utcnow()
+    project = Project(id=new_id("prj"), org_id=org.id, name=name, created_at=now,
+                      created_by=access.principal.user.id, state="active", access_mode="public",
+                      access_generation=1, next_version=1, manifest={})
+    try:
+        async with session.begin_nested():
+            session.add(project)
+            await session.flush()
+            session.add(Hostname(host=host, project_id=project.id, kind="default", status="active",
+                                 verification_value=None, last_error=None, created_at=now))
+            await session.flush()
+    except IntegrityError:
+        # Lost a race on the name or the hostname with a concurrent create.
+        if await queries.by_name(session, org.id, name) is not None:
+            raise errors.ProjectNameTaken(details={"name": name}) from None
+        raise errors.HostnameTaken(details={"hostname": host}) from None
+    await bump_edge(session)
+    return project
+
+
+async def project_view(session: AsyncSession, project: Project, org: Org, settings: Settings) -> schemas.Project:
+    host = await queries.default_hostname(session, project.id)
+    return schemas.Project(id=project.id, name=project.name, org=org.slug, hostname=host,
+                           url=settings.edge_url(host), created_at=project.created_at)
+
+
+async def list_projects(session: AsyncSession, org: Org, settings: Settings) -> list[schemas.Project]:
+    return [await project_view(session, p, org, settings) for p in await queries.of_org(session, org.id)]
+
+
+async def project_detail(session: AsyncSession, project: Project, org: Org,
+                         settings: Settings) -> schemas.ProjectDetail:
+    base = await project_view(session, project, org, settings)
+    live = await queries.deployment(session, project.live_deployment_id)
+    live_view = None
+    if live is not None:
+        names = await queries.uploaders(session, {live.uploader_id} if live.uploader_id else set())
+        live_view = deployment_view(live, live_id=live.id, uploader=names.get(live.uploader_id or ""))
+    hosts = [h.host for h in await queries.hostnames_of(session, project.id)]
+    return schemas.ProjectDetail(**base.model_dump(), live_deployment=live_view, hostnames=hosts,
+                                 access_mode=project.access_mode, state=project.state)
+
+
+async def overview(session: AsyncSession, project: Project, org: Org, settings: Settings) -> schemas.ProjectOverview:
+    detail = await project_detail(session, project, org, settings)
+    recent = await queries.recent_deployments(session, project.id, 5)
+    names = await queries.uploaders(session, {d.uploader_id for d in recent if d.uploader_id})
+    recent_views = [deployment_view(d, live_id=project.live_deployment_id, uploader=names.get(d.uploader_id or ""))
+                    for d in recent]
+    serving = None
+    if detail.live_deployment is not None:
+        live = await queries.deployment(session, project.live_deployment_id)
+        uploader = await queries.user(session, live.uploader_id if live else None)
+        serving = schemas.Serving(deployment=detail.live_deployment,
+                                  uploader=UserView.model_validate(uploader) if uploader else None)
+    # Declared: the live bundle's svc.json; provisioned: the grants (none exist before their areas land).
+    declared = project.manifest or {}
+    resources = {name: schemas.Resource(declared=declared.get(name) is True, provisioned=False)
+                 for name in RESOURCES}
+    notes = await latest_for_project(session, org.id, project.name, 5)
+    return schemas.ProjectOverview(project=detail, serving=serving, recent_deployments=recent_views,
+                                   resources=resources,
+                                   notifications=[NotificationView.model_validate(n) for n in notes])
+
+
+async def start_teardown(session: AsyncSession, access: OrgAccess, project: Project, confirm: str) -> Operation:
+    if confirm != project.name:
+        raise errors.ProjectConfirmMismatch(details={"expected": "the project name"})
+    await queries.by_name(session, access.org.id, project.name, lock=True)
+    if await queries.running_operation(session, project.id) is not None:
+        raise errors.OperationInFlight()
+    now = utcnow()
+    op = Operation(id=new_id("op"), org_id=access.org.id, project_id=project.id, project_name=project.name,
+                   kind="teardown", phase="routing", terminal_code=None, created_at=now, finished_at=None,
+                   running_key=project.id)
+    try:
+        async with session.begin_nested():
+            session.add(op)
+            await session.flush()
+    except IntegrityError:
+        raise errors.OperationInFlight() from None
+    # Unrouted at once: the edge stops serving the project as soon as it converges.
+    project.state = "deleting"
+    await bump_edge(session)
+    enqueue(session, TEARDOWN_JOB, {"operation_id": op.id})
+    await record(session, "project.delete", actor=access.principal.user, org=access.org, target=project.name,
+                 data={"operation": op.id})
+    await session.flush()
+    return op
+
+
+async def _project_holding(session: AsyncSession, org_id: str) -> holdings.Holding:
+    return holdings.Holding(count=await queries.count_in_org(session, org_id),
+                            names=await queries.names_in_org(session, org_id, 5))
+
+
+holdings.register("projects", _project_holding)
