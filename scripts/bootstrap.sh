@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages svc needs at run or test time (the edge server and friends join as their areas land).
-APT_PACKAGES=()
+APT_PACKAGES=(nginx-light chromium)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
