@@ -1,6 +1,8 @@
-"""The project named in the path, for callers with at least a given org role."""
+"""The project named in the path, for callers with at least a given org role.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: FastAPI must see the dependency built from the
+closure variable `minimum` as a real annotation, not a string it cannot resolve."""
+
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
