@@ -1,0 +1,43 @@
+"""SQL of the access area: project secrets' hashes, org roles, one-time login codes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.models import AccessGrant, Membership, Project
+
+
+async def password_hash(session: AsyncSession, project_id: str) -> str | None:
+    return await session.scalar(select(Project.access_password_hash).where(Project.id == project_id))
+
+
+async def bypass_hash(session: AsyncSession, project_id: str) -> str | None:
+    return await session.scalar(select(Project.bypass_secret_hash).where(Project.id == project_id))
+
+
+async def role_in(session: AsyncSession, org_id: str, user_id: str) -> str | None:
+    """The user's role in the org, or None when not a member."""
+    return await session.scalar(
+        select(Membership.role).where(Membership.org_id == org_id, Membership.user_id == user_id))
+
+
+async def add_grant(session: AsyncSession, grant: AccessGrant, now: datetime) -> None:
+    # Housekeeping: codes nobody exchanged are of no use once expired.
+    await session.execute(delete(AccessGrant).where(AccessGrant.expires_at < now))
+    session.add(grant)
+    await session.flush()
+
+
+async def take_grant(session: AsyncSession, code_hash: str) -> AccessGrant | None:
+    """Remove the grant and return it; None when unknown or when a concurrent exchange took it."""
+    grant = await session.get(AccessGrant, code_hash)
+    if grant is None:
+        return None
+    result: Any = await session.execute(delete(AccessGrant).where(AccessGrant.code_hash == code_hash))
+    if result.rowcount != 1:
+        return None
+    return grant

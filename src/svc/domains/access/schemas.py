@@ -1,0 +1,54 @@
+"""Request and response bodies of the access policy API (schema names as in the spec)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from svc.kit.api import ApiInput, ApiModel
+
+AccessMode = Literal["public", "org", "password"]
+PROTECTED_MODES = ("org", "password")
+
+PASSWORD_MIN = 8
+PASSWORD_MAX = 256
+MAX_HOST = 253
+MAX_NEXT = 2048  # access_grants.next_path
+
+Password = Annotated[str, StringConstraints(min_length=PASSWORD_MIN, max_length=PASSWORD_MAX)]
+
+
+class AccessPolicy(ApiModel):
+    """The project's policy; the password is write-only (only whether one is stored shows)."""
+
+    mode: AccessMode
+    has_password: bool
+    has_bypass: bool
+
+
+class AccessPolicyPut(ApiInput):
+    mode: AccessMode
+    password: Password | None = Field(
+        default=None,
+        description=f"{PASSWORD_MIN}-{PASSWORD_MAX} characters; required the first time mode password is set. "
+                    "When omitted the stored password stays (also across switches to public or org).")
+
+
+class AccessBypass(ApiModel):
+    """Shown once: CI sends it as the Svc-Access-Bypass header. A new one invalidates the old."""
+
+    secret: str
+
+
+class AccessAuthorizeRequest(ApiInput):
+    to: Annotated[str, StringConstraints(min_length=1, max_length=MAX_HOST)] = Field(
+        description="The project hostname the browser wants to reach")
+    next: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NEXT)] = Field(
+        description="The path (with query) to return to on that host")
+
+
+class AccessAuthorize(ApiModel):
+    """Where to send the browser: the host's /__svc/callback with a one-time code (60 s)."""
+
+    redirect: str

@@ -1,0 +1,252 @@
+"""Access policy rules: the policy and bypass secret of a project, the org login round trip's
+one-time codes, the edge's check, and the password page's sign-in. Services flush, never commit."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import quote
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.auth.principal import Principal
+from svc.auth.roles import OrgAccess
+from svc.context import AppContext
+from svc.domains.access import cookies, errors, queries
+from svc.domains.access.schemas import MAX_HOST, MAX_NEXT, PROTECTED_MODES, AccessMode, AccessPolicy
+from svc.domains.audit.service import record
+from svc.domains.projects.routing import Route, bump_edge, route_for_host
+from svc.kit.clock import as_utc, utcnow
+from svc.kit.crypto import Keyring
+from svc.kit.tokens import token_hash
+from svc.models import AccessGrant, Project
+from svc.settings import Settings
+
+log = logging.getLogger("svc.access")
+
+# argon2id with OWASP's recommended minimum (19 MiB, 2 passes, 1 lane): about 50 ms a hash here,
+# so a guess is expensive and a policy change or a sign-in stays quick. Verification reads the
+# parameters from the stored hash, so they can be raised later.
+HASHER = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)
+GRANT_TTL = timedelta(seconds=60)
+BYPASS_PREFIX = "svc_byp_"
+
+_HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$")
+_NEXT_CHARS = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII: no spaces or control characters
+
+
+# --- inputs shared by the API and the edge endpoints ---
+
+
+def normalize_host(value: str | None) -> str | None:
+    """A hostname as nginx's $host gives it (lowercase, no port, no trailing dot), or None."""
+    if not value:
+        return None
+    host = value.strip().lower()
+    if host.count(":") == 1:  # host:port
+        host = host.split(":", 1)[0]
+    host = host.removesuffix(".")
+    if not host or len(host) > MAX_HOST or not _HOST.match(host):
+        return None
+    return host
+
+
+def safe_next(value: str | None) -> str | None:
+    """A path (with query) on the same host, or None: it starts with exactly one '/', and holds no
+    backslash, space or control character (a browser reads '//x' and '/\\x' as another host)."""
+    if not value or len(value) > MAX_NEXT or not value.startswith("/") or not _NEXT_CHARS.match(value):
+        return None
+    if value.startswith("//") or "\\" in value:
+        return None
+    return value
+
+
+def _sha256(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+# --- the policy (API) ---
+
+
+_MODES: dict[str, AccessMode] = {"public": "public", "org": "org", "password": "password"}
+
+
+def policy_view(project: Project) -> AccessPolicy:
+    return AccessPolicy(mode=_MODES.get(project.access_mode, "public"),
+                        has_password=project.access_password_hash is not None,
+                        has_bypass=project.bypass_secret_hash is not None)
+
+
+async def _changed(session: AsyncSession, project: Project) -> None:
+    """Every policy change: old cookies and cached checks stop working; the edge converges."""
+    project.access_generation = project.access_generation + 1
+    await bump_edge(session)
+    await session.flush()
+
+
+async def set_policy(session: AsyncSession, access: OrgAccess, project: Project, *, mode: str,
+                     password: str | None) -> AccessPolicy:
+    if mode == "password" and password is None and project.access_password_hash is None:
+        raise errors.PasswordRequired()
+    if password is not None:
+        project.access_password_hash = await asyncio.to_thread(HASHER.hash, password)
+    # public/org keep the stored hash, so switching back to password needs no password again.
+    project.access_mode = mode
+    await _changed(session, project)
+    await record(session, "access.set", actor=access.principal.user, org=access.org, target=project.name,
+                 data={"mode": mode})
+    log.info("access policy set: project=%s mode=%s", project.id, mode)
+    return policy_view(project)
+
+
+async def new_bypass(session: AsyncSession, access: OrgAccess, project: Project) -> str:
+    secret = BYPASS_PREFIX + secrets.token_urlsafe(32)
+    project.bypass_secret_hash = _sha256(secret)
+    await _changed(session, project)
+    await record(session, "access.bypass.new", actor=access.principal.user, org=access.org, target=project.name)
+    log.info("access bypass secret issued: project=%s", project.id)
+    return secret
+
+
+async def revoke_bypass(session: AsyncSession, access: OrgAccess, project: Project) -> None:
+    had = project.bypass_secret_hash is not None
+    if had:
+        project.bypass_secret_hash = None
+        await _changed(session, project)
+    await record(session, "access.bypass.revoke", actor=access.principal.user, org=access.org,
+                 target=project.name, data={"revoked": had})
+
+
+async def converge(ctx: AppContext) -> None:
+    """After commit: bring this process's edge to the new state, so the answer means 'live here'.
+    A failure is logged only: the change is committed and the edge loop converges to it anyway."""
+    if ctx.edge is None:
+        return
+    try:
+        await ctx.edge.converge_now()
+    except Exception as exc:  # the periodic loop retries; the change itself stands
+        log.warning("edge did not converge after an access change: %s", type(exc).__name__)
+
+
+# --- the org login round trip ---
+
+
+async def authorize(session: AsyncSession, principal: Principal, *, to: str, next_path: str,
+                    settings: Settings) -> str:
+    """The redirect to the host's /__svc/callback with a one-time code (60 s) for this user."""
+    path = safe_next(next_path)
+    if path is None:
+        raise errors.BadNext()
+    host = normalize_host(to)
+    if host is None:
+        raise errors.BadHost(details={"field": "to"})
+    route = await route_for_host(session, host)
+    if route is None:
+        raise errors.UnknownHostname(details={"host": host})
+    if await queries.role_in(session, route.org_id, principal.user.id) is None:
+        raise errors.NotOrgMember(details={"org": route.org_slug})
+    code = secrets.token_urlsafe(32)
+    now = utcnow()
+    await queries.add_grant(session, AccessGrant(code_hash=token_hash(code), host=host, user_id=principal.user.id,
+                                                 next_path=path, created_at=now, expires_at=now + GRANT_TTL), now)
+    log.info("access authorized: host=%s user=%s", host, principal.user.id)
+    return f"{settings.edge_url(host)}/__svc/callback?code={code}&next={quote(path, safe='/')}"
+
+
+@dataclass(frozen=True)
+class Exchanged:
+    cookie: str
+    next_path: str
+
+
+async def exchange_code(session: AsyncSession, keys: Keyring, *, host: str, code: str | None) -> Exchanged | None:
+    """The one-time code -> the host's cookie: single use, unexpired, and only on the host it was
+    for. None when refused; a code that was found is used up even then (the caller commits)."""
+    if not code or len(code) > 256:
+        return None
+    grant = await queries.take_grant(session, token_hash(code))
+    now = utcnow()
+    if grant is None or as_utc(grant.expires_at) <= now or grant.host != host:
+        return None
+    route = await route_for_host(session, host)
+    if route is None:
+        return None
+    claims = cookies.new_claims(host=host, mode="org", subject=grant.user_id, generation=route.access_generation,
+                                now=now)
+    log.info("access code exchanged: host=%s user=%s", host, grant.user_id)
+    return Exchanged(cookie=cookies.issue(keys, claims), next_path=safe_next(grant.next_path) or "/")
+
+
+# --- the edge's check ---
+
+
+def login_url(settings: Settings, route: Route, uri: str | None) -> str:
+    """Where the edge sends a browser the check refused."""
+    path = safe_next(uri) or "/"
+    if route.access_mode == "password":
+        return f"{settings.edge_url(route.host)}/__svc/password?next={quote(path, safe='/')}"
+    return (f"{settings.public_url}/access/authorize?to={quote(route.host, safe='')}"
+            f"&next={quote(path, safe='/')}")
+
+
+async def check(session: AsyncSession, keys: Keyring, settings: Settings, *, host: str, uri: str | None,
+                cookie: str | None, bypass: str | None) -> str | None:
+    """None when the request may pass; else the login URL for the X-Svc-Login header."""
+    route = await route_for_host(session, host)
+    if route is None or route.access_mode not in PROTECTED_MODES:
+        return None
+    if bypass and len(bypass) <= 256:
+        stored = await queries.bypass_hash(session, route.project_id)
+        if stored is not None and hmac.compare_digest(stored, _sha256(bypass)):
+            return None
+    claims = cookies.read(keys, cookie, utcnow())
+    if (claims is not None and claims.host == route.host and claims.generation == route.access_generation
+            and claims.mode == route.access_mode):
+        if route.access_mode == "password":
+            return None
+        # Org mode: the person must still be in the org, on every check.
+        if await queries.role_in(session, route.org_id, claims.subject) is not None:
+            return None
+    return login_url(settings, route, uri)
+
+
+async def is_routed(session: AsyncSession, host: str) -> bool:
+    return await route_for_host(session, host) is not None
+
+
+# --- the password page ---
+
+
+async def password_route(session: AsyncSession, host: str) -> tuple[Route, str | None] | None:
+    """The host's route and stored password hash; None for a host svc does not route."""
+    route = await route_for_host(session, host)
+    if route is None:
+        return None
+    return route, await queries.password_hash(session, route.project_id)
+
+
+async def password_matches(stored: str | None, password: str) -> bool:
+    """argon2id verification, off the event loop (it is deliberately slow)."""
+    if stored is None or not password or len(password) > 256:
+        return False
+
+    def verify() -> bool:
+        try:
+            return HASHER.verify(stored, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    return await asyncio.to_thread(verify)
+
+
+def password_cookie(keys: Keyring, route: Route, now: datetime) -> str:
+    return cookies.issue(keys, cookies.new_claims(host=route.host, mode="password", subject=cookies.PASSWORD_SUBJECT,
+                                                  generation=route.access_generation, now=now))

@@ -1,0 +1,290 @@
+"""Every access mode in a real browser: a real `svc serve` (SQLite, dev login on) with its edge
+(nginx) on free ports, a deployed site, and headless Chromium (Debian's) driven by Playwright.
+
+- password: the edge sends the browser to the password page; a wrong password shows an error; the
+  right one opens the site.
+- org: the edge sends the browser to the authorize page on svc; dev sign-in; back on the site.
+  Someone outside the org is told so and stays out.
+- the bypass header passes the edge without a browser (what CI does).
+Chromium resolves *.localhost to 127.0.0.1, so http://<project>-<org>.localhost:<edge port>/ works."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from svc.edge import find_nginx
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run"]
+SITE_HTML = b"<!doctype html><title>Members area</title><h1 id='secret'>The members-only page</h1>\n"
+PASSWORD = "browser pass 42"
+
+try:
+    from playwright.async_api import Browser, Page, async_playwright, expect
+except ImportError:  # pragma: no cover - the dev dependencies include it
+    async_playwright = None  # type: ignore[assignment]
+
+pytestmark = [
+    pytest.mark.skipif(async_playwright is None, reason="playwright is not installed"),
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+    pytest.mark.skipif(find_nginx("nginx") is None, reason="nginx is not installed (make test installs it)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bundle(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in {"svc.json": json.dumps({"name": "site"}).encode(), **files}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(buf.getvalue(), mtime=0)
+
+
+@dataclass
+class Server:
+    api: str
+    edge_port: int
+    log: Path
+
+    def edge(self, host: str) -> str:
+        return f"http://{host}:{self.edge_port}"
+
+
+async def _wait_until(check: object, what: str, log: Path, seconds: float = 30.0) -> None:
+    assert callable(check)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if await check():
+                return
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not come up; svc serve said:\n{log.read_text()[-4000:]}")
+        await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def svc_serve(tmp_path: Path) -> AsyncIterator[Server]:
+    port, edge_port = _free_port(), _free_port()
+    api = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
+    env.update(SVC_DATA_DIR=str(tmp_path / "data"), SVC_ENABLE_DEV_AUTH="true", SVC_PUBLIC_URL=api,
+               SVC_EDGE_PORT=str(edge_port), SVC_EDGE_CONVERGE_SECONDS="0.2")
+    log = tmp_path / "serve.log"
+    svc = shutil.which("svc", path=str(Path(sys.executable).parent)) or "svc"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([svc, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port",
+                                 str(edge_port)], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    server = Server(api=api, edge_port=edge_port, log=log)
+    try:
+        async with httpx.AsyncClient(timeout=5) as http:
+            async def api_up() -> bool:
+                return (await http.get(f"{api}/v1/config")).status_code == 200
+
+            async def edge_up() -> bool:  # a host nobody routes: the edge's own 404
+                r = await http.get(f"http://127.0.0.1:{edge_port}/", headers={"host": "nobody.localhost"})
+                return r.status_code == 404 and r.json().get("code") == "unknown_hostname"
+
+            await _wait_until(api_up, "the svc API", log)
+            await _wait_until(edge_up, "the edge", log)
+        yield server
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.to_thread(proc.wait, 20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await asyncio.to_thread(proc.wait, 10)
+
+
+@dataclass
+class World:
+    """A user with a deployed project "site" in their personal org."""
+
+    server: Server
+    http: httpx.AsyncClient
+    owner: str
+    token: str
+    host: str
+
+    @property
+    def access(self) -> str:
+        return f"/v1/orgs/{self.owner}/projects/site/access"
+
+    @property
+    def site(self) -> str:
+        return self.server.edge(self.host)
+
+    @property
+    def _auth(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.token}"}
+
+    async def set_mode(self, mode: str, password: str | None = None) -> None:
+        body = {"mode": mode, **({"password": password} if password else {})}
+        r = await self.http.put(self.access, json=body, headers=self._auth)
+        assert r.status_code == 200, r.text
+
+    async def bypass_secret(self) -> str:
+        r = await self.http.post(self.access + "/bypass", headers=self._auth)
+        assert r.status_code == 200, r.text
+        secret: str = r.json()["secret"]
+        return secret
+
+
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
+    """One `svc serve` for the module; each test has its own user and project."""
+    async with svc_serve(tmp_path_factory.mktemp("serve")) as running:
+        yield running
+
+
+@pytest.fixture
+async def http(server: Server) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=server.api, timeout=30) as client:
+        yield client
+
+
+async def deployed_site(server: Server, http: httpx.AsyncClient, owner: str) -> World:
+    r = await http.post("/v1/auth/dev/login", json={"subject": owner})
+    assert r.status_code == 200, r.text
+    token = r.json()["token"]
+    auth = {"authorization": f"Bearer {token}"}
+    r = await http.post(f"/v1/orgs/{owner}/projects", json={"name": "site"}, headers=auth)
+    assert r.status_code == 201, r.text
+    host = r.json()["hostname"]
+    r = await http.post(f"/v1/orgs/{owner}/projects/site/deployments",
+                        content=_bundle({"assets/index.html": SITE_HTML}),
+                        headers={**auth, "content-type": "application/gzip"})
+    assert r.status_code == 201, r.text
+    return World(server=server, http=http, owner=owner, token=token, host=host)
+
+
+@pytest.fixture(scope="module")
+async def browser() -> AsyncIterator[Browser]:
+    assert async_playwright is not None
+    async with async_playwright() as pw:
+        b = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            await b.close()
+
+
+async def _new_page(browser: Browser) -> Page:
+    context = await browser.new_context()
+    context.set_default_timeout(20_000)
+    return await context.new_page()
+
+
+async def test_password_mode_in_a_browser(server: Server, http: httpx.AsyncClient, browser: Browser) -> None:
+    world = await deployed_site(server, http, "pat")
+    site = world.site
+    # Public first: the site opens straight away.
+    page = await _new_page(browser)
+    await page.goto(site + "/")
+    await expect(page.locator("#secret")).to_have_text("The members-only page")
+
+    await world.set_mode("password", PASSWORD)
+    page = await _new_page(browser)
+    await page.goto(site + "/")
+    assert page.url == f"{site}/__svc/password?next=/"
+    await expect(page.locator("h1")).to_have_text("This site is password-protected")
+    await page.fill("#password", "not the password")
+    await page.click("button[type=submit]")
+    await expect(page.get_by_role("alert")).to_have_text("Wrong password")
+    assert await page.locator("#secret").count() == 0
+    await page.fill("#password", PASSWORD)
+    await page.click("button[type=submit]")
+    await expect(page.locator("#secret")).to_have_text("The members-only page")
+    assert page.url == site + "/"
+    # The cookie keeps the browser in; another browser (no cookie) is sent to the form again.
+    await page.goto(site + "/index.html")
+    await expect(page.locator("#secret")).to_be_visible()
+    other = await _new_page(browser)
+    await other.goto(site + "/")
+    assert "/__svc/password" in other.url
+    # A policy change signs everyone out.
+    await world.set_mode("password")
+    await page.goto(site + "/")
+    assert "/__svc/password" in page.url
+
+
+async def test_org_mode_round_trip_in_a_browser(server: Server, http: httpx.AsyncClient, browser: Browser) -> None:
+    world = await deployed_site(server, http, "olga")
+    site = world.site
+    await world.set_mode("org")
+    page = await _new_page(browser)
+    await page.goto(site + "/index.html")
+    assert page.url.startswith(f"{world.server.api}/access/authorize?to={world.host}&next=/index.html")
+    await page.fill("#subject", "olga")
+    await page.click("#dev button[type=submit]")
+    await page.wait_for_url(site + "/index.html")
+    await expect(page.locator("#secret")).to_have_text("The members-only page")
+    # Signed in on svc now: another visit in this browser goes round without a question.
+    await page.context.clear_cookies()
+    await page.goto(site + "/")
+    await page.wait_for_url(site + "/")
+    await expect(page.locator("#secret")).to_be_visible()
+
+
+async def test_org_mode_refuses_a_non_member_in_a_browser(server: Server, http: httpx.AsyncClient,
+                                                           browser: Browser) -> None:
+    world = await deployed_site(server, http, "nora")
+    site = world.site
+    await world.set_mode("org")
+    page = await _new_page(browser)
+    await page.goto(site + "/")
+    await page.fill("#subject", "mallory")
+    await page.click("#dev button[type=submit]")
+    await expect(page.locator("#problem-text")).to_contain_text("not a member of the org")
+    await expect(page.locator("#who")).to_have_text("Signed in as mallory.")
+    assert page.url.startswith(world.server.api + "/access/authorize")
+    await page.goto(site + "/")
+    assert page.url.startswith(world.server.api + "/access/authorize")
+    assert await page.locator("#secret").count() == 0
+
+
+async def test_the_bypass_header_passes_the_edge(server: Server, http: httpx.AsyncClient) -> None:
+    world = await deployed_site(server, http, "cici")
+    site = world.site
+    await world.set_mode("password", PASSWORD)
+    secret = await world.bypass_secret()
+    # Straight to the edge's address with the project's Host (the system resolver may not know *.localhost).
+    edge = f"http://127.0.0.1:{world.server.edge_port}/"
+    async with httpx.AsyncClient(timeout=10, headers={"host": world.host}) as http:
+        r = await http.get(edge)
+        assert r.status_code == 302 and r.headers["location"] == f"{site}/__svc/password?next=/"
+        r = await http.get(edge, headers={"svc-access-bypass": secret})
+        assert r.status_code == 200 and r.content == SITE_HTML
+        newer = await world.bypass_secret()
+        r = await http.get(edge, headers={"svc-access-bypass": secret})
+        assert r.status_code == 302
+        r = await http.get(edge, headers={"svc-access-bypass": newer})
+        assert r.status_code == 200 and r.content == SITE_HTML

@@ -1,0 +1,183 @@
+"""The browser pages: the password page of a protected host (/__svc/password at the edge) with its
+rate limit, and the dashboard's authorize page of the org login round trip."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from svc.settings import Settings
+from tests.access.helpers import HTML, JSON, Edge, make_site, query_of, set_cookie_value, set_mode
+from tests.support.api import Svc, assert_error, running_svc
+from tests.support.idp import idp_env
+
+PASSWORD = "open sesame 123"
+
+
+@pytest.fixture
+async def edge(svc: Svc) -> AsyncIterator[Edge]:
+    e = Edge(svc)
+    yield e
+    await e.aclose()
+
+
+def _nonce_ok(r: httpx.Response) -> None:
+    """Self-contained page: inline script/style only by the CSP nonce, nothing loaded from elsewhere."""
+    csp = r.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+    nonce = re.search(r"'nonce-([^']+)'", csp)
+    assert nonce is not None
+    assert not re.search(r"""(src|href)=["']?https?://""", r.text)
+    for tag in re.findall(r"<script(?![^>]*application/json)[^>]*>", r.text):
+        assert f'nonce="{nonce.group(1)}"' in tag
+    assert r.headers["cache-control"] == "no-store"
+
+
+async def test_password_page_wrong_then_right_password(svc: Svc, edge: Edge) -> None:
+    alice = await svc.login("alice")
+    site = await make_site(alice)
+    await set_mode(alice, site, "password", PASSWORD)
+    r = await edge.password_form(site.host, "/guide/?a=1&b=<2>")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert 'action="/__svc/password"' in r.text and 'type="password"' in r.text
+    assert f'value="{html.escape("/guide/?a=1&b=<2>", quote=True)}"' in r.text  # escaped, never raw
+    assert "<2>" not in r.text
+    _nonce_ok(r)
+
+    r = await edge.password(site.host, "not it at all", "/guide/")
+    assert r.status_code == 401
+    assert "Wrong password" in r.text and 'action="/__svc/password"' in r.text
+    assert "set-cookie" not in r.headers
+    assert_error(await edge.password(site.host, "not it at all", accept=JSON), 401, "unauthorized")
+    assert_error(await edge.password(site.host, "", accept=JSON), 401, "unauthorized")
+
+    r = await edge.password(site.host, PASSWORD, "/guide/")
+    assert r.status_code == 303 and r.headers["location"] == "/guide/"
+    assert (await edge.check(site.host, cookie=set_cookie_value(r))).status_code == 204
+
+
+async def test_password_page_only_returns_to_paths(svc: Svc, edge: Edge) -> None:
+    alice = await svc.login("alice")
+    site = await make_site(alice)
+    await set_mode(alice, site, "password", PASSWORD)
+    for evil in ("//evil.example/", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"):
+        r = await edge.password(site.host, PASSWORD, evil)
+        assert r.status_code == 303 and r.headers["location"] == "/", evil
+        form = await edge.password_form(site.host, evil)
+        assert 'name="next" value="/"' in form.text
+
+
+async def test_password_page_of_other_hosts(svc: Svc, edge: Edge) -> None:
+    alice = await svc.login("alice")
+    site = await make_site(alice)
+    # Not protected by a password: nothing to unlock, back to the path.
+    r = await edge.password_form(site.host, "/x")
+    assert r.status_code == 303 and r.headers["location"] == "/x"
+    await set_mode(alice, site, "org")
+    r = await edge.password(site.host, "whatever-it-is", "/x")
+    assert r.status_code == 303 and "set-cookie" not in r.headers
+    assert_error(await edge.password_form("nobody-here.localhost", accept=JSON), 404, "unknown_hostname")
+    assert (await edge.password_form("nobody-here.localhost")).status_code == 404
+    # Not a form.
+    r = await edge.http.post("/v1/edge/password", json={"password": PASSWORD},
+                             headers={"x-svc-host": site.host, **JSON})
+    assert_error(r, 400, "bad_request")
+    r = await edge.http.post("/v1/edge/password", content=b"password=\xff\xfe",
+                             headers={"x-svc-host": site.host, "content-type": "application/x-www-form-urlencoded",
+                                      **JSON})
+    assert_error(r, 400, "bad_request")
+
+
+async def test_password_tries_are_rate_limited_per_host_and_client(svc: Svc, edge: Edge) -> None:
+    alice = await svc.login("alice")
+    site = await make_site(alice, "one")
+    other = await make_site(alice, "two")
+    for s in (site, other):
+        await set_mode(alice, s, "password", PASSWORD)
+    for _ in range(10):
+        assert (await edge.password(site.host, "wrong guess!")).status_code == 401
+    r = await edge.password(site.host, PASSWORD)  # even the right one, until the minute has passed
+    assert r.status_code == 429 and "set-cookie" not in r.headers
+    assert 1 <= int(r.headers["retry-after"]) <= 60
+    assert 'action="/__svc/password"' in r.text
+    body = assert_error(await edge.password(site.host, PASSWORD, accept=JSON), 429, "rate_limited")
+    assert body["details"]["retryAfter"] >= 1
+    # Another host, and another client address on the same host, are not affected.
+    assert (await edge.password(other.host, PASSWORD)).status_code == 303
+    elsewhere = Edge(svc, client=("198.51.100.7", 50000))
+    try:
+        assert (await elsewhere.password(site.host, PASSWORD)).status_code == 303
+    finally:
+        await elsewhere.aclose()
+
+
+async def test_the_cookie_is_secure_when_the_edge_is_https(settings: Settings) -> None:
+    https = settings.model_copy(update={"edge_public_scheme": "https", "edge_public_port": 443})
+    async with running_svc(https) as svc:
+        alice = await svc.login("alice")
+        site = await make_site(alice)
+        await set_mode(alice, site, "password", PASSWORD)
+        edge = Edge(svc)
+        try:
+            r = await edge.check(site.host, uri="/a")
+            assert r.headers["x-svc-login"] == f"https://{site.host}/__svc/password?next=/a"
+            r = await edge.password(site.host, PASSWORD)
+            header = next(h for h in r.headers.get_list("set-cookie") if h.startswith("svc_access="))
+            assert "secure" in header.lower() and "domain" not in header.lower()
+        finally:
+            await edge.aclose()
+
+
+async def test_authorize_page(svc: Svc) -> None:
+    alice = await svc.login("alice")
+    site = await make_site(alice)
+    await set_mode(alice, site, "org")
+    r = await svc.anon.get("/access/authorize", params={"to": site.host, "next": "/a?b=1"}, headers=HTML)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    _nonce_ok(r)
+    assert "connect-src 'self'" in r.headers["content-security-policy"]
+    assert "/v1/access/authorize" in r.text and "svc_token" in r.text and "/v1/auth/dev/login" in r.text
+    config = re.search(r'<script id="svc-config" type="application/json">(.*?)</script>', r.text)
+    assert config is not None
+    assert '"devAuth": true' in config.group(1) and '"provider": null' in config.group(1)
+    # A bad link is refused before anyone signs in.
+    assert (await svc.anon.get("/access/authorize", params={"to": site.host, "next": "//evil"},
+                               headers=HTML)).status_code == 400
+    assert_error(await svc.anon.get("/access/authorize", params={"to": site.host, "next": "https://evil/"},
+                                    headers=JSON), 400, "bad_request")
+    assert_error(await svc.anon.get("/access/authorize", params={"next": "/"}, headers=JSON), 400)
+    assert_error(await svc.anon.get("/access/authorize", params={"to": "gone.localhost", "next": "/"},
+                                    headers=JSON), 404, "unknown_hostname")
+
+
+async def test_authorize_page_signs_in_through_the_identity_provider(settings: Settings) -> None:
+    """The page's provider link: /start accepts the page (it is under SVC_PUBLIC_URL, the default
+    allowlist), and the session comes back in the page URL's fragment."""
+    async with idp_env(settings, "github", idp_redirects="") as env:
+        svc = env.svc
+        alice = await svc.login("alice")
+        site = await make_site(alice)
+        await set_mode(alice, site, "org")
+        r = await svc.anon.get("/access/authorize", params={"to": site.host, "next": "/"}, headers=HTML)
+        assert '"provider": "github"' in r.text and '"pageUrl": "http://svc.test/access/authorize"' in r.text
+        page = f"http://svc.test/access/authorize?to={site.host}&next=%2F"
+        browser = env.browser()
+        result = await browser.login(page, user="alice")
+        assert result.url == page
+        token = result.fragment["token"]
+        # Signed in as the fake provider's alice: not a member of the dev user's org.
+        assert_error(await svc.client(token).post("/v1/access/authorize", json={"to": site.host, "next": "/"}), 403)
+        r = await alice.client.post("/v1/access/authorize", json={"to": site.host, "next": "/"})
+        assert query_of(r.json()["redirect"])["code"]
+
+
+async def test_authorize_page_hides_the_provider_when_the_allowlist_refuses_it(settings: Settings) -> None:
+    async with idp_env(settings, "github") as env:  # allowlist without SVC_PUBLIC_URL
+        alice = await env.svc.login("alice")
+        site = await make_site(alice)
+        r = await env.svc.anon.get("/access/authorize", params={"to": site.host, "next": "/"}, headers=HTML)
+        assert r.status_code == 200 and '"provider": null' in r.text
