@@ -13,7 +13,8 @@ import typer
 
 from svc.cli import output
 from svc.cli.client import DEFAULT_API_URL, CliError, CliState, normalize_url
-from svc.cli.commands import auth, invites, keys, members, orgs, tokens
+from svc.cli.commands import access, auth, deploy, invites, keys, members, orgs, projects, tokens
+from svc.cli.commands import secrets as secrets_cmd
 
 app = typer.Typer(name="svc", help="svc: host small web projects on your own control plane.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
@@ -49,6 +50,12 @@ app.add_typer(members.app, name="members")
 app.add_typer(invites.app, name="invites")
 app.add_typer(tokens.app, name="tokens")
 app.add_typer(keys.app, name="keys")
+app.add_typer(projects.app, name="projects")
+app.command("deploy")(deploy.deploy)
+app.command("deployments")(deploy.deployments)
+app.command("rollback")(deploy.rollback)
+app.add_typer(secrets_cmd.app, name="secrets")
+app.add_typer(access.app, name="access")
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""`svc serve`: the API and the background cycles in one process (uvicorn)."""
+"""`svc serve`: the API, the edge (a private nginx, svc/edge/) and the background cycles in one process."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import uvicorn
 from rich.console import Console
 
 from svc.app import create_app, default_adapters
+from svc.edge import INSTALL_HINT, find_nginx
 from svc.settings import Settings
 
 console = Console(stderr=True, soft_wrap=True)
@@ -29,27 +30,50 @@ class _RedactQuery(logging.Filter):
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address the API listens on"),
     port: int = typer.Option(8080, help="Port of the API"),
-    edge_port: int = typer.Option(8081, help="Port of the edge that serves deployments"),
+    edge_port: int | None = typer.Option(None, help="Port of the edge that serves deployments "
+                                         "(default SVC_EDGE_PORT, 8081)"),
     log_level: str = typer.Option("info", help="debug, info, warning or error"),
 ) -> None:
-    """Run svc: the control API and the background cycles (jobs, mail) in one process."""
+    """Run svc: the control API, the edge (nginx) and the background cycles (jobs, mail) in one process."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
+    if edge_port is not None:
+        settings = settings.model_copy(update={"edge_port": edge_port})
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     adapters = default_adapters(settings)
-    app = create_app(settings, adapters)
+    nginx = find_nginx(settings.nginx_binary) if settings.edge_enabled else None
+    # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
+    app = create_app(settings, adapters, run_edge=nginx is not None, edge_api=f"http://{_connect_host(host)}:{port}")
     store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")
     console.print(f"mail: {adapters.mail.description}")
     console.print(f"API:       {api_url}/v1  (OpenAPI: {api_url}/v1/openapi.json, docs: {api_url}/v1/docs)")
-    console.print(f"edge:      port {edge_port} (deployments are served from the projects issue on)")
+    sample = settings.edge_url(f"<project>-<org>.{settings.app_domain}")
+    if not settings.edge_enabled:
+        console.print("edge:      off (SVC_EDGE_ENABLED=false): deployments are not served by this process")
+    elif nginx is None:
+        console.print(f"[bold red]edge:      OFF[/bold red] - nginx ({settings.nginx_binary}) was not found, so "
+                      f"deployments are not served. To serve them, {INSTALL_HINT}.")
+    else:
+        console.print(f"edge:      {sample}/  (nginx {nginx} on "
+                      f"{_connect_host(settings.edge_host)}:{settings.edge_port}; log in "
+                      f"{settings.data_dir / 'edge'})")
     if settings.enable_dev_auth:
         console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
     logging.getLogger("uvicorn.access").addFilter(_RedactQuery())
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=True,
                             server_header=False, access_log=log_level == "debug")
     asyncio.run(uvicorn.Server(config).serve())
+
+
+def _connect_host(host: str) -> str:
+    """An address that reaches a server listening on `host` (a listen-all address: loopback)."""
+    if host in ("0.0.0.0", ""):  # noqa: S104
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
 
 
 def _display_host(host: str) -> str:

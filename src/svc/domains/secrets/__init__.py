@@ -1,0 +1,1 @@
+"""Secrets of a project: sealed at rest, listed by name and version, never returned."""
