@@ -1,19 +1,40 @@
 """Where artifacts live. The uploaded bundle is kept in the blob store under its digest; each
 digest is unpacked once into SVC_DATA_DIR/sites/<hex>/ (complete or absent: unpacked beside it
-and renamed into place), which the edge serves. Both are shared by every deployment of that
-digest, in any project."""
+into sites/.staging-*/ and renamed into place), which the edge serves. Both are shared by every
+deployment of that digest, in any project.
+
+Temporary files (SVC_DATA_DIR/tmp/) and staging directories carry the writer's pid and a
+per-process token; `sweep_partials` (run at start) removes those a killed process left."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.adapters.blobs import build_blob_store
+from svc.adapters.blobs.files import FileBlobStore, fsync_dir, is_stale_partial, partial_name, remove_path
+from svc.adapters.blobs.port import BlobMissing as BlobMissing  # ensure_site raises it
+from svc.adapters.blobs.port import BlobStore
 from svc.context import AppContext
+from svc.domains.deployments.bundle import Extractor, Limits
 from svc.models import Deployment
+from svc.settings import Settings
+
+STAGING = ".staging"
+TMP_PREFIXES = ("upload", "fetch", "get")
+_READ_CHUNK = 1024 * 1024
+
+
+class ArtifactCorrupt(RuntimeError):
+    """The stored bundle does not hash to its digest, or no longer unpacks."""
 
 
 def digest_hex(digest: str) -> str:
@@ -36,6 +57,148 @@ def site_dir(ctx: AppContext, digest: str) -> Path:
     return sites_root(ctx) / digest_hex(digest)
 
 
+def tmp_dir(settings: Settings) -> Path:
+    return settings.data_dir / "tmp"
+
+
+def limits(settings: Settings) -> Limits:
+    return Limits(compressed=settings.max_bundle_bytes, unpacked=settings.max_unpacked_bytes,
+                  entries=settings.max_bundle_entries)
+
+
+def blobs(ctx: AppContext) -> BlobStore:
+    if ctx.adapters.blobs is None:
+        ctx.adapters.blobs = build_blob_store(ctx.settings)
+    return ctx.adapters.blobs
+
+
+def new_staging(ctx: AppContext) -> Path:
+    path = sites_root(ctx) / partial_name(STAGING)
+    path.mkdir(parents=True)
+    return path
+
+
+def new_tmp_file(settings: Settings, prefix: str) -> Path:
+    directory = tmp_dir(settings)
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / partial_name(prefix, ".tar.gz")
+
+
+# nginx's ETag and Last-Modified are the file's mtime (in seconds) and size. Each unpacked digest
+# gets an mtime second of its own in this process, so two versions of a same-sized file unpacked
+# in the same second never share an ETag (a stale 304 would show the old version).
+_stamp_lock = threading.Lock()
+_last_stamp = 0
+
+
+def _next_stamp() -> int:
+    global _last_stamp
+    with _stamp_lock:
+        _last_stamp = max(int(time.time()), _last_stamp + 1)
+        return _last_stamp
+
+
+def place_site(staging: Path, files: list[str], dest: Path) -> bool:
+    """Rename the complete staging directory to `dest`; if another upload of the same digest got
+    there first, discard ours. Blocking. Returns whether ours was placed."""
+    if dest.is_dir():
+        remove_path(staging)
+        return False
+    stamp = _next_stamp()
+    root = str(staging)
+    for name in files:
+        os.utime(f"{root}/{name}", (stamp, stamp), follow_symlinks=False)
+    try:
+        os.rename(staging, dest)
+    except OSError:
+        if not dest.is_dir():
+            raise
+        remove_path(staging)
+        return False
+    fsync_dir(dest.parent)
+    return True
+
+
+async def store_artifact(ctx: AppContext, digest: str, bundle: Path, staging: Path, files: list[str]) -> None:
+    """Keep an uploaded, validated bundle: the blob first (the durable copy every process can
+    unpack from), then the unpacked site. Idempotent per digest."""
+    await blobs(ctx).put_file(blob_key(digest), bundle)
+    await asyncio.to_thread(place_site, staging, files, site_dir(ctx, digest))
+
+
+def unpack_file(bundle: Path, staging: Path, bounds: Limits, digest: str) -> list[str]:
+    """Validate and unpack a stored bundle (blocking); it must hash to `digest`."""
+    hasher = hashlib.sha256()
+    extractor = Extractor(staging, bounds)
+    try:
+        with bundle.open("rb") as f:
+            while chunk := f.read(_READ_CHUNK):
+                hasher.update(chunk)
+                extractor.feed(chunk)
+        unpacked = extractor.finish()
+    except Exception as e:
+        raise ArtifactCorrupt(f"the stored bundle of {digest} does not unpack: {e}") from e
+    finally:
+        extractor.close()
+    if f"sha256:{hasher.hexdigest()}" != digest:
+        raise ArtifactCorrupt(f"the stored bundle of {digest} does not match its digest")
+    return unpacked.files
+
+
+async def ensure_site(ctx: AppContext, digest: str) -> Path:
+    """The unpacked directory of `digest`, fetched from the blob store and unpacked (with the
+    upload's validation, and the digest checked) when this process's data dir lacks it.
+    Raises BlobMissing when the blob store has no such bundle, ArtifactCorrupt if it is damaged."""
+    dest = site_dir(ctx, digest)
+    if dest.is_dir():
+        return dest
+    bundle = new_tmp_file(ctx.settings, "fetch")
+    staging = new_staging(ctx)
+    try:
+        await blobs(ctx).get_to_file(blob_key(digest), bundle)
+        files = await asyncio.to_thread(unpack_file, bundle, staging, limits(ctx.settings), digest)
+        await asyncio.to_thread(place_site, staging, files, dest)
+    finally:
+        await asyncio.to_thread(_remove_all, bundle, staging)
+    return dest
+
+
+def _remove_site(path: Path, aside: Path) -> None:
+    """Move the directory out of its place first, so it disappears at once rather than file by file."""
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _remove_all(*paths: Path) -> None:
+    for p in paths:
+        remove_path(p)
+
+
+def sweep_partials(ctx: AppContext) -> int:
+    """Remove what killed processes left half-done: staging directories, temporary uploads and
+    downloads, and the file blob store's temporary files. Blocking; run at start."""
+    removed = 0
+    sites = sites_root(ctx)
+    if sites.is_dir():
+        for p in sites.iterdir():
+            if is_stale_partial(p, STAGING):
+                remove_path(p)
+                removed += 1
+    tmp = tmp_dir(ctx.settings)
+    if tmp.is_dir():
+        for p in tmp.iterdir():
+            if any(is_stale_partial(p, prefix) for prefix in TMP_PREFIXES):
+                remove_path(p)
+                removed += 1
+    store = ctx.adapters.blobs
+    if isinstance(store, FileBlobStore):
+        removed += store.sweep_partials()
+    return removed
+
+
 async def referenced_elsewhere(session: AsyncSession, digest: str, project_id: str) -> bool:
     found = await session.scalar(
         select(Deployment.id).where(Deployment.digest == digest, Deployment.project_id != project_id).limit(1))
@@ -47,6 +210,6 @@ async def remove_artifact(ctx: AppContext, digest: str) -> None:
     other deployment uses the digest."""
     path = site_dir(ctx, digest)
     if path.exists():
-        await asyncio.to_thread(shutil.rmtree, path, True)
+        await asyncio.to_thread(_remove_site, path, sites_root(ctx) / partial_name(STAGING))
     if ctx.adapters.blobs is not None:
         await ctx.adapters.blobs.delete(blob_key(digest))

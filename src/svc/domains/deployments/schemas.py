@@ -1,6 +1,13 @@
 from __future__ import annotations
 
-from svc.kit.api import ApiModel, Timestamp
+from typing import Annotated
+
+from pydantic import Field
+
+from svc.kit.api import ApiInput, ApiModel, Timestamp
+
+# Versions are PostgreSQL integers.
+MAX_VERSION = 2**31 - 1
 
 
 class GitInfo(ApiModel):
@@ -26,3 +33,9 @@ class Deployment(ApiModel):
 
 class DeploymentList(ApiModel):
     deployments: list[Deployment]
+    # Pass as `before` for the next (older) page; null at the end.
+    next_cursor: str | None = None
+
+
+class RollbackRequest(ApiInput):
+    version: Annotated[int, Field(ge=1, le=MAX_VERSION)]

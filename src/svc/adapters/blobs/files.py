@@ -1,0 +1,138 @@
+"""Blobs as files under a directory (SVC_DATA_DIR/blobs by default).
+
+An object is written to a temporary file beside its final place, flushed to disk and renamed
+into place, so a reader sees it complete or not at all. Temporary names carry the writer's pid
+and a per-process token; `sweep_partials` removes those a dead (or earlier) process left."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+from svc.adapters.blobs.port import BlobMissing
+
+# Identifies this process's incarnation: a restarted process may get the same pid (containers).
+_BOOT = secrets.token_hex(4)
+_STALE_AFTER = 24 * 3600
+_TMP = ".tmp"
+
+
+def partial_name(prefix: str, suffix: str = "") -> str:
+    """A name for a temporary file or directory of this process, e.g. 'upload-1234-ab12cd34-<random>'."""
+    return f"{prefix}-{os.getpid()}-{_BOOT}-{secrets.token_hex(8)}{suffix}"
+
+
+def is_stale_partial(path: Path, prefix: str) -> bool:
+    """Was `path` (named by partial_name(prefix)) left by a process that is gone? Partials of live
+    processes sharing the directory are kept, unless older than a day."""
+    parts = path.name[len(prefix) + 1:].split("-")
+    if not path.name.startswith(prefix + "-") or len(parts) < 3 or not parts[0].isdigit():
+        return False
+    pid, boot = int(parts[0]), parts[1]
+    if boot == _BOOT:
+        return False
+    if pid == os.getpid():
+        return True  # an earlier incarnation of this process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    try:
+        return time.time() - path.lstat().st_mtime > _STALE_AFTER
+    except FileNotFoundError:
+        return False
+
+
+def remove_path(path: Path) -> None:
+    """Remove a file or a directory tree; missing is fine."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_key(key: str) -> None:
+    parts = key.split("/")
+    if not key or key.startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        raise ValueError(f"not a blob key: {key!r}")
+
+
+class FileBlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.description = f"files under {root}"
+
+    def _path(self, key: str) -> Path:
+        _check_key(key)
+        return self.root / key
+
+    async def put_file(self, key: str, path: Path) -> None:
+        await asyncio.to_thread(self._put, self._path(key), path)
+
+    def _put(self, dest: Path, source: Path) -> None:
+        if dest.exists():
+            return  # content-addressed: the same key holds the same bytes
+        tmp_dir = self.root / _TMP
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tmp_dir / partial_name("put")
+        try:
+            try:
+                os.link(source, tmp)  # same file system: no copy
+            except OSError:
+                shutil.copyfile(source, tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, dest)
+            fsync_dir(dest.parent)
+        finally:
+            remove_path(tmp)
+
+    async def exists(self, key: str) -> bool:
+        return await asyncio.to_thread(self._path(key).is_file)
+
+    async def get_to_file(self, key: str, dest: Path) -> None:
+        await asyncio.to_thread(self._get, self._path(key), dest)
+
+    def _get(self, source: Path, dest: Path) -> None:
+        tmp = dest.with_name(partial_name("get"))
+        try:
+            try:
+                shutil.copyfile(source, tmp)
+            except FileNotFoundError:
+                raise BlobMissing(str(source.relative_to(self.root))) from None
+            os.replace(tmp, dest)
+        finally:
+            remove_path(tmp)
+
+    async def delete(self, key: str) -> None:
+        await asyncio.to_thread(remove_path, self._path(key))
+
+    def sweep_partials(self) -> int:
+        """Remove temporary files that crashed writers left; returns how many."""
+        tmp_dir = self.root / _TMP
+        if not tmp_dir.is_dir():
+            return 0
+        stale = [p for p in tmp_dir.iterdir() if is_stale_partial(p, "put")]
+        for p in stale:
+            remove_path(p)
+        return len(stale)
