@@ -1,0 +1,272 @@
+"""Edge benchmark: a 10 KB file through svc's edge against a bare nginx serving the same files.
+
+    .venv/bin/python bench/edge.py [--duration 5] [--rounds 3] [--connections 32]
+
+A real `svc serve` (SQLite store, dev login) runs with its edge; through its API the benchmark
+creates two projects, deploys the same bundle to both (POST .../deployments) and makes one of them
+password-protected (PUT .../access), then signs in through the edge's password page
+(POST /__svc/password, the real check endpoint of the access area) to get a valid `svc_access`
+cookie. The bare nginx is the minimal static config (one worker, sendfile, no access log) with
+its root on the very directory the edge serves for the public project.
+
+Each nginx (master and worker; svc too) is pinned to core 0 and wrk to core 1. The three targets
+alternate over a few rounds; prints each round, then requests/s and p99 of each in the median
+round and the ratios: public/bare (goal >= 0.8) and protected/bare (goal >= 0.5). A second
+reference, "tuned", is the bare config plus the static-file settings the edge also has
+(open_file_cache, keepalive_requests), so the edge's own cost (host map, error chain, and for the
+protected project the auth_request subrequest answered from the check cache) shows separately."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+SVC = Path(sys.executable).parent / "svc"
+FILE = "/10k.txt"
+PASSWORD = "bench-password-1"
+GOALS = {"public": 0.8, "protected": 0.5}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def payload() -> bytes:
+    line = b"The quick brown fox jumps over the lazy dog 0123456789.\n"
+    return (line * (10240 // len(line) + 1))[:10240]
+
+
+def bundle() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in {"svc.json": b"{}", "assets" + FILE: payload(),
+                           "assets/index.html": b"<h1>bench</h1>"}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, headers: dict[str, str] | None = None) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"{proc.args} exited:\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            httpx.get(url, headers=headers, timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    sys.exit(f"{url} did not answer:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            if stat[stat.rfind(")") + 2:].split()[1] == str(pid):
+                found.append(int(name))
+    return found
+
+
+def pin(pid: int, core: int) -> None:
+    for p in [pid, *children(pid)]:
+        subprocess.run(["taskset", "-a", "-p", "-c", str(core), str(p)], check=True, stdout=subprocess.DEVNULL)
+
+
+@dataclass
+class Setup:
+    edge_port: int
+    public_host: str
+    protected_host: str
+    cookie: str
+    web_root: Path
+
+
+def prepare(api: str, edge_port: int, data_dir: Path) -> Setup:
+    token = httpx.post(f"{api}/v1/auth/dev/login", json={"subject": "bench"}).json()["token"]
+    c = httpx.Client(base_url=api, headers={"authorization": f"Bearer {token}"}, timeout=30)
+    org = next(o["slug"] for o in c.get("/v1/me").json()["orgs"] if o["personal"])
+    hosts = {}
+    digest = ""
+    for name in ("pub", "priv"):
+        r = c.post(f"/v1/orgs/{org}/projects", json={"name": name})
+        assert r.status_code == 201, r.text
+        hosts[name] = r.json()["hostname"]
+        r = c.post(f"/v1/orgs/{org}/projects/{name}/deployments", content=bundle(),
+                   headers={"content-type": "application/gzip"})
+        assert r.status_code == 201, r.text
+        digest = r.json()["digest"]
+    r = c.put(f"/v1/orgs/{org}/projects/priv/access", json={"mode": "password", "password": PASSWORD})
+    assert r.status_code == 200, r.text
+    edge = httpx.Client(base_url=f"http://127.0.0.1:{edge_port}", timeout=30)
+    r = edge.get(FILE, headers={"host": hosts["priv"]})
+    assert r.status_code == 302, (r.status_code, r.text)
+    r = edge.post("/__svc/password", headers={"host": hosts["priv"]}, data={"password": PASSWORD, "next": FILE})
+    assert r.status_code == 303, (r.status_code, r.text)
+    cookie = r.headers["set-cookie"].split(";", 1)[0]
+    for host, headers in ((hosts["pub"], {}), (hosts["priv"], {"cookie": cookie})):
+        r = edge.get(FILE, headers={"host": host, **headers})
+        assert r.status_code == 200 and r.content == payload(), (host, r.status_code)
+    root = data_dir / "sites" / digest.split(":", 1)[1] / "assets"
+    assert (root / FILE.lstrip("/")).read_bytes() == payload()
+    return Setup(edge_port=edge_port, public_host=hosts["pub"], protected_host=hosts["priv"], cookie=cookie,
+                 web_root=root)
+
+
+def bare_config(tmp: Path, root: Path, port: int, name: str, tuned: bool) -> Path:
+    """The minimal static config; `tuned` adds what the edge's config has for static files
+    (open_file_cache, long keep-alive), as a second reference."""
+    conf = tmp / f"{name}.conf"
+    extra = ("open_file_cache max=10000 inactive=30s; open_file_cache_valid 30s; keepalive_requests 10000; "
+             "tcp_nopush on;") if tuned else ""
+    conf.write_text(f"""worker_processes 1;
+pid {tmp}/{name}.pid;
+error_log {tmp}/{name}-error.log warn;
+{"user root root;" if os.geteuid() == 0 else ""}
+events {{ worker_connections 4096; }}
+http {{
+    include /etc/nginx/mime.types;
+    access_log off;
+    sendfile on;
+    {extra}
+    client_body_temp_path {tmp}/bare-tmp;
+    proxy_temp_path {tmp}/bare-tmp;
+    fastcgi_temp_path {tmp}/bare-tmp;
+    uwsgi_temp_path {tmp}/bare-tmp;
+    scgi_temp_path {tmp}/bare-tmp;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+    }}
+}}
+""")
+    return conf
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def wrk(port: int, host: str, headers: dict[str, str], duration: int, connections: int) -> tuple[float, float]:
+    args = ["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
+            "-H", f"Host: {host}"]
+    for k, v in headers.items():
+        args += ["-H", f"{k}: {v}"]
+    out = subprocess.run([*args, f"http://127.0.0.1:{port}{FILE}"], capture_output=True, text=True,
+                         check=True).stdout
+    if "Non-2xx" in out:
+        sys.exit(f"non-2xx answers during the run:\n{out}")
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    assert p99, out
+    return rps, float(p99.group(1)) * _UNITS[p99.group(2)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=32)
+    args = ap.parse_args()
+    for tool in ("wrk", "taskset", "nginx"):
+        if not shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin"):
+            sys.exit(f"bench/edge.py needs {tool} (apt-get install wrk util-linux nginx-light)")
+    if (os.cpu_count() or 1) < 2:
+        sys.exit("bench/edge.py needs two cores (server on core 0, wrk on core 1)")
+
+    tmp = Path(tempfile.mkdtemp(prefix="svc-bench-edge-"))
+    data_dir = tmp / "data"
+    api_port, edge_port, bare_port, tuned_port = free_port(), free_port(), free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
+    env |= {"SVC_DATA_DIR": str(data_dir), "SVC_ENABLE_DEV_AUTH": "true",
+            "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}"}
+    log = tmp / "svc.log"
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with log.open("wb") as out:
+            svc = subprocess.Popen(["taskset", "-c", "0", str(SVC), "serve", "--port", str(api_port),
+                                    "--edge-port", str(edge_port), "--log-level", "warning"],
+                                   env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        procs.append(svc)
+        wait_http(f"http://127.0.0.1:{api_port}/v1/openapi.json", svc, log)
+        setup = prepare(f"http://127.0.0.1:{api_port}", edge_port, data_dir)
+        pin(int((data_dir / "edge" / "nginx.pid").read_text()), 0)
+
+        (tmp / "bare-tmp").mkdir()
+        for name, port, tuned in (("bare", bare_port, False), ("tuned", tuned_port, True)):
+            bare_log = tmp / f"{name}.log"
+            with bare_log.open("wb") as out:
+                bare = subprocess.Popen(["taskset", "-c", "0", "nginx", "-p", str(tmp), "-c",
+                                         str(bare_config(tmp, setup.web_root, port, name, tuned)),
+                                         "-g", "daemon off;"], stdout=out, stderr=subprocess.STDOUT)
+            procs.append(bare)
+            wait_http(f"http://127.0.0.1:{port}{FILE}", bare, bare_log)
+
+        targets = {
+            "bare": (bare_port, "localhost", {}),
+            "tuned": (tuned_port, "localhost", {}),
+            "public": (edge_port, setup.public_host, {}),
+            "protected": (edge_port, setup.protected_host, {"Cookie": setup.cookie}),
+        }
+        print(f"10 KB file, wrk -t1 -c{args.connections} -d{args.duration}s on core 1; servers on core 0")
+        results: dict[str, list[tuple[float, float]]] = {name: [] for name in targets}
+        for port, host, headers in targets.values():  # warm-up
+            wrk(port, host, headers, 1, args.connections)
+        for rnd in range(1, args.rounds + 1):
+            for name, (port, host, headers) in targets.items():
+                rps, p99 = wrk(port, host, headers, args.duration, args.connections)
+                results[name].append((rps, p99))
+                print(f"round {rnd} {name:<10} {rps:>10.0f} req/s  p99 {p99:7.2f} ms")
+        median = {name: sorted(runs)[len(runs) // 2] for name, runs in results.items()}
+        bare_rps = median["bare"][0]
+        print()
+        tuned_rps = median["tuned"][0]
+        print(f"{'target':<10} {'req/s':>10} {'p99 ms':>8} {'ratio':>6} {'/tuned':>7}  goal (ratio to bare)")
+        summary = {}
+        for name, (rps, p99) in median.items():
+            ratio = rps / bare_rps
+            goal = GOALS.get(name)
+            verdict = "" if goal is None else (f">= {goal}  " + ("met" if ratio >= goal else "MISSED"))
+            print(f"{name:<10} {rps:>10.0f} {p99:>8.2f} {ratio:>6.2f} {rps / tuned_rps:>7.2f}  {verdict}")
+            summary[name] = {"rps": round(rps), "p99_ms": p99, "ratio": round(ratio, 3),
+                             "ratio_tuned": round(rps / tuned_rps, 3)}
+        print(json.dumps({"median": summary, "rounds": args.rounds, "duration": args.duration,
+                          "connections": args.connections,
+                          "spread": {n: round(statistics.pstdev([r for r, _ in runs]) / max(1, bare_rps), 3)
+                                     for n, runs in results.items()}}))
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM if p is procs[0] else signal.SIGQUIT)
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""The Edge port with nginx: converged from the state store (the desired state), supervised.
+
+- start(): render the config from the routing table, start nginx, then two loops: the supervisor
+  (nginx died: kill its leftovers, start it again on the last good config) and the poller
+  (edge_state.generation moved, or a site was missing last time: converge).
+- converge_now(): read the routing table, make sure each live digest's site exists locally
+  (artifacts.ensure_site: fetched from the blob store and unpacked when this data dir lacks it),
+  render; when the text changed, `nginx -t` the new file, move it into place (atomic rename) and
+  reload gracefully, returning once only workers of the new config accept connections. A refused
+  config is logged and the previous one keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import grp
+import logging
+import os
+import pwd
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from svc.context import AppContext
+from svc.domains.deployments import artifacts
+from svc.domains.projects.routing import Route, edge_generation, routing_table
+from svc.edge.config import EdgeLayout, EdgeOptions, SiteRoute, config_id, listen_address, render, valid_host
+from svc.edge.process import EdgeProcessError, NginxProcess
+
+log = logging.getLogger("svc.edge")
+
+PROTECTED_MODES = frozenset({"org", "password"})
+MAX_BACKOFF = 10.0
+
+
+def _worker_user(data_dir: Path) -> str | None:
+    """nginx started as root switches its workers to `user`: the data dir's owner, who can read
+    the sites and write the edge's temp and cache directories."""
+    if os.geteuid() != 0:
+        return None
+    st = data_dir.stat()
+    try:
+        user = pwd.getpwuid(st.st_uid).pw_name
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        return "root root"
+    return f"{user} {group}"
+
+
+def _probe_host(host: str) -> str:
+    if host in ("0.0.0.0", ""):  # noqa: S104 - listening on all addresses: probe on loopback
+        return "127.0.0.1"
+    if host == "::":
+        return "::1"
+    return host
+
+
+class NginxEdge:
+    def __init__(self, ctx: AppContext, *, api_url: str, binary: str, worker_processes: int = 1,
+                 access_log: bool = False) -> None:
+        settings = ctx.settings
+        self.ctx = ctx
+        data_dir = settings.data_dir.resolve()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.layout = EdgeLayout(data_dir / "edge")
+        self.options = EdgeOptions(listen_host=settings.edge_host, listen_port=settings.edge_port, api_url=api_url,
+                                   check_cache_seconds=settings.edge_check_cache_seconds,
+                                   worker_processes=worker_processes, access_log=access_log,
+                                   user=_worker_user(data_dir))
+        self.process = NginxProcess(binary, self.layout, _probe_host(settings.edge_host), settings.edge_port)
+        self.description = f"nginx on {listen_address(settings.edge_host, settings.edge_port)}"
+        self._lock = asyncio.Lock()
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        # The config file on disk (the last one nginx -t accepted) and the state it was made from.
+        self._text: str | None = None
+        self._generation: int | None = None
+        self._incomplete = False
+        self._roots: dict[str, Path] = {}
+
+    # --- lifecycle ---
+
+    async def start(self) -> None:
+        """Converge once and start nginx. A failing nginx (port taken, ...) is logged and retried
+        by the supervisor; svc keeps running."""
+        self.layout.prepare()
+        # Answers cached by a previous run were keyed by a generation this run may not share.
+        shutil.rmtree(self.layout.check_cache, ignore_errors=True)
+        self.layout.prepare()
+        with contextlib.suppress(OSError):
+            self._text = self.layout.conf.read_text()
+        await self._converge()
+        if self._text is None:
+            raise EdgeProcessError("no edge config could be written")
+        try:
+            async with self._lock:
+                await self.process.start(self._config_id())
+        except (EdgeProcessError, OSError) as exc:
+            log.error("the edge (%s) did not start; retrying: %s", self.description, exc)
+        self._tasks = [asyncio.create_task(self._supervise(), name="svc-edge-supervisor"),
+                       asyncio.create_task(self._poll(), name="svc-edge-poller")]
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        async with self._lock:
+            await self.process.stop()
+
+    # --- the Edge port ---
+
+    async def converge_now(self) -> None:
+        await self._converge()
+
+    @property
+    def serving_id(self) -> str | None:
+        """The id of the config on disk (what nginx serves once converged)."""
+        return self._config_id() if self._text is not None else None
+
+    # --- converging ---
+
+    def _config_id(self) -> str:
+        cid = config_id(self._text or "")
+        if cid is None:
+            raise EdgeProcessError("the edge config on disk has no id")
+        return cid
+
+    async def _converge(self) -> None:
+        async with self._lock:
+            async with self.ctx.db.transaction(write=False) as session:
+                generation = await edge_generation(session)
+                routes = await routing_table(session)
+            sites, complete = await self._sites(routes)
+            text = render(self.options, self.layout, sites)
+            self._generation = generation
+            self._incomplete = not complete
+            if text == self._text:
+                return
+            if not await self._install(text):
+                return
+            if self.process.running:
+                await self.process.reload(self._config_id())
+                log.info("edge converged to generation %s (%s hosts)", generation, len(sites))
+
+    async def _install(self, text: str) -> bool:
+        """nginx -t the new config, then rename it into place; a refused one is logged and dropped."""
+        candidate = self.layout.candidate
+        candidate.write_text(text)
+        ok, output = await self.process.test(candidate)
+        if not ok:
+            log.error("nginx -t refused the new edge config; the previous one keeps serving: %s", output)
+            candidate.unlink(missing_ok=True)
+            return False
+        os.replace(candidate, self.layout.conf)
+        self._text = text
+        return True
+
+    async def _sites(self, routes: Iterable[Route]) -> tuple[list[SiteRoute], bool]:
+        """Routes with the web root each serves. A live digest whose site cannot be made local
+        keeps the host on what it served before (or on "no deployment yet") until a later try."""
+        dirs: dict[str, Path | None] = {}
+        complete = True
+        out: list[SiteRoute] = []
+        for route in routes:
+            if not valid_host(route.host):
+                log.warning("edge: not routing %r (not a valid host name)", route.host)
+                continue
+            root: Path | None = None
+            if route.digest is not None:
+                if route.digest not in dirs:
+                    dirs[route.digest] = await self._site(route.digest)
+                site = dirs[route.digest]
+                if site is not None:
+                    root = site / "assets"
+                else:
+                    complete = False
+                    previous = self._roots.get(route.host)
+                    root = previous if previous is not None and previous.is_dir() else None
+            if root is not None:
+                self._roots[route.host] = root
+            out.append(SiteRoute(host=route.host, web_root=root, protected=route.access_mode in PROTECTED_MODES,
+                                 access_generation=route.access_generation))
+        return out, complete
+
+    async def _site(self, digest: str) -> Path | None:
+        """The digest's unpacked site in this process's data dir, fetched from the blob store when
+        missing (a second svc process, a wiped data dir); None (logged) when it cannot be had."""
+        try:
+            path = await artifacts.ensure_site(self.ctx, digest)
+        except Exception as exc:
+            log.warning("edge: the site of %s is not available here (%s: %s); retrying", digest,
+                        type(exc).__name__, exc)
+            return None
+        return path.resolve() if path.is_dir() else None
+
+    # --- loops ---
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+
+    async def _poll(self) -> None:
+        while not self._stopping.is_set():
+            await self._sleep(self.ctx.settings.edge_converge_seconds)
+            if self._stopping.is_set():
+                return
+            try:
+                async with self.ctx.db.transaction(write=False) as session:
+                    generation = await edge_generation(session)
+                if generation != self._generation or self._incomplete:
+                    await self._converge()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("edge converge failed; retrying")
+
+    async def _supervise(self) -> None:
+        backoff = 0.1
+        while not self._stopping.is_set():
+            if self.process.running:
+                code = await self.process.wait()
+                if self._stopping.is_set():
+                    return
+                log.error("edge nginx exited (%s); starting it again. %s", code, self.process.last_errors())
+                self.process.cleanup_after_exit()
+            async with self._lock:
+                if self._stopping.is_set():
+                    return
+                try:
+                    await self.process.start(self._config_id())
+                    backoff = 0.1
+                    continue
+                except (EdgeProcessError, OSError) as exc:
+                    log.error("edge nginx did not start; retrying in %.1fs: %s", backoff, exc)
+            await self._sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF)

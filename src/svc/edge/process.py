@@ -1,0 +1,272 @@
+"""One private nginx: started as a child of svc (`nginx -p EDGE -c EDGE/nginx.conf -g 'daemon off;'`,
+in a process group of its own), tested with `nginx -t`, reloaded with SIGHUP, stopped with SIGQUIT.
+
+nginx's workers outlive a master that was killed (they keep the listening socket and the old
+config), so whenever the master is gone its whole process group is killed before a new one starts.
+The group id is the dead master's pid, which the kernel does not reuse while the group has members.
+
+"Serving a config" is checked, not assumed: the config answers its own id on the status probe
+(config.STATUS_HOST), and after a reload the workers of the previous config must have stopped
+accepting (their title becomes "worker process is shutting down")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from svc.edge.config import STATUS_HOST, STATUS_PATH, EdgeLayout
+
+log = logging.getLogger("svc.edge")
+
+START_SECONDS = 10.0
+RELOAD_SECONDS = 15.0
+STOP_SECONDS = 5.0
+
+
+class EdgeProcessError(RuntimeError):
+    """nginx would not start, take a config or answer."""
+
+
+def find_nginx(binary: str) -> str | None:
+    """The nginx executable (a name on PATH, /usr/sbin included, or a path), or None."""
+    if os.sep in binary:
+        return binary if os.path.isfile(binary) and os.access(binary, os.X_OK) else None
+    path = os.environ.get("PATH", os.defpath)
+    return shutil.which(binary, path=os.pathsep.join([path, "/usr/sbin", "/usr/local/sbin"]))
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace").strip()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
+
+
+def _children(ppid: int) -> list[int]:
+    """Pids whose parent is `ppid` (Linux /proc); [] where /proc is missing."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[1] == str(ppid):
+            found.append(int(name))
+    return found
+
+
+def _group_members(pgid: int) -> list[int] | None:
+    """nginx processes in process group `pgid` (Linux /proc); None where /proc is missing."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    found = []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and _cmdline(int(name)).startswith("nginx"):
+            found.append(int(name))
+    return found
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL what is left of an nginx's process group (the group id is its master's pid). Only
+    nginx processes of that group are signalled, one by one: once the group is empty its number
+    may be reused by an unrelated process group."""
+    members = _group_members(pgid)
+    if members is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        return
+    for pid in members:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class NginxProcess:
+    def __init__(self, binary: str, layout: EdgeLayout, probe_host: str, probe_port: int) -> None:
+        self.binary = binary
+        self.layout = layout
+        self.probe_host = probe_host
+        self.probe_port = probe_port
+        self._proc: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    # --- config test ---
+
+    async def test(self, conf: Path) -> tuple[bool, str]:
+        """`nginx -t` of a config file: (ok, nginx's output)."""
+        proc = await asyncio.create_subprocess_exec(
+            self.binary, "-t", "-q", "-p", str(self.layout.root), "-c", str(conf),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await proc.communicate()
+        return proc.returncode == 0, out.decode("utf-8", "replace").strip()
+
+    # --- start / stop ---
+
+    async def stop_stale(self) -> None:
+        """An nginx of this data dir left by an svc that died without stopping it: found by the pid
+        file and checked to be the master of this very config before it is stopped."""
+        try:
+            pid = int(self.layout.pid.read_text().strip())
+        except (OSError, ValueError):
+            return
+        cmd = _cmdline(pid)
+        if not (cmd.startswith("nginx: master process") and str(self.layout.conf) in cmd):
+            return
+        log.warning("stopping the edge nginx (pid %s) a previous svc left running", pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGQUIT)
+        for _ in range(int(STOP_SECONDS / 0.05)):
+            if not _cmdline(pid).startswith("nginx: master process"):
+                break
+            await asyncio.sleep(0.05)
+        _kill_group(pid)
+
+    async def start(self, config_id: str) -> None:
+        """Start nginx on the config file and wait until it serves `config_id`."""
+        if self.running:
+            return
+        await self.stop_stale()
+        with self.layout.stderr_log.open("ab") as err:
+            self._proc = await asyncio.create_subprocess_exec(
+                self.binary, "-p", str(self.layout.root), "-c", str(self.layout.conf), "-g", "daemon off;",
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=err,
+                start_new_session=True)
+        try:
+            await self._wait_serving(config_id, old_workers=set(), seconds=START_SECONDS)
+        except EdgeProcessError:
+            await self.kill()
+            raise
+        log.info("edge nginx started (pid %s)", self._proc.pid)
+
+    async def wait(self) -> int:
+        """Until the master exits; returns its exit code."""
+        if self._proc is None:
+            return 0
+        return await self._proc.wait()
+
+    def cleanup_after_exit(self) -> None:
+        """The master is gone: kill what is left of its group (orphaned workers)."""
+        if self._proc is not None and self._proc.returncode is not None:
+            _kill_group(self._proc.pid)
+
+    async def kill(self) -> None:
+        if self._proc is None:
+            return
+        if self._proc.returncode is None:
+            _kill_group(self._proc.pid)
+            await self._proc.wait()
+        _kill_group(self._proc.pid)
+
+    async def stop(self) -> None:
+        """Graceful (SIGQUIT: requests in flight finish), then the group is killed."""
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGQUIT)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=STOP_SECONDS)
+            except TimeoutError:
+                log.warning("edge nginx did not stop in %ss; killing it", STOP_SECONDS)
+        await self.kill()
+        self._proc = None
+
+    # --- reload ---
+
+    def workers(self) -> set[int]:
+        """Workers of the running master that accept connections (not shutting down)."""
+        if self._proc is None or self._proc.returncode is not None:
+            return set()
+        return {pid for pid in _children(self._proc.pid)
+                if _cmdline(pid).startswith("nginx: worker process")
+                and "shutting down" not in _cmdline(pid)}
+
+    async def reload(self, config_id: str) -> None:
+        """Graceful reload (SIGHUP) onto the config file; returns once only workers of the new
+        config accept connections."""
+        if self._proc is None or self._proc.returncode is not None:
+            raise EdgeProcessError("nginx is not running")
+        old = self.workers()
+        self._proc.send_signal(signal.SIGHUP)
+        await self._wait_serving(config_id, old_workers=old, seconds=RELOAD_SECONDS)
+
+    async def _wait_serving(self, config_id: str, *, old_workers: set[int], seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        delay = 0.005
+        while True:
+            if self._proc is None or self._proc.returncode is not None:
+                code = self._proc.returncode if self._proc else None
+                raise EdgeProcessError(f"nginx exited ({code}): {self.last_errors()}")
+            if await self.probe() == config_id:
+                workers = self.workers()
+                # Without /proc (not Linux) the probe is all there is to go by.
+                if not old_workers or (workers and not workers & old_workers):
+                    return
+            if time.monotonic() > deadline:
+                raise EdgeProcessError(f"nginx did not serve config {config_id} within {seconds}s: "
+                                       f"{self.last_errors()}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    async def probe(self) -> str | None:
+        """The config id a fresh connection is served with (None: no answer)."""
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.probe_host, self.probe_port), timeout=2)
+        except (OSError, TimeoutError):
+            return None
+        try:
+            writer.write(f"GET {STATUS_PATH} HTTP/1.0\r\nHost: {STATUS_HOST}\r\n\r\n".encode())
+            await writer.drain()
+            data = await asyncio.wait_for(reader.read(), timeout=2)
+        except (OSError, TimeoutError):
+            return None
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+        head, _, body = data.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200"):
+            return None
+        return body.decode("ascii", "replace").strip()
+
+    def last_errors(self) -> str:
+        return (_tail(self.layout.stderr_log, 600) + "\n" + _tail(self.layout.error_log, 1200)).strip()

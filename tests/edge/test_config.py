@@ -1,0 +1,51 @@
+"""The config renderer's guards: what cannot be written safely into nginx.conf is left out or refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from svc.edge.config import EdgeConfigError, EdgeLayout, EdgeOptions, SiteRoute, config_id, render
+
+
+def _options(**kw: object) -> EdgeOptions:
+    values: dict[str, object] = dict(listen_host="127.0.0.1", listen_port=18081, api_url="http://127.0.0.1:8080",
+                                     check_cache_seconds=5)
+    return EdgeOptions(**(values | kw))  # type: ignore[arg-type]
+
+
+def test_only_valid_host_names_are_routed(tmp_path: Path) -> None:
+    layout = EdgeLayout(tmp_path / "edge")
+    routes = [SiteRoute(host=h, web_root=tmp_path / "site", protected=False, access_generation=1)
+              for h in ("web-alice.localhost", "bad host;", "x.localhost;evil_directive on", "UPPER.localhost",
+                        "*.wild.localhost", "a" * 64 + ".localhost")]
+    text = render(_options(), layout, routes)
+    assert "web-alice.localhost" in text
+    for bad in ("bad host", "evil_directive", "UPPER", "*.wild", "a" * 64):
+        assert bad not in text
+    # Same input, same text and id; another input, another id.
+    assert render(_options(), layout, routes) == text
+    other = SiteRoute(host="new.localhost", web_root=None, protected=False, access_generation=1)
+    assert config_id(text) != config_id(render(_options(), layout, [*routes[:1], other]))
+
+
+def test_paths_nginx_cannot_quote_are_refused(tmp_path: Path) -> None:
+    for name in ('we"ird', "doll$r", "back\\slash", "new\nline"):
+        layout = EdgeLayout(tmp_path / name / "edge")
+        with pytest.raises(EdgeConfigError):
+            render(_options(), layout, [])
+    with pytest.raises(EdgeConfigError):
+        render(_options(api_url="https://svc.example.com"), EdgeLayout(tmp_path / "edge"), [])
+
+
+def test_check_cache_and_protected_block_only_when_needed(tmp_path: Path) -> None:
+    layout = EdgeLayout(tmp_path / "edge")
+    public = SiteRoute(host="web-a.localhost", web_root=tmp_path, protected=False, access_generation=1)
+    locked = SiteRoute(host="priv-a.localhost", web_root=tmp_path, protected=True, access_generation=7)
+    assert "auth_request" not in render(_options(), layout, [public])
+    text = render(_options(), layout, [public, locked])
+    assert "server_name priv-a.localhost;" in text
+    assert "priv-a.localhost 7;" in text
+    assert "proxy_cache_valid 204 5s;" in text
+    assert "proxy_cache " not in render(_options(check_cache_seconds=0), layout, [public, locked])

@@ -1,0 +1,47 @@
+"""The routing table (read from the store) and the edge built from it, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from svc.domains.deployments import artifacts
+from svc.domains.projects.routing import routing_table
+from tests.edge.conftest import started_edge
+from tests.edge.helpers import FakeCheck, create_project, deploy, set_access
+from tests.support.api import Svc, assert_error
+
+
+async def test_routing_table_drives_the_edge(svc: Svc, check: FakeCheck) -> None:
+    alice = await svc.login("alice")
+    bob = await svc.login("bob")
+    web = await create_project(alice, "web")
+    empty = await create_project(alice, "empty")
+    locked = await create_project(alice, "locked")
+    gone = await create_project(alice, "gone")
+    other = await create_project(bob, "web")
+    await deploy(svc.ctx, web, {"index.html": b"alice web"})
+    await deploy(svc.ctx, locked, {"index.html": b"locked"})
+    await deploy(svc.ctx, gone, {"index.html": b"gone"})
+    await deploy(svc.ctx, other, {"index.html": b"bob web"})
+    await set_access(svc.ctx, locked, "password")
+    r = await alice.client.request("DELETE", f"/v1/orgs/{gone.org}/projects/gone", json={"confirm": "gone"})
+    assert r.status_code == 202
+
+    async with svc.ctx.db.transaction(write=False) as session:
+        routes = {r.host: r for r in await routing_table(session)}
+    assert set(routes) == {web.host, empty.host, locked.host, other.host}
+    assert routes[empty.host].digest is None
+    assert routes[web.host].digest is not None and routes[web.host].digest != routes[other.host].digest
+    assert (routes[locked.host].access_mode, routes[locked.host].access_generation) == ("password", 2)
+    assert routes[web.host].access_mode == "public"
+    assert (routes[other.host].org_slug, routes[other.host].project_name) == (bob.personal_org, "web")
+
+    async with started_edge(svc, check) as edge:
+        conf = edge.edge.layout.conf.read_text()
+        site = artifacts.site_dir(svc.ctx, routes[web.host].digest or "")
+        assert f'{web.host} "{site.resolve()}/assets";' in conf
+        assert (await edge.http.get(web.host)).content == b"alice web"
+        assert (await edge.http.get(other.host)).content == b"bob web"
+        body = assert_error(await edge.http.get(empty.host), 404, "not_found")
+        assert "no deployment" in body["message"]
+        r = await edge.http.get(locked.host)
+        assert r.status_code == 302
+        assert_error(await edge.http.get(gone.host), 404, "unknown_hostname")
