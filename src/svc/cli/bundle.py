@@ -32,7 +32,7 @@ from urllib.parse import quote
 from svc.cli.client import CliError
 
 MANIFEST = "svc.json"
-MAX_MANIFEST_BYTES = 1024 * 1024
+MAX_MANIFEST_BYTES = 64 * 1024  # the server refuses a larger svc.json
 SKIP_NAMES = frozenset({".git", "node_modules", ".svc"})
 KEEP_DOT_NAMES = frozenset({".well-known"})
 GIT_MESSAGE_CHARS = 200

@@ -302,6 +302,9 @@ def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) ->
         "    tcp_nopush on;",
         "    tcp_nodelay on;",
         "    etag on;",
+        # Revalidate on every use (the ETag makes that a cheap 304), so a deploy or rollback
+        # shows at once in browsers, as on Vercel and Cloudflare Pages.
+        '    add_header Cache-Control "public, max-age=0, must-revalidate";',
         "    absolute_redirect off;",
         "    keepalive_timeout 65s;",
         "    keepalive_requests 10000;",
