@@ -33,6 +33,8 @@ test: lint types unit
 
 bench: setup
 	$(BIN)/python bench/api.py
+	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/edge.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache
