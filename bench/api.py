@@ -54,7 +54,7 @@ def serve(data_dir: Path, port_file: Path) -> None:
     app = create_app(settings, default_adapters(settings))
     body = bare_body()
 
-    @app.get("/bench/bare", include_in_schema=False)
+    @app.get("/bench/bare", include_in_schema=False)  # type: ignore[untyped-decorator,unused-ignore]
     async def bare() -> dict[str, Any]:
         return body
 
@@ -89,6 +89,10 @@ class Result:
     p99_ms: float
     errors: int
     tool: str
+    requests: int
+    # The server's own CPU time per request (utime + stime over the run / requests): unlike
+    # requests/s, barely moved by neighbours' load on a shared machine.
+    cpu_ms: float | None = None
 
 
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
@@ -107,13 +111,14 @@ def run_wrk(url: str, token: str | None, seconds: float, connections: int, pin: 
         cmd += ["-H", f"Authorization: Bearer {token}"]
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True, timeout=seconds + 30).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     p50 = _ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
     p99 = _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
     m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     errors = int(m.group(1)) if m else 0
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     errors += sum(int(x) for x in m.groups()) if m else 0
-    return Result(rps=rps, p50_ms=p50, p99_ms=p99, errors=errors, tool="wrk")
+    return Result(rps=rps, p50_ms=p50, p99_ms=p99, errors=errors, tool="wrk", requests=requests)
 
 
 async def _python_load(url: str, token: str | None, seconds: float, connections: int) -> Result:
@@ -149,7 +154,8 @@ async def _python_load(url: str, token: str | None, seconds: float, connections:
     def pct(p: float) -> float:
         return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000
 
-    return Result(rps=len(latencies) / elapsed, p50_ms=pct(0.50), p99_ms=pct(0.99), errors=errors, tool="python")
+    return Result(rps=len(latencies) / elapsed, p50_ms=pct(0.50), p99_ms=pct(0.99), errors=errors, tool="python",
+                  requests=len(latencies))
 
 
 def run_python(url: str, token: str | None, seconds: float, connections: int, pin: list[str]) -> Result:
@@ -166,6 +172,25 @@ def ensure_wrk() -> bool:
         print("wrk is missing: apt-get install -y wrk", file=sys.stderr)
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=False, capture_output=True)
     return shutil.which("wrk") is not None
+
+
+def server_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a process (Linux), None where /proc is not there."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(load: Any, server_pid: int, url: str, token: str | None, seconds: float, connections: int,
+             pin: list[str]) -> Result:
+    before = server_cpu_seconds(server_pid)
+    result: Result = load(url, token, seconds, connections, pin)
+    after = server_cpu_seconds(server_pid)
+    if before is not None and after is not None and result.requests:
+        result.cpu_ms = 1000 * (after - before) / result.requests
+    return result
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -240,7 +265,7 @@ def main() -> None:
             # machine hits both alike; the ratio is the median of the rounds' ratios.
             rounds: list[dict[str, Result]] = []
             for _ in range(args.rounds):
-                rounds.append({name: load(url, tok, args.duration, args.connections, load_pin)
+                rounds.append({name: measured(load, server.pid, url, tok, args.duration, args.connections, load_pin)
                                for name, (url, tok) in targets.items()})
         finally:
             server.terminate()
@@ -259,15 +284,23 @@ def main() -> None:
           f"{'core 1' if pinned else 'unpinned'} ({tool}, {args.connections} connections, "
           f"{args.rounds} rounds of {args.duration:g} s per target after {args.warmup:g} s warm-up)")
     print(f"server: uvicorn, options of `svc serve`; SQLite store; bodies: members {size} B, bare {bare_size} B")
+    def cpu(res: Result) -> str:
+        return f" (server CPU {res.cpu_ms:.3f} ms/req)" if res.cpu_ms is not None else ""
+
     for i, r in enumerate(rounds):
-        print(f"  round {i + 1}: bare {r['bare'].rps:7.0f} req/s, members {r['members'].rps:7.0f} req/s, "
-              f"ratio {ratios[i]:.2f}")
+        print(f"  round {i + 1}: bare {r['bare'].rps:7.0f} req/s{cpu(r['bare'])}, members {r['members'].rps:7.0f} "
+              f"req/s{cpu(r['members'])}, ratio {ratios[i]:.2f}")
     print("median round:")
     for name, res in (("bare FastAPI endpoint", bare), ("GET /v1/orgs/{org}/members", members)):
         print(f"  {name:28s} {res.rps:9.0f} req/s   p50 {res.p50_ms:7.2f} ms   p99 {res.p99_ms:7.2f} ms"
               f"   errors {res.errors}")
     ratio = ratios[best]
     print(f"ratio members/bare: {ratio:.2f} (goal >= 0.5: {'met' if ratio >= 0.5 else 'NOT met'})")
+    cpu_ratios = sorted(r["bare"].cpu_ms / r["members"].cpu_ms for r in rounds  # type: ignore[operator]
+                        if r["bare"].cpu_ms and r["members"].cpu_ms)
+    if cpu_ratios:
+        print(f"server CPU per request, bare/members (median round): {cpu_ratios[len(cpu_ratios) // 2]:.2f} "
+              "(what the ratio would be with the server's core to itself)")
     if any(r.errors for rr in rounds for r in rr.values()):
         sys.exit("some requests failed")
 

@@ -12,12 +12,19 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from svc import __version__
+from svc.adapters.blobs import build_blob_store
 from svc.adapters.idp import build_identity_provider
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
+from svc.domains.access import edge_router as access_edge
+from svc.domains.access import pages as access_pages
+from svc.domains.access.router import router as access_router
 from svc.domains.credentials.router import router as credentials_router
+from svc.domains.deployments import artifacts as deployment_artifacts
+from svc.domains.deployments.router import is_bundle_upload
+from svc.domains.deployments.router import router as deployments_router
 from svc.domains.identity.idp_router import router as idp_router
 from svc.domains.identity.router import dev_router
 from svc.domains.identity.router import router as identity_router
@@ -28,6 +35,8 @@ from svc.domains.operations import teardown
 from svc.domains.operations.router import router as operations_router
 from svc.domains.orgs.router import router as orgs_router
 from svc.domains.projects.router import router as projects_router
+from svc.domains.secrets.router import router as secrets_router
+from svc.edge import start_edge
 from svc.errors import BadRequest, error_response, install_error_handlers
 from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
@@ -42,7 +51,7 @@ MAX_JSON_BODY = 1024 * 1024
 
 def default_adapters(settings: Settings) -> Adapters:
     mail = SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
-    return Adapters(mail=mail, idp=build_identity_provider(settings))
+    return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings))
 
 
 def build_registry(settings: Settings) -> JobRegistry:
@@ -67,7 +76,8 @@ class RequestGuard:
                 await error_response(BadRequest("The URL must not contain NUL characters"))(scope, receive, send)
                 return
             for name, value in scope.get("headers", []):
-                if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                if (name == b"content-length" and value.isdigit() and int(value) > self.limit
+                        and not is_bundle_upload(scope)):
                     resp = error_response(BadRequest(f"The request body is over {self.limit} bytes"))
                     await resp(scope, receive, send)
                     return
@@ -75,20 +85,31 @@ class RequestGuard:
 
 
 def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,
-               registry: JobRegistry | None = None) -> FastAPI:
+               registry: JobRegistry | None = None, run_edge: bool = False, edge_api: str | None = None) -> FastAPI:
+    """run_edge: start and supervise this process's edge (nginx, svc/edge/) when settings.edge_enabled;
+    edge_api is where nginx reaches this API (http://host:port; default SVC_PUBLIC_URL)."""
     registry = registry or build_registry(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         db = open_database(settings)
+        await db.start()  # SQLite: this process owns the data dir; PostgreSQL: LISTEN (auth/invalidation.py)
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
                          worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)))
         app.state.ctx = ctx
+        if ctx.adapters.blobs is None:
+            ctx.adapters.blobs = build_blob_store(settings)
+        # What a killed process left half-done (staging dirs, temporary uploads): never visible, removed here.
+        await asyncio.to_thread(deployment_artifacts.sweep_partials, ctx)
         worker = Worker(ctx, registry)
         app.state.worker = worker
         stop = asyncio.Event()
         tasks = [asyncio.create_task(worker.run(stop), name="svc-worker")] if run_workers else []
+        edge = None
+        if run_edge and settings.edge_enabled:
+            edge = await start_edge(ctx, api_url=edge_api or settings.public_url)
+            ctx.edge = edge
         try:
             yield {}
         finally:
@@ -96,6 +117,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             for t in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait_for(t, timeout=10)
+            if edge is not None:
+                await edge.stop()
             await db.dispose()
 
     app = FastAPI(title="svc control API", version=__version__, lifespan=lifespan,
@@ -105,7 +128,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
     if settings.enable_dev_auth:
         app.include_router(dev_router)
     for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,
-                   projects_router, operations_router):
+                   projects_router, operations_router, deployments_router, secrets_router, access_router,
+                   access_edge.router, access_pages.router):
         app.include_router(router)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)
     return app

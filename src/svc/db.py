@@ -21,7 +21,10 @@ from alembic.config import Config
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import Session
 
+from svc.auth.cache import AuthCache
+from svc.auth.invalidation import CacheKeeper
 from svc.kit.inline_sqlite import inline_connector
 from svc.settings import Settings
 
@@ -29,7 +32,9 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK_KEY = 0x5356430001  # pg_advisory_xact_lock key: one migrator at a time
 
 
-def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+def _install_sqlite_hooks(engine: AsyncEngine, *, begin: bool = True) -> None:
+    """begin=False: no BEGIN at all, each statement is a transaction of its own (the read engine)."""
+
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take over transaction control from the driver so BEGIN can be IMMEDIATE.
@@ -41,6 +46,9 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
         cur.execute("PRAGMA busy_timeout=30000")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
+
+    if not begin:
+        return
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
@@ -57,8 +65,19 @@ class Database:
     read: async_sessionmaker[AsyncSession]
     write: async_sessionmaker[AsyncSession]
     is_sqlite: bool
+    # Credential resolution for read requests (auth/cache.py), kept exact by watching this
+    # Database's sessions (auth/invalidation.py). Off until start().
+    auth_cache: AuthCache
+    auth_keeper: CacheKeeper
+
+    async def start(self) -> None:
+        """What a serving process runs at start. SQLite: claim the data directory for this process
+        (StoreInUse when another process has it). PostgreSQL: LISTEN for credential changes made
+        by other processes. Either turns the credential cache on; dispose() turns it off."""
+        await self.auth_keeper.start()
 
     async def dispose(self) -> None:
+        await self.auth_keeper.stop()
         await self.engine.dispose()
         if self.read_engine is not self.engine:
             await self.read_engine.dispose()
@@ -68,6 +87,17 @@ class Database:
         """One unit of work: commit on success, roll back on error. A read transaction is only
         closed: there is nothing to commit, and closing returns the connection at once."""
         maker = self.write if write else self.read
+        if not write and self.is_sqlite:
+            # AsyncSession's `async with` closes in a task of its own (so a cancellation cannot
+            # abandon the close partway): a trip through the event loop with the connection still
+            # checked out, during which other requests check out more, past the pool's size.
+            # Closing a session of the inline read engine has no await point to abandon.
+            session = maker()
+            try:
+                yield session
+            finally:
+                await session.close()
+            return
         async with maker() as session:
             if not write:
                 yield session
@@ -90,19 +120,24 @@ def open_database(settings: Settings) -> Database:
         path = str((settings.data_dir / "svc.sqlite3").resolve())
         # Reads run each statement in its own implicit transaction, as PostgreSQL's READ COMMITTED
         # gives each statement its own snapshot; no BEGIN/COMMIT/reset round trips per request.
+        # (No begin hook and no engine-wide execution options: each costs every read ~10-15 us.)
         read_engine = create_async_engine(url, pool_size=8, max_overflow=24, async_creator=inline_connector(path),
-                                          pool_reset_on_return=None,
-                                          execution_options={"sqlite_begin": "AUTOCOMMIT"})
-        _install_sqlite_hooks(read_engine)
+                                          pool_reset_on_return=None)
+        _install_sqlite_hooks(read_engine, begin=False)
         is_sqlite = True
     else:
         engine = create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         write_bind = engine
         read_engine = engine
         is_sqlite = False
-    read = async_sessionmaker(read_engine, expire_on_commit=False, autoflush=True)
-    write = async_sessionmaker(write_bind, expire_on_commit=False, autoflush=True)
-    return Database(engine=engine, read_engine=read_engine, read=read, write=write, is_sqlite=is_sqlite)
+    # A session class of this Database's own: the events that watch its writes are this store's.
+    session_class = type("SvcSession", (Session,), {})
+    auth_cache = AuthCache()
+    keeper = CacheKeeper(settings, auth_cache, session_class)
+    read = async_sessionmaker(read_engine, expire_on_commit=False, autoflush=True, sync_session_class=session_class)
+    write = async_sessionmaker(write_bind, expire_on_commit=False, autoflush=True, sync_session_class=session_class)
+    return Database(engine=engine, read_engine=read_engine, read=read, write=write, is_sqlite=is_sqlite,
+                    auth_cache=auth_cache, auth_keeper=keeper)
 
 
 def alembic_config() -> Config:

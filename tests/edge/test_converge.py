@@ -85,9 +85,9 @@ async def test_switch_is_atomic_under_load(running: Running) -> None:
         while not stop.is_set():
             try:
                 r = await client.get(path, headers={"host": site.host})
-            except httpx.RemoteProtocolError:
-                # A keep-alive connection closed by a gracefully stopping worker as the request
-                # went out; browsers retry these (idempotent GET), and so does this loop.
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                # A keep-alive connection closed (or reset) by a gracefully stopping worker as the
+                # request went out; browsers retry these (idempotent GET), and so does this loop.
                 retried += 1
                 continue
             assert r.status_code == 200, r.text

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Request
 from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.auth.cache import AuthCache, detached_copy
 from svc.deps import Session
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
@@ -63,15 +65,48 @@ class Resolved:
     role: str | None = None
 
 
-async def resolve(session: AsyncSession, token: str, org_slug: str | None = None) -> Resolved | None:
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def read_cache(request: Request) -> AuthCache | None:
+    """The credential cache, for a read request; None for a write (it resolves from the store,
+    with objects of its own session, and sees the state it is about to change)."""
+    if request.method not in _READ_METHODS:
+        return None
+    cache: AuthCache = request.app.state.ctx.db.auth_cache
+    return cache if cache.enabled else None
+
+
+async def resolve(session: AsyncSession, token: str, org_slug: str | None = None, *,
+                  cache: AuthCache | None = None) -> Resolved | None:
     """Bearer token -> principal (None when invalid, expired or revoked), optionally with the
-    caller's membership of one org, in a single query."""
+    caller's membership of one org, in a single query, or none when `cache` has the answer."""
+    digest = token_hash(token)
+    generation = 0
+    if cache is not None:
+        cached = cache.lookup(digest, org_slug)
+        if cached is not None:
+            return cached
+        generation = cache.generation  # before the read: a clear during it voids the result
+    resolved, expires_at = await _resolve(session, token, digest, org_slug)
+    if cache is not None and resolved is not None:
+        principal = resolved.principal
+        copy = Resolved(Principal(user=detached_copy(principal.user), kind=principal.kind,
+                                  credential_id=principal.credential_id),
+                        None if resolved.org is None else detached_copy(resolved.org), resolved.role)
+        cache.store(generation, digest, org_slug, copy, expires_at)
+    return resolved
+
+
+async def _resolve(session: AsyncSession, token: str, digest: str,
+                   org_slug: str | None) -> tuple[Resolved | None, datetime | None]:
+    """From the store; with the credential's expiry."""
     now = utcnow()
-    params = {"digest": token_hash(token)}
+    params = {"digest": digest}
     is_pat = token.startswith(PAT_PREFIX)
     if is_pat:
         if not pat_checksum_ok(token):
-            return None
+            return None, None
         stmt = _PAT_BY_HASH if org_slug is None else _PAT_WITH_ORG
     else:
         stmt = _SESSION_BY_HASH if org_slug is None else _SESSION_WITH_ORG
@@ -79,21 +114,21 @@ async def resolve(session: AsyncSession, token: str, org_slug: str | None = None
         params["slug"] = org_slug
     row = (await session.execute(stmt, params)).first()
     if row is None:
-        return None
+        return None, None
     credential_id, expires_at, user = row[0], row[1], row[2]
     if expires_at is not None and expires_at <= now:
-        return None
+        return None, None
     if is_pat and row[3] is not None:  # revoked
-        return None
+        return None, None
     principal = Principal(user=user, kind="pat" if is_pat else "session", credential_id=credential_id)
     if org_slug is None:
-        return Resolved(principal)
+        return Resolved(principal), expires_at
     org, role = row[-2], row[-1]
-    return Resolved(principal, org if role is not None else None, role)
+    return Resolved(principal, org if role is not None else None, role), expires_at
 
 
-async def resolve_principal(session: AsyncSession, token: str) -> Principal | None:
-    resolved = await resolve(session, token)
+async def resolve_principal(session: AsyncSession, token: str, *, cache: AuthCache | None = None) -> Principal | None:
+    resolved = await resolve(session, token, cache=cache)
     return resolved.principal if resolved else None
 
 
@@ -101,7 +136,7 @@ async def current_principal(request: Request, session: Session) -> Principal:
     token = bearer_token(request)
     if token is None:
         raise Unauthorized()
-    principal = await resolve_principal(session, token)
+    principal = await resolve_principal(session, token, cache=read_cache(request))
     if principal is None:
         raise Unauthorized("The token is invalid, expired or revoked")
     return principal
