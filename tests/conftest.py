@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +10,7 @@ import pytest
 from svc.settings import Settings
 from tests.support import stores
 from tests.support.api import Svc, running_svc
+from tests.support.smtp import SmtpSink, running_smtp_svc
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -45,3 +46,24 @@ async def svc(settings: Settings) -> AsyncIterator[Svc]:
 async def _drop_pg_template() -> AsyncIterator[None]:
     yield
     await stores.drop_template()
+
+
+@pytest.fixture
+def sink() -> Iterator[SmtpSink]:
+    """A real SMTP server (aiosmtpd) on a free port that records what it accepts."""
+    with SmtpSink() as running:
+        yield running
+
+
+@pytest.fixture
+async def mail_svc(settings: Settings, sink: SmtpSink) -> AsyncIterator[Svc]:
+    """svc sending its mail over SMTP to `sink`, with the send cycle running."""
+    async with running_smtp_svc(settings, sink) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def held_svc(settings: Settings, sink: SmtpSink) -> AsyncIterator[Svc]:
+    """svc sending to `sink` whose background cycles do not run: a test sends with send_due()."""
+    async with running_smtp_svc(settings, sink, run_workers=False) as svc:
+        yield svc
