@@ -39,6 +39,15 @@ class TransactionalRoute(APIRoute):
 
         async def transactional(request: Request) -> Response:
             ctx: AppContext = request.app.state.ctx
+            if not write and ctx.db.is_sqlite:
+                # What db.transaction(write=False) does, without a generator-based context manager
+                # around every GET (about 5% of a small read's cost).
+                read_session = ctx.db.read()
+                request.state.db_session = read_session
+                try:
+                    return await handler(request)
+                finally:
+                    await read_session.close()
             async with ctx.db.transaction(write=write) as session:
                 request.state.db_session = session
                 return await handler(request)
@@ -51,9 +60,15 @@ def api_router(**kwargs: Any) -> APIRouter:
     return APIRouter(route_class=TransactionalRoute, **kwargs)
 
 
-async def get_session(request: Request) -> AsyncSession:
+def request_session(request: Request) -> AsyncSession:
+    """The request's session, for dependencies that already take the Request: a `Session`
+    parameter there would be one more dependency for FastAPI to solve on every request."""
     session: AsyncSession = request.state.db_session
     return session
+
+
+async def get_session(request: Request) -> AsyncSession:
+    return request_session(request)
 
 
 Session = Annotated[AsyncSession, Depends(get_session)]

@@ -11,7 +11,7 @@ from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.cache import AuthCache, detached_copy
-from svc.deps import Session
+from svc.deps import request_session
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
 from svc.kit.tokens import PAT_PREFIX, pat_checksum_ok, token_hash
@@ -132,11 +132,11 @@ async def resolve_principal(session: AsyncSession, token: str, *, cache: AuthCac
     return resolved.principal if resolved else None
 
 
-async def current_principal(request: Request, session: Session) -> Principal:
+async def current_principal(request: Request) -> Principal:
     token = bearer_token(request)
     if token is None:
         raise Unauthorized()
-    principal = await resolve_principal(session, token, cache=read_cache(request))
+    principal = await resolve_principal(request_session(request), token, cache=read_cache(request))
     if principal is None:
         raise Unauthorized("The token is invalid, expired or revoked")
     return principal

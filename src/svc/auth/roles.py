@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 
 from svc.auth.principal import Principal, bearer_token, read_cache, resolve
-from svc.deps import Session
+from svc.deps import request_session
 from svc.errors import Forbidden, NotFound, Unauthorized
 from svc.models import Org
 
@@ -57,13 +57,13 @@ OrgSlugPath = Annotated[str, Path(alias="orgSlug", max_length=64)]
 
 
 def require_role(minimum: Role) -> Callable[..., Awaitable[OrgAccess]]:
-    async def dependency(request: Request, org_slug: OrgSlugPath, session: Session) -> OrgAccess:
+    async def dependency(request: Request, org_slug: OrgSlugPath) -> OrgAccess:
         # Credential, org and role in one query: this runs on every org-scoped request. A read
         # request usually finds them in the credential cache instead (auth/cache.py).
         token = bearer_token(request)
         if token is None:
             raise Unauthorized()
-        resolved = await resolve(session, token, org_slug, cache=read_cache(request))
+        resolved = await resolve(request_session(request), token, org_slug, cache=read_cache(request))
         if resolved is None:
             raise Unauthorized("The token is invalid, expired or revoked")
         return check_role(resolved.org, resolved.role, resolved.principal, minimum)

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Row, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from svc.db import is_postgres
+from svc.db import is_postgres, plain_rows
 from svc.models import Membership, Org, User
 
 
@@ -28,11 +28,12 @@ async def org_by_slug(session: AsyncSession, slug: str) -> Org | None:
 _MEMBERSHIPS_OF = (
     select(Org, Membership.role).join(Membership, Membership.org_id == Org.id)
     .where(Membership.user_id == bindparam("user_id")).order_by(Org.personal.desc(), Org.slug))
+# Table columns, not ORM attributes: a Core statement skips the ORM's result processing.
+_U, _M = User.__table__.c, Membership.__table__.c
 _MEMBERS = (
-    select(User.id, User.provider, User.subject, User.email, User.name, Membership.role,
-           Membership.created_at.label("joined_at"))
-    .join(User, User.id == Membership.user_id)
-    .where(Membership.org_id == bindparam("org_id")).order_by(Membership.created_at, User.id))
+    select(_U.id, _U.provider, _U.subject, _U.email, _U.name, _M.role, _M.created_at.label("joined_at"))
+    .join(User.__table__, _U.id == _M.user_id)
+    .where(_M.org_id == bindparam("org_id")).order_by(_M.created_at, _U.id))
 
 
 async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Org, str]]:
@@ -42,7 +43,7 @@ async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Org,
 
 async def members(session: AsyncSession, org_id: str) -> Sequence[Row[*tuple[Any, ...]]]:
     """Plain rows, no ORM objects: this is the hottest read of a dashboard."""
-    return (await session.execute(_MEMBERS, {"org_id": org_id})).all()
+    return await plain_rows(session, _MEMBERS, {"org_id": org_id})
 
 
 async def membership(session: AsyncSession, org_id: str, user_id: str) -> Membership | None:

@@ -1,0 +1,99 @@
+"""SQLite reads on the event loop's thread, without SQLAlchemy's asyncio layer.
+
+A read in WAL mode never waits for a lock, and SQLite answers it from the page cache in
+microseconds. Running it through the asyncio extension costs far more than that: a greenlet per
+statement, aiosqlite's hand-over of every DBAPI call, an awaitable per call. So on SQLite a read
+request's session is a `LoopReadSession`: an `AsyncSession` (the type every queries module takes)
+whose statements run directly on an ordinary `Session` bound to a synchronous pysqlite engine.
+Writes keep the asyncio engine and aiosqlite's thread: they may wait on the write lock
+(busy_timeout), which must not block the loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Executable, Row, util
+from sqlalchemy.engine import Result, ScalarResult
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.orm import Session
+
+_BUFFERED = util.immutabledict({"prebuffer_rows": True})  # what AsyncSession asks for: rows read at once
+
+
+def _options(execution_options: Any) -> Any:
+    return util.immutabledict(execution_options).union(_BUFFERED) if execution_options else _BUFFERED
+
+
+class PlainReader:
+    """Plain rows of Core statements, on one connection per thread kept for the purpose. A
+    statement runs and all its rows are fetched in one synchronous call, so no two reads ever
+    share the connection at once, and a read costs no pool checkout. In autocommit, a statement's
+    read snapshot ends with its last row: a kept connection holds nothing between reads."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._local = threading.local()
+        self._opened: list[Connection] = []
+        self._lock = threading.Lock()
+
+    def rows(self, statement: Executable, params: Mapping[str, Any] | None = None) -> Sequence[Row[Any]]:
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self.engine.connect()
+            with self._lock:
+                self._opened.append(conn)
+            self._local.conn = conn
+        return conn.execute(statement, params).all()
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.close()
+        self._local = threading.local()
+
+
+class LoopReadSession(AsyncSession):
+    """The methods read paths use (execute, scalar, scalars, get) run synchronously, with no await
+    point inside; run_sync, refresh and the like still work through AsyncSession's greenlet, on
+    the same engine. There is no AsyncConnection to hand out (the driver is not async): use
+    execute(), or svc.db.plain_rows() for Core statements."""
+
+    def __init__(self, reader: PlainReader, *, sync_session_class: type[Session], **kw: Any) -> None:
+        super().__init__(sync_session_class=sync_session_class, **kw)
+        self.sync_session.bind = reader.engine
+        self.plain_reader = reader
+
+    async def execute(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
+                      bind_arguments: Any = None, **kw: Any) -> Result[Any]:
+        return self.sync_session.execute(statement, params, execution_options=_options(execution_options),
+                                         bind_arguments=bind_arguments, **kw)
+
+    async def scalar(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
+                     bind_arguments: Any = None, **kw: Any) -> Any:
+        return self.sync_session.scalar(statement, params, execution_options=_options(execution_options),
+                                        bind_arguments=bind_arguments, **kw)
+
+    async def scalars(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
+                      bind_arguments: Any = None, **kw: Any) -> ScalarResult[Any]:
+        return (await self.execute(statement, params, execution_options=execution_options,
+                                   bind_arguments=bind_arguments, **kw)).scalars()
+
+    async def get(self, entity: Any, ident: Any, *, options: Sequence[Any] | None = None,
+                  populate_existing: bool | None = None, with_for_update: Any = None,
+                  identity_token: Any = None, execution_options: Any = util.EMPTY_DICT) -> Any:
+        return self.sync_session.get(entity, ident, options=options, populate_existing=populate_existing,
+                                     with_for_update=with_for_update, identity_token=identity_token,
+                                     execution_options=execution_options)
+
+    async def connection(self, bind_arguments: Any = None, execution_options: Any = None,
+                         **kw: Any) -> AsyncConnection:
+        raise NotImplementedError("An SQLite read session has no AsyncConnection: use execute() or plain_rows()")
+
+    async def close(self) -> None:
+        sync = self.sync_session
+        if sync.in_transaction() or len(sync.identity_map) or sync.new or sync.deleted:
+            sync.close()  # a request that read only plain rows never used it: nothing to close
