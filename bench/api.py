@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from harness import machine, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ORG = "bench"
@@ -45,9 +45,8 @@ def bare_body() -> dict[str, Any]:
 # --- the server process ---------------------------------------------------------------------------
 
 def serve(data_dir: Path, port_file: Path) -> None:
-    import uvicorn
-
     from svc.app import create_app, default_adapters
+    from svc.cli.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     settings = Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None)
@@ -58,26 +57,8 @@ def serve(data_dir: Path, port_file: Path) -> None:
     async def bare() -> dict[str, Any]:
         return body
 
-    # Exactly what `svc serve` runs (src/svc/cli/serve.py), on port 0. (A socket handed over with
-    # `sockets=` would need proto=IPPROTO_TCP, or asyncio skips TCP_NODELAY: ~40 ms per request.)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", proxy_headers=True,
-                            server_header=False, access_log=False)
-    server = uvicorn.Server(config)
-
-    async def run() -> None:
-        task = asyncio.create_task(server.serve())
-        while not server.started:
-            if task.done():
-                await task
-                return
-            await asyncio.sleep(0.05)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        tmp = port_file.with_suffix(".tmp")
-        tmp.write_text(str(port))
-        tmp.replace(port_file)
-        await task
-
-    asyncio.run(run())
+    # Exactly the server `svc serve` runs (src/svc/cli/serve.py), on a free port.
+    asyncio.run(serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file))
 
 
 # --- load generation ------------------------------------------------------------------------------
@@ -217,16 +198,6 @@ def setup_org(base: str) -> tuple[str, int]:
         return str(owner["token"]), len(r.content)
 
 
-def machine() -> str:
-    model = ""
-    try:
-        m = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
-        model = m.group(1).strip() if m else ""
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores ({model or platform.machine()}), Python {platform.python_version()}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per target and round")
@@ -303,22 +274,6 @@ def main() -> None:
               "(what the ratio would be with the server's core to itself)")
     if any(r.errors for rr in rounds for r in rr.values()):
         sys.exit("some requests failed")
-
-
-def wait_for_server(server: subprocess.Popen[bytes], port_file: Path) -> str:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            sys.exit(f"the server exited with {server.returncode}")
-        if port_file.exists():
-            base = f"http://127.0.0.1:{port_file.read_text()}"
-            try:
-                if httpx.get(f"{base}/v1/config", timeout=2).status_code == 200:
-                    return base
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.1)
-    sys.exit("the server did not start within 60 s")
 
 
 if __name__ == "__main__":

@@ -24,9 +24,7 @@ import hashlib
 import io
 import json
 import os
-import platform
 import random
-import re
 import shutil
 import statistics
 import subprocess
@@ -37,6 +35,7 @@ import time
 from pathlib import Path
 
 import httpx
+from harness import machine, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ORG, PROJECT = "bench", "site"
@@ -98,40 +97,13 @@ def floor(path: Path, scratch: Path) -> float:
 # --- the server -------------------------------------------------------------------------------------
 
 def serve(data_dir: Path, port_file: Path) -> None:
-    import uvicorn
-
     from svc.app import create_app, default_adapters
+    from svc.cli.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     settings = Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None, edge_enabled=False)
     app = create_app(settings, default_adapters(settings))
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", proxy_headers=True,
-                            server_header=False, access_log=False)
-    server = uvicorn.Server(config)
-
-    async def run() -> None:
-        task = asyncio.create_task(server.serve())
-        while not server.started:
-            if task.done():
-                await task
-                return
-            await asyncio.sleep(0.05)
-        tmp = port_file.with_suffix(".tmp")
-        tmp.write_text(str(server.servers[0].sockets[0].getsockname()[1]))
-        tmp.replace(port_file)
-        await task
-
-    asyncio.run(run())
-
-
-def wait_for_server(proc: subprocess.Popen[bytes], port_file: Path) -> str:
-    for _ in range(600):
-        if port_file.exists():
-            return f"http://127.0.0.1:{port_file.read_text()}"
-        if proc.poll() is not None:
-            raise SystemExit(f"the server exited with {proc.returncode}")
-        time.sleep(0.05)
-    raise SystemExit("the server did not start")
+    asyncio.run(serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file))
 
 
 def setup(c: httpx.Client) -> dict[str, str]:
@@ -150,16 +122,6 @@ def upload(c: httpx.Client, auth: dict[str, str], body: bytes) -> tuple[float, d
     if r.status_code != 201:
         raise SystemExit(f"upload failed: {r.status_code} {r.text}")
     return elapsed, dict(r.json())
-
-
-def machine() -> str:
-    model = ""
-    try:
-        m = re.search(r"model name\s*:\s*(.+)", Path("/proc/cpuinfo").read_text())
-        model = m.group(1).strip() if m else ""
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores ({model or platform.machine()}), Python {platform.python_version()}"
 
 
 def main() -> None:

@@ -12,27 +12,15 @@ import asyncio
 import sys
 from pathlib import Path
 
-import uvicorn
-
 from svc.app import create_app, default_adapters
+from svc.cli.serve import serve_reporting_port, server_config
 from svc.settings import Settings
 
 
 async def serve(port_file: Path) -> None:
     settings = Settings()
     app = create_app(settings, default_adapters(settings))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            await task
-            return
-        await asyncio.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    tmp = port_file.with_suffix(".tmp")
-    tmp.write_text(str(port))
-    tmp.replace(port_file)
-    await task
+    await serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 import typer
 import uvicorn
 from rich.console import Console
+from starlette.types import ASGIApp
 
 from svc.app import create_app, default_adapters
 from svc.edge import INSTALL_HINT, find_nginx
@@ -62,9 +64,35 @@ def serve(
     if settings.enable_dev_auth:
         console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
     logging.getLogger("uvicorn.access").addFilter(_RedactQuery())
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=True,
-                            server_header=False, access_log=log_level == "debug")
+    config = server_config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
     asyncio.run(uvicorn.Server(config).serve())
+
+
+def server_config(app: ASGIApp, *, host: str, port: int, log_level: str = "info",
+                  access_log: bool = False) -> uvicorn.Config:
+    """The HTTP server `svc serve` runs, in one place: the benchmarks and the tests that need a
+    server process of their own run exactly this."""
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=True,
+                          server_header=False, access_log=access_log)
+
+
+async def serve_reporting_port(config: uvicorn.Config, port_file: Path) -> None:
+    """Serve `config` (port 0: a free port) and, once it listens, write the bound port to
+    `port_file` atomically, for the process that started this one to read. (uvicorn binds the
+    socket itself: a socket handed over with `sockets=` and created without proto=IPPROTO_TCP
+    makes asyncio skip TCP_NODELAY, ~40 ms per request.)"""
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            await task
+            return
+        await asyncio.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    tmp = port_file.with_suffix(".tmp")
+    tmp.write_text(str(port))
+    tmp.replace(port_file)
+    await task
 
 
 def _connect_host(host: str) -> str:
