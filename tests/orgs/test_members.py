@@ -104,3 +104,24 @@ async def test_two_admins_removing_each_other_at_once_leave_one_admin(svc: Svc) 
     assert sorted(r.status_code for r in results) == [204, 409]
     members = (await (alice if results[1].status_code == 204 else bob).client.get("/v1/orgs/acme/members"))
     assert [m["role"] for m in members.json()["members"]] == ["admin"]
+
+
+async def test_a_personal_org_stays_a_one_person_org(svc: Svc) -> None:
+    """Spec: every account has a personal org, a one-person org. Nobody can be added or invited to
+    it, so its owner can never hand it over, leave it, or end up without one."""
+    alice = await svc.login("alice")
+    bob = await svc.login("bob")
+    personal = alice.personal_org
+    assert_error(await alice.client.post(f"/v1/orgs/{personal}/members",
+                                         json={"provider": "dev", "subject": "bob", "role": "admin"}),
+                 409, "personal_org")
+    assert_error(await alice.client.post(f"/v1/orgs/{personal}/invites",
+                                         json={"email": "bob@example.com", "role": "member"}),
+                 409, "personal_org")
+    members = (await alice.client.get(f"/v1/orgs/{personal}/members")).json()["members"]
+    assert [m["user"]["subject"] for m in members] == ["alice"]
+    assert (await alice.client.get(f"/v1/orgs/{personal}/invites")).json()["invites"] == []
+    assert_error(await alice.client.delete(f"/v1/orgs/{personal}/members/{alice.id}"), 409, "last_admin")
+    assert_error(await bob.client.get(f"/v1/orgs/{personal}/members"), 404)
+    me = (await alice.client.get("/v1/me")).json()
+    assert [o["slug"] for o in me["orgs"] if o["personal"]] == [personal]

@@ -19,7 +19,7 @@ from svc.domains.identity.schemas import OrgMembership
 from svc.domains.invites import errors, queries, schemas
 from svc.domains.mail.service import discard_unsent, queue_mail
 from svc.domains.orgs import service as orgs
-from svc.domains.orgs.errors import AlreadyMember
+from svc.domains.orgs.errors import AlreadyMember, PersonalOrgIsSolo
 from svc.domains.orgs.queries import lock_org
 from svc.errors import Conflict
 from svc.kit.clock import rfc3339, utcnow
@@ -62,6 +62,8 @@ async def invite(session: AsyncSession, access: OrgAccess, *, email: str, role: 
     """Create an invite, or re-invite the same address (same row, new token and expiry, role may
     change, earlier unsent mail withdrawn). Either way one new mail is queued."""
     org, inviter = access.org, access.principal.user
+    if org.personal:
+        raise PersonalOrgIsSolo()
     # Serialises the cap count with concurrent invites of this org (and the row per address).
     await lock_org(session, org.id)
     if await queries.member_has_email(session, org.id, email):
@@ -150,6 +152,8 @@ async def accept(session: AsyncSession, principal: Principal, token: str,
     if found is None:
         raise errors.InviteNotFound()
     row, org = found
+    if org.personal:  # an invite made before personal orgs were closed to others: never usable
+        raise PersonalOrgIsSolo()
     user = principal.user
     now = utcnow()
     if not await queries.consume(session, row.id, digest, user.id, now):

@@ -22,6 +22,13 @@ class PersonalOrgUndeletable(Conflict):
     default_message = "A personal org cannot be deleted"
 
 
+class PersonalOrgIsSolo(Conflict):
+    """Spec: a personal org is a one-person org. Work with others in an org created for it."""
+
+    code = "personal_org"
+    default_message = "A personal org has one member, its owner: create an org to work with others"
+
+
 class ActiveSubscription(Conflict):
     code = "active_subscription"
     default_message = "The org has a live paid subscription; cancel it first"

@@ -104,6 +104,8 @@ async def list_members(session: AsyncSession, org_id: str) -> Sequence[Row[*tupl
 
 async def add_member(session: AsyncSession, access: OrgAccess, *, provider: str, subject: str,
                      role: Role) -> tuple[Membership, User]:
+    if access.org.personal:
+        raise errors.PersonalOrgIsSolo()
     user = await queries.user_by_identity(session, provider, subject)
     if user is None:
         raise errors.UserNotFound(details={"provider": provider, "subject": subject})
