@@ -70,15 +70,16 @@ def process(args: list[str], env: dict[str, str], log: Path, ready_url: str) -> 
 
 
 @contextmanager
-def running_server(workdir: Path, **settings: str) -> Iterator[str]:
-    """`svc serve` on free ports with its state in `workdir`; yields the API URL."""
+def running_server(workdir: Path, log_level: str = "warning", **settings: str) -> Iterator[str]:
+    """`svc serve` on free ports with its state in `workdir` (its output in workdir/server.log);
+    yields the API URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = clean_env() | {"SVC_DATA_DIR": str(workdir / "data"), "SVC_ENABLE_DEV_AUTH": "true",
                          "SVC_PUBLIC_URL": url, "SVC_MAIL_INTERVAL_SECONDS": "0.2"}
     env |= {f"SVC_{k.upper()}": v for k, v in settings.items()}
     args = [SVC, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port", str(free_port()),
-            "--log-level", "warning"]
+            "--log-level", log_level]
     with process(args, env, workdir / "server.log", f"{url}/v1/config"):
         yield url
 

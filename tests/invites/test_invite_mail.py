@@ -41,6 +41,9 @@ async def test_invite_mail_arrives_with_the_link_then_sent_at_is_set(mail_svc: S
     sent_at = datetime.fromisoformat(row["sentAt"].replace("Z", "+00:00"))
     assert sent_at >= _ms(received.at), "sentAt is set only after the server accepted the message"
     assert len(sink.messages) == 1
+    # Once delivered, the usable link is no longer in the database (nor in its backups).
+    [stored] = await outbox(mail_svc)
+    assert stored.sent_at is not None and created["token"] not in stored.body
 
 
 async def test_smtp_down_keeps_sent_at_empty_then_delivers_when_it_is_back(mail_svc: Svc,
@@ -96,6 +99,7 @@ async def test_refused_recipient_is_not_retried_and_sent_at_stays_empty(mail_svc
     await eventually(cycles_ran, what="three more send cycles")
     assert sink.rcpt_answers("bob@example.com") == [550]
     assert sink.to("bob@example.com") == []
+    assert all("/invites/" not in r.body for r in await outbox(mail_svc)), "finished mail keeps no link"
     rows = {i["email"]: i for i in await listed(alice)}
     assert rows["bob@example.com"]["sentAt"] is None
     assert rows["bob@example.com"]["state"] == "pending"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from pathlib import Path
 
 import typer
@@ -18,14 +19,19 @@ from svc.settings import Settings
 console = Console(stderr=True, soft_wrap=True)
 
 
-class _RedactQuery(logging.Filter):
-    """Access log lines keep the path but never the query: login callbacks carry codes and state."""
+# Paths that carry a secret in a segment: invite links (/v1/invites/<token>, /invites/<token>).
+_SECRET_IN_PATH = re.compile(r"(/invites/)[^/?]+")
+
+
+class _RedactSecrets(logging.Filter):
+    """Access log lines keep the path but never the query (login callbacks carry codes and state)
+    nor an invite token in the path."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple) and len(record.args) >= 3 and isinstance(record.args[2], str):
             path, sep, _ = record.args[2].partition("?")
-            if sep:
-                record.args = (*record.args[:2], path + "?[redacted]", *record.args[3:])
+            path = _SECRET_IN_PATH.sub(r"\1[redacted]", path)
+            record.args = (*record.args[:2], path + ("?[redacted]" if sep else ""), *record.args[3:])
         return True
 
 
@@ -63,7 +69,9 @@ def serve(
                       f"{settings.data_dir / 'edge'})")
     if settings.enable_dev_auth:
         console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
-    logging.getLogger("uvicorn.access").addFilter(_RedactQuery())
+    logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
+    # aiosqlite's debug lines repeat each statement's parameters (hashes, invite mail bodies).
+    logging.getLogger("aiosqlite").setLevel(max(logging.INFO, logging.getLogger().level))
     config = server_config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
     asyncio.run(uvicorn.Server(config).serve())
 

@@ -53,6 +53,13 @@ async def claim(session: AsyncSession, mail_id: str, now: datetime, lease_until:
                        attempts=row.attempts, created_at=row.created_at)
 
 
+# A finished message's body is not kept: an invite's carries a usable one-time link, which must not
+# sit in the database (or its backups) for the invite's seven days. The row, its address, subject
+# and outcome stay as the record.
+DELIVERED_BODY = "[delivered; the body is not kept]"
+UNDELIVERABLE_BODY = "[not delivered; the body is not kept]"
+
+
 async def mark_sent(session: AsyncSession, mail_id: str, now: datetime) -> bool:
     """Record the server's acceptance, and on the invite or notification the mail was for.
     False when the row is gone (the invite was revoked or re-sent meanwhile): nothing is marked.
@@ -65,7 +72,8 @@ async def mark_sent(session: AsyncSession, mail_id: str, now: datetime) -> bool:
         await session.execute(select(Invite.id).where(Invite.id == owner.invite_id).with_for_update())
     result = await session.execute(
         update(OutboundMail).where(OutboundMail.id == mail_id, OutboundMail.sent_at.is_(None))
-        .values(sent_at=now, failed_at=None, last_error=None).execution_options(synchronize_session=False))
+        .values(sent_at=now, failed_at=None, last_error=None, body=DELIVERED_BODY)
+        .execution_options(synchronize_session=False))
     assert isinstance(result, CursorResult)
     if result.rowcount != 1:
         return False
@@ -89,4 +97,5 @@ async def mark_retry(session: AsyncSession, mail_id: str, at: datetime, error: s
 async def mark_failed(session: AsyncSession, mail_id: str, now: datetime, error: str) -> None:
     await session.execute(
         update(OutboundMail).where(OutboundMail.id == mail_id, *_UNFINISHED)
-        .values(failed_at=now, last_error=error[:1000]).execution_options(synchronize_session=False))
+        .values(failed_at=now, last_error=error[:1000], body=UNDELIVERABLE_BODY)
+        .execution_options(synchronize_session=False))
