@@ -45,7 +45,8 @@ async def test_a_new_project_is_public_and_the_policy_round_trips(svc: Svc) -> N
 
 async def test_roles_viewer_reads_admin_writes(svc: Svc) -> None:
     alice = await svc.login("alice")
-    site = await make_site(alice)
+    assert (await alice.client.post("/v1/orgs", json={"slug": "acme"})).status_code == 201
+    site = await make_site(alice, org="acme")  # a team org: a personal org has no other members
     viewer, member, stranger = await svc.login("vic"), await svc.login("meg"), await svc.login("sam")
     await add_member(alice, site.org, viewer, "viewer")
     await add_member(alice, site.org, member, "member")

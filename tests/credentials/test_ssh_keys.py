@@ -157,7 +157,8 @@ async def test_bad_inputs_are_400_and_store_nothing(svc: Svc) -> None:
         if isinstance(value, str) and value.strip():
             assert value.strip() not in body["message"] and good_b64 not in r.text  # the input is not echoed
     for body in ({}, {"name": "k"}, {"publicKey": good}, {"name": "", "publicKey": good},
-                 {"name": "x" * 101, "publicKey": good}, {"name": "k", "publicKey": good, "extra": True}):
+                 {"name": "x" * 101, "publicKey": good}, {"name": "k", "publicKey": good, "extra": True},
+                 {"name": "k", "public_key": good}):
         assert_error(await alice.client.post("/v1/me/ssh-keys", json=body), 400, "bad_request")
     assert_error(await alice.client.delete("/v1/me/ssh-keys/" + "x" * 65), 400, "bad_request")
     assert (await alice.client.get("/v1/me/ssh-keys")).json() == {"sshKeys": []}

@@ -22,7 +22,9 @@ class ApiModel(BaseModel):
 class ApiInput(BaseModel):
     """Request bodies: camelCase keys, unknown keys are a 400, strings are stripped of nothing."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    # Only the camelCase names the contract lists: `expires_in_days` is an unknown field, not an alias.
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_alias=True, validate_by_name=False,
+                              extra="forbid")
 
     @model_validator(mode="before")
     @classmethod
