@@ -105,6 +105,9 @@ def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
     # Only where and what: never echo the input, which may hold a password or secret.
     errors = []
     for e in exc.errors()[:20]:
+        if e.get("type") == "json_invalid":  # FastAPI's loc is ("body", <offset>): name the body
+            errors.append({"field": "body", "message": "The body is not valid JSON"})
+            continue
         loc = [str(p) for p in e.get("loc", ()) if p != "body" or len(e.get("loc", ())) == 1]
         errors.append({"field": ".".join(loc), "message": str(e.get("msg", "invalid"))})
     return {"errors": errors}
