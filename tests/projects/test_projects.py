@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from svc.models import AuditEvent, Hostname, Project
 from svc.settings import Settings
 from tests.support.api import Svc, User, assert_error, running_svc
+from tests.support.smtp import SmtpSink, eventually
 
 
 async def _team(svc: Svc, slug: str = "acme") -> User:
@@ -129,3 +130,33 @@ async def test_second_delete_while_teardown_runs_is_op_in_flight(settings: Setti
                      409, "op_in_flight")
         detail = (await alice.client.get("/v1/orgs/acme/projects/web")).json()
         assert detail["state"] == "deleting"
+
+
+async def test_reaching_the_project_limit_notifies_the_admins(mail_svc: Svc, sink: SmtpSink) -> None:
+    """Spec: notifications record limit events; sentAt is set when an email also went out."""
+    alice = await mail_svc.login("alice", email="alice@example.com", name="Alice")
+    assert (await alice.client.post("/v1/orgs", json={"slug": "acme", "name": "Acme"})).status_code == 201
+    bob = await mail_svc.login("bob", email="bob@example.com")  # a member, not an admin: no mail
+    r = await alice.client.post("/v1/orgs/acme/members", json={"provider": "dev", "subject": "bob", "role": "member"})
+    assert r.status_code == 201
+    for name in ("p0", "p1"):
+        assert (await alice.client.post("/v1/orgs/acme/projects", json={"name": name})).status_code == 201
+    assert (await bob.client.get("/v1/orgs/acme/notifications")).json() == {"notifications": []}
+    assert (await alice.client.post("/v1/orgs/acme/projects", json={"name": "p2"})).status_code == 201
+
+    [note] = (await bob.client.get("/v1/orgs/acme/notifications")).json()["notifications"]
+    assert note["kind"] == "limit.projects" and note["project"] is None
+    assert note["data"] == {"resource": "projects", "limit": 3, "plan": "free"}
+    assert "all 3 projects of the free plan" in note["message"]
+    [received] = await sink.wait_for(1, to="alice@example.com")
+    assert "projects limit reached" in received.message["Subject"] and "acme" in received.text
+
+    async def sent() -> bool:
+        notes = (await alice.client.get("/v1/orgs/acme/notifications")).json()["notifications"]
+        return notes[0]["sentAt"] is not None
+
+    await eventually(sent, what="the notification's sentAt")
+    assert sink.to("bob@example.com") == []
+    # Refused creates past the limit change nothing, so they record nothing either.
+    assert_error(await alice.client.post("/v1/orgs/acme/projects", json={"name": "p3"}), 409, "project_limit")
+    assert len((await alice.client.get("/v1/orgs/acme/notifications")).json()["notifications"]) == 1

@@ -10,7 +10,7 @@ from svc.domains.audit.service import record
 from svc.domains.deployments.views import deployment_view
 from svc.domains.identity.schemas import User as UserView
 from svc.domains.notifications.schemas import Notification as NotificationView
-from svc.domains.notifications.service import latest_for_project
+from svc.domains.notifications.service import latest_for_project, limit_reached
 from svc.domains.orgs import holdings
 from svc.domains.orgs.queries import lock_org
 from svc.domains.orgs.service import project_limit
@@ -61,6 +61,8 @@ async def create_project(session: AsyncSession, access: OrgAccess, name: str, se
         if await queries.by_name(session, org.id, name) is not None:
             raise errors.ProjectNameTaken(details={"name": name}) from None
         raise errors.HostnameTaken(details={"hostname": host}) from None
+    if count + 1 == limit:
+        await limit_reached(session, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
     await bump_edge(session)
     return project
 
