@@ -21,6 +21,7 @@ from svc.deps import Ctx
 from svc.domains.access import cookies, errors, pages, service
 from svc.domains.access.ratelimit import RateLimiter
 from svc.kit.clock import utcnow
+from svc.kit.pages import error_page, wants_html
 
 log = logging.getLogger("svc.access")
 
@@ -85,7 +86,7 @@ async def password_form(request: Request, ctx: Ctx) -> Response:
     async with ctx.db.transaction(write=False) as session:
         found = await service.password_route(session, host)
     if found is None:
-        return pages.error_page(request, errors.UnknownHostname(details={"host": host}), title="Unknown site")
+        return error_page(request, errors.UnknownHostname(details={"host": host}), title="Unknown site")
     route, _ = found
     if route.access_mode != "password":
         return RedirectResponse(next_path, status_code=303, headers=NO_STORE)
@@ -97,13 +98,13 @@ async def password_sign_in(request: Request, ctx: Ctx) -> Response:
     host = _host(request)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded":
-        return pages.error_page(request, errors.NotAForm(), title="Bad request")
+        return error_page(request, errors.NotAForm(), title="Bad request")
     raw = await request.body()
     try:
         fields = parse_qs(raw[:MAX_FORM].decode("utf-8"), keep_blank_values=True, max_num_fields=10,
                           strict_parsing=False)
     except (UnicodeDecodeError, ValueError):
-        return pages.error_page(request, errors.NotAForm("The form is not valid"), title="Bad request")
+        return error_page(request, errors.NotAForm("The form is not valid"), title="Bad request")
     password = (fields.get("password") or [""])[0]
     next_path = service.safe_next((fields.get("next") or [""])[0]) or "/"
     client = request.client.host if request.client else "-"
@@ -117,7 +118,7 @@ async def password_sign_in(request: Request, ctx: Ctx) -> Response:
     async with ctx.db.transaction(write=False) as session:
         found = await service.password_route(session, host)
     if found is None:
-        return pages.error_page(request, errors.UnknownHostname(details={"host": host}), title="Unknown site")
+        return error_page(request, errors.UnknownHostname(details={"host": host}), title="Unknown site")
     route, stored = found
     if route.access_mode != "password":
         return RedirectResponse(next_path, status_code=303, headers=NO_STORE)
@@ -132,8 +133,8 @@ async def password_sign_in(request: Request, ctx: Ctx) -> Response:
 
 def _form_error(request: Request, ctx: AppContext, host: str, next_path: str,
                 err: errors.TooManyTries | errors.WrongPassword) -> Response:
-    if not pages.wants_html(request):
-        return pages.error_page(request, err, title="")
+    if not wants_html(request):
+        return error_page(request, err, title="")
     return pages.password_page(host=host, next_path=next_path, service_name=ctx.settings.service_name, error=err)
 
 
@@ -144,7 +145,7 @@ async def callback(request: Request, ctx: Ctx) -> Response:
     async with ctx.db.transaction() as session:
         done = await service.exchange_code(session, ctx.keys, host=host, code=code)
     if done is None:
-        return pages.error_page(request, errors.BadCode(), title="Sign-in link not valid", home=True)
+        return error_page(request, errors.BadCode(), title="Sign-in link not valid", home=True)
     response = RedirectResponse(done.next_path, status_code=302, headers=NO_STORE)
     cookies.set_access_cookie(response, done.cookie, ctx.settings)
     return response
