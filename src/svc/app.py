@@ -28,6 +28,7 @@ from svc.domains.deployments.router import router as deployments_router
 from svc.domains.identity.idp_router import router as idp_router
 from svc.domains.identity.router import dev_router
 from svc.domains.identity.router import router as identity_router
+from svc.domains.invites.page import router as invite_page_router
 from svc.domains.invites.router import router as invites_router
 from svc.domains.mail import jobs as mail_jobs
 from svc.domains.notifications.router import router as notifications_router
@@ -129,7 +130,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         app.include_router(dev_router)
     for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,
                    projects_router, operations_router, deployments_router, secrets_router, access_router,
-                   access_edge.router, access_pages.router):
+                   access_edge.router, access_pages.router, invite_page_router):
         app.include_router(router)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)
     return app

@@ -30,10 +30,8 @@ import httpx
 import pytest
 
 from svc.edge import find_nginx
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run"]
 SITE_HTML = b"<!doctype html><title>Members area</title><h1 id='secret'>The members-only page</h1>\n"
 PASSWORD = "browser pass 42"
 
