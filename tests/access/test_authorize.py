@@ -3,16 +3,17 @@ and the edge check of org mode (membership re-checked every time)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from svc.domains.access import cookies
 from svc.kit.clock import utcnow
-from svc.models import AccessGrant
+from svc.models import AccessGrant, Project
 from tests.access.helpers import (
     JSON,
     Edge,
@@ -145,6 +146,32 @@ async def test_a_cookie_for_one_host_is_refused_on_another(svc: Svc, edge: Edge)
     assert_error(await edge.check(b.host, cookie=pw_cookie), 401)
 
 
+async def test_a_deleted_projects_cookie_does_not_open_its_successor(svc: Svc, edge: Edge) -> None:
+    """Deleted and created again under the same name, a project has the same hostname and starts
+    at the same access generation: only the project id in the cookie tells them apart."""
+    alice = await svc.login("alice")
+    old = await make_site(alice, "site")
+    await set_mode(alice, old, "password", "first password")
+    cookie = await edge.sign_in_with_password(old.host, "first password")
+    assert (await edge.check(old.host, cookie=cookie)).status_code == 204
+    r = await alice.client.request("DELETE", f"/v1/orgs/{old.org}/projects/site", json={"confirm": "site"})
+    assert r.status_code == 202, r.text
+    for _ in range(200):
+        op = (await alice.client.get(f"/v1/orgs/{old.org}/operations/{r.json()['operationId']}")).json()
+        if op["terminalCode"] is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert op["terminalCode"] == "ok", op
+    new = await make_site(alice, "site")
+    await set_mode(alice, new, "password", "another password")
+    assert new.host == old.host
+    claims = cookies.read(svc.ctx.keys, cookie, utcnow())
+    async with svc.ctx.db.transaction(write=False) as s:
+        generation = await s.scalar(select(Project.access_generation).where(Project.name == "site"))
+    assert claims is not None and claims.generation == generation, "same host, same generation"
+    assert_error(await edge.check(new.host, cookie=cookie), 401)
+
+
 async def test_forged_tampered_and_expired_cookies_are_refused(svc: Svc, edge: Edge) -> None:
     alice = await svc.login("alice")
     site = await make_site(alice)
@@ -153,8 +180,11 @@ async def test_forged_tampered_and_expired_cookies_are_refused(svc: Svc, edge: E
     payload, _, signature = good.partition(".")
     for bad in (good + "x", payload + "." + signature[::-1], payload, "garbage", "a.b", "." + signature):
         assert_error(await edge.check(site.host, cookie=bad), 401)
-    generation = int(cookies.read(svc.ctx.keys, good, utcnow()).generation)  # type: ignore[union-attr]
-    expired = cookies.issue(svc.ctx.keys, cookies.Claims(host=site.host, mode="org", subject=alice.id,
+    claims = cookies.read(svc.ctx.keys, good, utcnow())
+    assert claims is not None
+    generation = claims.generation
+    expired = cookies.issue(svc.ctx.keys, cookies.Claims(project=claims.project, host=site.host, mode="org",
+                                                         subject=alice.id,
                                                          generation=generation,
                                                          expires=int(utcnow().timestamp()) - 1))
     assert_error(await edge.check(site.host, cookie=expired), 401)

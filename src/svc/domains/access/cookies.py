@@ -1,9 +1,10 @@
 """The `svc_access` cookie the edge checks: host-only, signed with the keyring.
 
-Value: base64url("v1|host|mode|subject|generation|expiry") + "." + HMAC (Keyring.sign). It is valid
-only for its host, the project's current access generation and mode, and until its expiry (unix
-seconds). The subject is the user id in org mode (the check re-reads the membership) and "-" in
-password mode."""
+Value: base64url("v2|project|host|mode|subject|generation|expiry") + "." + HMAC (Keyring.sign). It
+is valid only for its project (by id: a project deleted and created again under the same name, or
+in an org whose slug was reused, is another project), its host, the project's current access
+generation and mode, and until its expiry (unix seconds). The subject is the user id in org mode (the
+check re-reads the membership) and "-" in password mode."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ _PURPOSE = "svc_access v1:"
 
 @dataclass(frozen=True)
 class Claims:
+    project: str  # the project's id
     host: str
     mode: str
     subject: str
@@ -34,7 +36,8 @@ class Claims:
 
 
 def issue(keys: Keyring, claims: Claims) -> str:
-    text = "|".join(("v1", claims.host, claims.mode, claims.subject, str(claims.generation), str(claims.expires)))
+    text = "|".join(("v2", claims.project, claims.host, claims.mode, claims.subject, str(claims.generation),
+                     str(claims.expires)))
     payload = base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
     return f"{payload}.{keys.sign(_PURPOSE + payload)}"
 
@@ -51,17 +54,17 @@ def read(keys: Keyring, value: str | None, now: datetime) -> Claims | None:
     except (binascii.Error, ValueError):
         return None
     parts = text.split("|")
-    if len(parts) != 6 or parts[0] != "v1" or not parts[4].isdigit() or not parts[5].isdigit():
+    if len(parts) != 7 or parts[0] != "v2" or not parts[5].isdigit() or not parts[6].isdigit():
         return None
-    claims = Claims(host=parts[1], mode=parts[2], subject=parts[3], generation=int(parts[4]),
-                    expires=int(parts[5]))
+    claims = Claims(project=parts[1], host=parts[2], mode=parts[3], subject=parts[4], generation=int(parts[5]),
+                    expires=int(parts[6]))
     if claims.expires <= int(now.timestamp()):
         return None
     return claims
 
 
-def new_claims(*, host: str, mode: str, subject: str, generation: int, now: datetime) -> Claims:
-    return Claims(host=host, mode=mode, subject=subject, generation=generation,
+def new_claims(*, project: str, host: str, mode: str, subject: str, generation: int, now: datetime) -> Claims:
+    return Claims(project=project, host=host, mode=mode, subject=subject, generation=generation,
                   expires=int((now + COOKIE_TTL).timestamp()))
 
 

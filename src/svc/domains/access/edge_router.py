@@ -44,13 +44,15 @@ def _host(request: Request) -> str:
 
 
 def _access_cookies(request: Request) -> list[str]:
-    """Every svc_access value in the Cookie header (a sibling host may have planted another)."""
+    """Every svc_access value in the Cookie header (a sibling host may have planted others, with
+    longer paths so that browsers send them first). At most 16: more than nginx's 8 KiB header
+    buffer can carry at 1 KiB a cookie, so the real one is never cut off."""
     values: list[str] = []
     for part in request.headers.get("cookie", "").split(";"):
         name, eq, value = part.strip().partition("=")
         if eq and name == cookies.COOKIE_NAME and value:
             values.append(value.strip('"'))
-    return values[:4]
+    return values[:16]
 
 
 def _limiters(request: Request) -> tuple[RateLimiter, RateLimiter]:

@@ -179,8 +179,8 @@ async def exchange_code(session: AsyncSession, keys: Keyring, *, host: str, code
     route = await route_for_host(session, host)
     if route is None:
         return None
-    claims = cookies.new_claims(host=host, mode="org", subject=grant.user_id, generation=route.access_generation,
-                                now=now)
+    claims = cookies.new_claims(project=route.project_id, host=host, mode="org", subject=grant.user_id,
+                                generation=route.access_generation, now=now)
     log.info("access code exchanged: host=%s user=%s", host, grant.user_id)
     return Exchanged(cookie=cookies.issue(keys, claims), next_path=safe_next(grant.next_path) or "/")
 
@@ -208,8 +208,8 @@ async def check(session: AsyncSession, keys: Keyring, settings: Settings, *, hos
         if stored is not None and hmac.compare_digest(stored, _sha256(bypass)):
             return None
     claims = cookies.read(keys, cookie, utcnow())
-    if (claims is not None and claims.host == route.host and claims.generation == route.access_generation
-            and claims.mode == route.access_mode):
+    if (claims is not None and claims.project == route.project_id and claims.host == route.host
+            and claims.generation == route.access_generation and claims.mode == route.access_mode):
         if route.access_mode == "password":
             return None
         # Org mode: the person must still be in the org, on every check.
@@ -248,5 +248,6 @@ async def password_matches(stored: str | None, password: str) -> bool:
 
 
 def password_cookie(keys: Keyring, route: Route, now: datetime) -> str:
-    return cookies.issue(keys, cookies.new_claims(host=route.host, mode="password", subject=cookies.PASSWORD_SUBJECT,
+    return cookies.issue(keys, cookies.new_claims(project=route.project_id, host=route.host, mode="password",
+                                                  subject=cookies.PASSWORD_SUBJECT,
                                                   generation=route.access_generation, now=now))
