@@ -8,8 +8,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
-from starlette.types import ASGIApp, Receive, Scope, Send
+from fastapi import FastAPI, HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc import __version__
 from svc.adapters.blobs import build_blob_store
@@ -76,13 +76,32 @@ class RequestGuard:
             if b"%00" in scope.get("raw_path", b"") or b"%00" in scope.get("query_string", b""):
                 await error_response(BadRequest("The URL must not contain NUL characters"))(scope, receive, send)
                 return
-            for name, value in scope.get("headers", []):
-                if (name == b"content-length" and value.isdigit() and int(value) > self.limit
-                        and not is_bundle_upload(scope)):
-                    resp = error_response(BadRequest(f"The request body is over {self.limit} bytes"))
-                    await resp(scope, receive, send)
-                    return
+            if not is_bundle_upload(scope):
+                for name, value in scope.get("headers", []):
+                    if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                        resp = error_response(BadRequest(f"The request body is over {self.limit} bytes"))
+                        await resp(scope, receive, send)
+                        return
+                # A chunked body (no Content-Length) is counted as it arrives.
+                receive = _bounded(receive, self.limit)
         await self.app(scope, receive, send)
+
+
+def _bounded(receive: Receive, limit: int) -> Receive:
+    """`receive`, refusing a body once it passes `limit` bytes. Raised as FastAPI's HTTPException,
+    which its body reading passes on as it is (any other error becomes a vague 400)."""
+    seen = 0
+
+    async def bounded() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise HTTPException(status_code=400, detail=f"The request body is over {limit} bytes")
+        return message
+
+    return bounded
 
 
 def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,

@@ -133,6 +133,8 @@ def install_error_handlers(app: FastAPI) -> None:
         message = cls.default_message
         if exc.status_code == 404:
             message = "No such route"
+        elif exc.status_code == 400 and isinstance(exc.detail, str) and exc.detail:
+            message = exc.detail  # the framework's or svc's own words on a malformed request
         resp = error_response(cls(message))
         resp.status_code = exc.status_code
         for k, v in (exc.headers or {}).items():
