@@ -28,6 +28,7 @@ O_NOFOLLOW into `dest`, which must be a fresh empty directory."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import zlib
@@ -188,8 +189,14 @@ def parse_manifest(data: bytes) -> dict[str, Any]:
     def refuse_constant(name: str) -> Any:
         raise ValueError(name)
 
+    def finite_float(text: str) -> float:
+        value = float(text)  # 1e999 reads as inf: no JSON store (PostgreSQL's jsonb) accepts it
+        if not math.isfinite(value):
+            raise ValueError(text)
+        return value
+
     try:
-        manifest = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
+        manifest = json.loads(data.decode("utf-8"), parse_constant=refuse_constant, parse_float=finite_float)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise bad("bad_manifest", "svc.json is not valid JSON") from None
     if not isinstance(manifest, dict):
