@@ -160,3 +160,15 @@ async def test_reaching_the_project_limit_notifies_the_admins(mail_svc: Svc, sin
     # Refused creates past the limit change nothing, so they record nothing either.
     assert_error(await alice.client.post("/v1/orgs/acme/projects", json={"name": "p3"}), 409, "project_limit")
     assert len((await alice.client.get("/v1/orgs/acme/notifications")).json()["notifications"]) == 1
+
+
+async def test_a_name_whose_default_hostname_would_not_be_one_dns_label_is_refused(svc: Svc) -> None:
+    """`{project}-{org}` is one DNS label (at most 63 characters), so the edge can serve it."""
+    org = "o" * 32
+    alice = await _team(svc, org)
+    err = assert_error(await alice.client.post(f"/v1/orgs/{org}/projects", json={"name": "p" * 31}), 400,
+                       "bad_request")
+    assert err["details"] == {"maxLength": 30} and "at most 30 characters" in err["message"]
+    assert (await alice.client.get(f"/v1/orgs/{org}/projects")).json()["projects"] == []
+    r = await alice.client.post(f"/v1/orgs/{org}/projects", json={"name": "p" * 30})
+    assert r.status_code == 201 and r.json()["hostname"] == f"{'p' * 30}-{org}.localhost"

@@ -27,5 +27,11 @@ class OperationInFlight(Conflict):
     default_message = "Another operation is running on this project"
 
 
+class NameTooLongForHostname(BadRequest):
+    """The default hostname `{project}-{org}` is one DNS label, and a label has at most 63 bytes."""
+
+    default_message = "The project name is too long for this org's default hostname"
+
+
 class ProjectConfirmMismatch(BadRequest):
     default_message = "confirm must equal the project name"

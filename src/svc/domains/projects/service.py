@@ -31,8 +31,16 @@ def default_hostname(settings: Settings, org: Org, name: str) -> str:
     return f"{name}-{org.slug}.{settings.app_domain}"
 
 
+MAX_LABEL = 63  # DNS (RFC 1035): the default hostname's first label is `{project}-{org}`
+
+
 async def create_project(session: AsyncSession, access: OrgAccess, name: str, settings: Settings) -> Project:
     org = access.org
+    if len(name) + 1 + len(org.slug) > MAX_LABEL:
+        longest = MAX_LABEL - 1 - len(org.slug)
+        raise errors.NameTooLongForHostname(
+            f"In {org.slug}, a project name has at most {longest} characters: its default hostname's first "
+            f"label, {name}-{org.slug}, must fit DNS's 63", details={"maxLength": longest})
     # Counting under the org's lock is what makes the plan limit hold under concurrent creates.
     await lock_org(session, org.id)
     limit = project_limit(settings, org.plan)
