@@ -172,3 +172,30 @@ async def test_a_name_whose_default_hostname_would_not_be_one_dns_label_is_refus
     assert (await alice.client.get(f"/v1/orgs/{org}/projects")).json()["projects"] == []
     r = await alice.client.post(f"/v1/orgs/{org}/projects", json={"name": "p" * 30})
     assert r.status_code == 201 and r.json()["hostname"] == f"{'p' * 30}-{org}.localhost"
+
+
+async def test_a_project_being_deleted_can_be_seen_but_not_changed(settings: Settings) -> None:
+    async with running_svc(settings, run_workers=False) as svc:  # no worker: the teardown waits
+        alice = await _team(svc)
+        assert (await alice.client.post("/v1/orgs/acme/projects", json={"name": "web"})).status_code == 201
+        base = "/v1/orgs/acme/projects/web"
+        assert (await alice.client.put(f"{base}/secrets/KEY", json={"value": "v1"})).status_code == 200
+        r = await alice.client.request("DELETE", base, json={"confirm": "web"})
+        assert r.status_code == 202, r.text
+        assert (await alice.client.get(base)).json()["state"] == "deleting"
+        for method, path, body in [
+            ("PUT", f"{base}/secrets/KEY", {"value": "v2"}),
+            ("PUT", f"{base}/secrets/OTHER", {"value": "x"}),
+            ("DELETE", f"{base}/secrets/KEY", None),
+            ("PUT", f"{base}/access", {"mode": "password", "password": "long enough"}),
+            ("POST", f"{base}/access/bypass", None),
+            ("POST", f"{base}/rollback", {"version": 1}),
+            ("DELETE", base, {"confirm": "web"}),
+        ]:
+            r = await alice.client.request(method, path, json=body)
+            assert_error(r, 409, "op_in_flight")
+        assert (await alice.client.get(f"{base}/access")).json()["mode"] == "public"
+        async with svc.ctx.db.transaction(write=False) as s:
+            changes = (await s.scalars(select(AuditEvent.action).where(
+                AuditEvent.action.in_(["secret.set", "secret.delete", "access.set", "access.bypass.new"])))).all()
+        assert list(changes) == ["secret.set"], "only the change made before the delete"

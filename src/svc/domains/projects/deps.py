@@ -8,12 +8,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Path
+from fastapi import Depends, Path, Request
 
 from svc.auth.roles import OrgAccess, Role, require_role
 from svc.deps import Session
 from svc.domains.projects import queries
-from svc.domains.projects.errors import ProjectNotFound
+from svc.domains.projects.errors import OperationInFlight, ProjectNotFound
 from svc.models import Project
 
 ProjectNamePath = Annotated[str, Path(alias="projectName", max_length=64)]
@@ -25,12 +25,20 @@ class ProjectAccess:
     project: Project
 
 
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 def require_project(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
-    async def dependency(access: Annotated[OrgAccess, Depends(require_role(minimum))],
+    """A project being deleted can be looked at but not changed: every write to it (deploy,
+    rollback, secrets, access policy, a second delete) is 409 op_in_flight."""
+
+    async def dependency(request: Request, access: Annotated[OrgAccess, Depends(require_role(minimum))],
                          project_name: ProjectNamePath, session: Session) -> ProjectAccess:
         project = await queries.by_name(session, access.org.id, project_name)
         if project is None:
             raise ProjectNotFound()
+        if project.state != "active" and request.method not in _READ_METHODS:
+            raise OperationInFlight("The project is being deleted")
         return ProjectAccess(access=access, project=project)
 
     return dependency
