@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from svc.domains.access import cookies
 from svc.kit.clock import utcnow
@@ -170,6 +170,29 @@ async def test_a_deleted_projects_cookie_does_not_open_its_successor(svc: Svc, e
         generation = await s.scalar(select(Project.access_generation).where(Project.name == "site"))
     assert claims is not None and claims.generation == generation, "same host, same generation"
     assert_error(await edge.check(new.host, cookie=cookie), 401)
+
+
+async def test_teardown_removes_unused_access_codes(svc: Svc, edge: Edge) -> None:
+    alice = await svc.login("alice")
+    site = await make_site(alice, "site")
+    await set_mode(alice, site, "org")
+    code = query_of(await _authorize(alice, site))["code"]  # issued, never exchanged
+    async with svc.ctx.db.transaction(write=False) as s:
+        assert await s.scalar(select(func.count()).select_from(AccessGrant)) == 1
+    r = await alice.client.request("DELETE", f"/v1/orgs/{site.org}/projects/site", json={"confirm": "site"})
+    assert r.status_code == 202, r.text
+    for _ in range(200):
+        op = (await alice.client.get(f"/v1/orgs/{site.org}/operations/{r.json()['operationId']}")).json()
+        if op["terminalCode"] is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert op["terminalCode"] == "ok", op
+    async with svc.ctx.db.transaction(write=False) as s:
+        assert await s.scalar(select(func.count()).select_from(AccessGrant)) == 0
+    # A project of the same name created at once cannot be entered with the old code.
+    new = await make_site(alice, "site")
+    await set_mode(alice, new, "org")
+    assert (await edge.callback(new.host, code)).status_code != 302
 
 
 async def test_forged_tampered_and_expired_cookies_are_refused(svc: Svc, edge: Edge) -> None:

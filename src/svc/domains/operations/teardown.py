@@ -2,9 +2,9 @@
 crash resumes at the phase it was in; every phase is safe to run twice.
 
 Phases: routing (the project was unrouted when the operation started; the edge converges),
-files (unpacked sites and stored bundles no other project uses), hostnames, secrets, grants
-(access codes and, as their areas land, resource grants), metadata (deployments and the project
-row), then done with terminal code ok."""
+files (unpacked sites and stored bundles no other project uses), grants (access codes, found by
+the project's hostnames, so before those go; and, as their areas land, resource grants),
+hostnames, secrets, metadata (deployments and the project row), then done with terminal code ok."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import AccessGrant, Deployment, Hostname, Operation, Project, Secret
 
-PHASES = ("routing", "files", "hostnames", "secrets", "grants", "metadata", "done")
+PHASES = ("routing", "files", "grants", "hostnames", "secrets", "metadata", "done")
 
 
 def register(registry: JobRegistry) -> None:
