@@ -140,6 +140,7 @@ async def test_bad_create_bodies_are_400_and_create_nothing(svc: Svc) -> None:
         {"name": "a", "expiresInDays": 0}, {"name": "a", "expiresInDays": 3651}, {"name": "a", "expiresInDays": -1},
         {"name": "a", "expiresInDays": "30"}, {"name": "a", "expiresInDays": 1.5}, {"name": "a", "expiresInDays": True},
         {"name": "a", "expires_in_days": 3},  # only the contract's camelCase names are fields
+        {"name": "\u000b" + "x" * 100},  # over the stated 100 even though 100 once trimmed
         [], "name",
     ]
     for body in bodies:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, model_validator
 from pydantic.alias_generators import to_camel
 
 from svc.kit.clock import rfc3339
@@ -43,3 +43,17 @@ def _has_nul(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_nul(v) for v in value)
     return False
+
+
+def trimmed(min_length: int) -> AfterValidator:
+    """After the raw length checks (StringConstraints(max_length=...), the bound the schema states):
+    drop surrounding whitespace, then require `min_length` characters. Stripping first would let
+    a value over the stated bound through once trimmed."""
+
+    def check(value: str) -> str:
+        value = value.strip()
+        if len(value) < min_length:
+            raise ValueError(f"must have at least {min_length} characters besides surrounding whitespace")
+        return value
+
+    return AfterValidator(check)

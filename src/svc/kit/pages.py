@@ -126,6 +126,13 @@ var svc = (function () {
         encodeURIComponent(cfg.pageUrl + location.search);
     }
     if (!cfg.devAuth && !cfg.provider) { $('none').hidden = false; }
+    if ($('switch')) {  // "Sign in as someone else", where the page offers it
+      $('switch').addEventListener('click', function () {
+        localStorage.removeItem('svc_token');
+        if ($('who')) { $('who').textContent = ''; }
+        signin('');
+      });
+    }
     if (location.hash.length > 1) {
       var fragment = new URLSearchParams(location.hash.slice(1));
       history.replaceState(null, '', location.pathname + location.search);

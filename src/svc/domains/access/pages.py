@@ -80,11 +80,6 @@ _AUTHORIZE_SCRIPT = SIGNIN_SCRIPT + r"""
       });
     }).catch(function () { problem('svc could not be reached: try again.', false); });
   }
-  $('switch').addEventListener('click', function () {
-    localStorage.removeItem('svc_token');
-    $('who').textContent = '';
-    svc.signin('');
-  });
   svc.start(authorize);
 })();
 """

@@ -5,9 +5,9 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from svc.domains.credentials.sshkeys import MAX_KEY_TEXT
-from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 
-CredentialName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+CredentialName = Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
 
 
 class AccessTokenCreate(ApiInput):

@@ -4,11 +4,11 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 
 
 class DevLogin(ApiInput):
-    subject: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+    subject: Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
     email: Annotated[str, StringConstraints(max_length=320, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] | None = None
     name: Annotated[str, StringConstraints(max_length=200)] | None = None
 

@@ -65,11 +65,6 @@ _SCRIPT = SIGNIN_SCRIPT + r"""
       });
     }).catch(function () { problem('svc could not be reached: try again.'); });
   });
-  $('switch').addEventListener('click', function () {
-    localStorage.removeItem('svc_token');
-    $('who').textContent = '';
-    svc.signin('');
-  });
   svc.start(ready);
 })();
 """

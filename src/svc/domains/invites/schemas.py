@@ -7,7 +7,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 
 from svc.auth.roles import Role
 from svc.domains.identity.schemas import OrgMembership
-from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 
 InviteState = Literal["pending", "used", "revoked", "expired"]
 
@@ -23,7 +23,7 @@ def normalize_email(value: str) -> str:
     return (checked.ascii_email or checked.normalized).lower()
 
 
-EmailAddress = Annotated[str, StringConstraints(strip_whitespace=True, min_length=3, max_length=320),
+EmailAddress = Annotated[str, StringConstraints(min_length=3, max_length=320), trimmed(3),
                          AfterValidator(normalize_email)]
 
 

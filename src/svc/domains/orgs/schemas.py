@@ -7,10 +7,10 @@ from pydantic import StringConstraints
 from svc.auth.roles import Role
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.identity.schemas import User as UserView
-from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 from svc.kit.names import OrgSlug
 
-DisplayName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+DisplayName = Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
 
 
 class OrgCreate(ApiInput):
