@@ -146,6 +146,19 @@ async def test_a_cookie_for_one_host_is_refused_on_another(svc: Svc, edge: Edge)
     assert_error(await edge.check(b.host, cookie=pw_cookie), 401)
 
 
+async def _delete_project(user: User, site: Site) -> None:
+    """DELETE the project and wait for its teardown to finish."""
+    r = await user.client.request("DELETE", f"/v1/orgs/{site.org}/projects/{site.name}",
+                                  json={"confirm": site.name})
+    assert r.status_code == 202, r.text
+    for _ in range(200):
+        op = (await user.client.get(f"/v1/orgs/{site.org}/operations/{r.json()['operationId']}")).json()
+        if op["terminalCode"] is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert op["terminalCode"] == "ok", op
+
+
 async def test_a_deleted_projects_cookie_does_not_open_its_successor(svc: Svc, edge: Edge) -> None:
     """Deleted and created again under the same name, a project has the same hostname and starts
     at the same access generation: only the project id in the cookie tells them apart."""
@@ -154,14 +167,7 @@ async def test_a_deleted_projects_cookie_does_not_open_its_successor(svc: Svc, e
     await set_mode(alice, old, "password", "first password")
     cookie = await edge.sign_in_with_password(old.host, "first password")
     assert (await edge.check(old.host, cookie=cookie)).status_code == 204
-    r = await alice.client.request("DELETE", f"/v1/orgs/{old.org}/projects/site", json={"confirm": "site"})
-    assert r.status_code == 202, r.text
-    for _ in range(200):
-        op = (await alice.client.get(f"/v1/orgs/{old.org}/operations/{r.json()['operationId']}")).json()
-        if op["terminalCode"] is not None:
-            break
-        await asyncio.sleep(0.05)
-    assert op["terminalCode"] == "ok", op
+    await _delete_project(alice, old)
     new = await make_site(alice, "site")
     await set_mode(alice, new, "password", "another password")
     assert new.host == old.host
@@ -179,14 +185,7 @@ async def test_teardown_removes_unused_access_codes(svc: Svc, edge: Edge) -> Non
     code = query_of(await _authorize(alice, site))["code"]  # issued, never exchanged
     async with svc.ctx.db.transaction(write=False) as s:
         assert await s.scalar(select(func.count()).select_from(AccessGrant)) == 1
-    r = await alice.client.request("DELETE", f"/v1/orgs/{site.org}/projects/site", json={"confirm": "site"})
-    assert r.status_code == 202, r.text
-    for _ in range(200):
-        op = (await alice.client.get(f"/v1/orgs/{site.org}/operations/{r.json()['operationId']}")).json()
-        if op["terminalCode"] is not None:
-            break
-        await asyncio.sleep(0.05)
-    assert op["terminalCode"] == "ok", op
+    await _delete_project(alice, site)
     async with svc.ctx.db.transaction(write=False) as s:
         assert await s.scalar(select(func.count()).select_from(AccessGrant)) == 0
     # A project of the same name created at once cannot be entered with the old code.

@@ -5,7 +5,6 @@ svc API, the org login round trip). Built with svc.kit.pages."""
 from __future__ import annotations
 
 import html
-import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -14,11 +13,9 @@ from fastapi.responses import HTMLResponse, Response
 from svc.deps import Ctx
 from svc.domains.access import errors, service
 from svc.domains.access.schemas import MAX_HOST, MAX_NEXT
-from svc.domains.identity.idp_service import check_redirect
+from svc.domains.identity.idp_service import provider_for_page
 from svc.errors import AppError
 from svc.kit.pages import SIGNIN_SCRIPT, SIGNIN_SECTION, error_page, page, signin_config
-
-log = logging.getLogger("svc.access")
 
 router = APIRouter(include_in_schema=False)
 
@@ -117,14 +114,7 @@ async def authorize_page(request: Request, ctx: Ctx,
     if not known:
         return error_page(request, errors.UnknownHostname(details={"host": host}), title="Unknown site")
     page_url = settings.public_url + AUTHORIZE_PATH
-    provider = ctx.adapters.idp.name if ctx.adapters.idp is not None else None
-    if provider is not None:
-        try:
-            check_redirect(page_url, settings.redirect_allowlist)
-        except AppError:
-            log.warning("authorize page: %s is not under SVC_IDP_REDIRECTS; identity-provider sign-in hidden",
-                        page_url)
-            provider = None
+    provider = provider_for_page(ctx, page_url)
     config = signin_config(dev_auth=settings.enable_dev_auth, provider=provider, public_url=settings.public_url,
                            page_url=page_url, sections=["working", "signin", "problem"])
     return page(f"Sign in · {settings.service_name}", config + _AUTHORIZE_BODY, script=_AUTHORIZE_SCRIPT)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import re
 import secrets
 from dataclasses import dataclass
@@ -21,13 +22,16 @@ from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.idp.port import IdentityProvider, IdpError, IdpIdentity
+from svc.context import AppContext
 from svc.domains.identity.idp_schemas import MAX_CODE, MAX_ERROR, MAX_REDIRECT, MAX_STATE, LoginFailure
 from svc.domains.identity.schemas import Session
-from svc.errors import BadRequest, NotFound
+from svc.errors import AppError, BadRequest, NotFound
 from svc.kit.clock import utcnow
 from svc.kit.tokens import token_hash
 from svc.models import LoginState
 from svc.settings import Settings
+
+log = logging.getLogger("svc.identity")
 
 STATE_TTL = timedelta(minutes=10)
 # Every answer of the login routes: never cached, and no Referer to the provider or the client.
@@ -105,6 +109,21 @@ def _under(target: _Target, allowed: _Target) -> bool:
     if prefix.endswith("/"):
         return target.path.startswith(prefix)
     return target.path == prefix or target.path.startswith(prefix + "/")
+
+
+def provider_for_page(ctx: AppContext, page_url: str) -> str | None:
+    """The identity provider a browser page may offer for signing in and coming back to
+    `page_url`: None when none is configured or the page is not under SVC_IDP_REDIRECTS (logged,
+    since the operator most likely meant to allow it)."""
+    idp = ctx.adapters.idp
+    if idp is None:
+        return None
+    try:
+        check_redirect(page_url, ctx.settings.redirect_allowlist)
+    except AppError:
+        log.warning("%s is not under SVC_IDP_REDIRECTS: its identity-provider sign-in is hidden", page_url)
+        return None
+    return idp.name
 
 
 def check_redirect(redirect: str, allowlist: list[str]) -> str:

@@ -6,19 +6,15 @@ which calls POST /v1/invites/{token}/accept. The CLI's `svc invites accept <link
 from __future__ import annotations
 
 import html
-import logging
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from svc.deps import Ctx
-from svc.domains.identity.idp_service import check_redirect
+from svc.domains.identity.idp_service import provider_for_page
 from svc.domains.invites import errors, service
-from svc.errors import AppError
 from svc.kit.clock import rfc3339
 from svc.kit.pages import SIGNIN_SCRIPT, SIGNIN_SECTION, error_page, page, signin_config
-
-log = logging.getLogger("svc.invites")
 
 router = APIRouter(include_in_schema=False)
 
@@ -101,14 +97,7 @@ async def invite_page(request: Request, token: str, ctx: Ctx) -> Response:
         return page(title, body)
     link = f"{settings.public_url}/invites/{token}"
     page_url = link
-    provider = ctx.adapters.idp.name if ctx.adapters.idp is not None else None
-    if provider is not None:
-        try:
-            check_redirect(page_url, settings.redirect_allowlist)
-        except AppError:
-            log.warning("invite page: %s/invites/ is not under SVC_IDP_REDIRECTS; identity-provider sign-in hidden",
-                        settings.public_url)
-            provider = None
+    provider = provider_for_page(ctx, page_url)
     config = signin_config(dev_auth=settings.enable_dev_auth, provider=provider, public_url=settings.public_url,
                            page_url=page_url, sections=["working", "signin", "ready", "done", "problem"],
                            acceptPath=f"/v1/invites/{token}/accept")
