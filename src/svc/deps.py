@@ -18,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.context import AppContext
 
-_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Requests that change nothing: a read transaction, the credential cache, no project-state check.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 async def get_context(request: Request) -> AppContext:
@@ -35,7 +36,7 @@ class TransactionalRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        write = not (self.methods or set()) <= _READ_METHODS
+        write = not (self.methods or set()) <= READ_METHODS
 
         async def transactional(request: Request) -> Response:
             ctx: AppContext = request.app.state.ctx

@@ -3,7 +3,6 @@ and the edge check of org mode (membership re-checked every time)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -25,7 +24,7 @@ from tests.access.helpers import (
     set_cookie_value,
     set_mode,
 )
-from tests.support.api import Svc, User, assert_error
+from tests.support.api import Svc, User, assert_error, wait_operation
 
 
 @pytest.fixture
@@ -151,11 +150,7 @@ async def _delete_project(user: User, site: Site) -> None:
     r = await user.client.request("DELETE", f"/v1/orgs/{site.org}/projects/{site.name}",
                                   json={"confirm": site.name})
     assert r.status_code == 202, r.text
-    for _ in range(200):
-        op = (await user.client.get(f"/v1/orgs/{site.org}/operations/{r.json()['operationId']}")).json()
-        if op["terminalCode"] is not None:
-            break
-        await asyncio.sleep(0.05)
+    op = await wait_operation(user, site.org, r.json()["operationId"])
     assert op["terminalCode"] == "ok", op
 
 

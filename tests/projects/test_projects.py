@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from sqlalchemy import func, select
 
 from svc.models import AuditEvent, Hostname, Project
 from svc.settings import Settings
-from tests.support.api import Svc, User, assert_error, running_svc
+from tests.support.api import Svc, User, assert_error, running_svc, wait_operation
 from tests.support.smtp import SmtpSink, eventually
 
 
@@ -15,15 +14,6 @@ async def _team(svc: Svc, slug: str = "acme") -> User:
     alice = await svc.login("alice")
     assert (await alice.client.post("/v1/orgs", json={"slug": slug})).status_code == 201
     return alice
-
-
-async def _wait_operation(user: User, org: str, op_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        op = (await user.client.get(f"/v1/orgs/{org}/operations/{op_id}")).json()
-        if op["terminalCode"] is not None:
-            return dict(op)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"operation {op_id} did not finish: {op}")
 
 
 async def test_create_issues_the_default_hostname(svc: Svc) -> None:
@@ -93,7 +83,7 @@ async def test_delete_runs_a_teardown_operation(svc: Svc) -> None:
     assert_error(await alice.client.request("DELETE", "/v1/orgs/acme/projects/web", json={}), 400)
     r = await alice.client.request("DELETE", "/v1/orgs/acme/projects/web", json={"confirm": "web"})
     assert r.status_code == 202, r.text
-    op = await _wait_operation(alice, "acme", r.json()["operationId"])
+    op = await wait_operation(alice, "acme", r.json()["operationId"])
     assert op["phase"] == "done" and op["terminalCode"] == "ok" and op["kind"] == "teardown"
     assert op["finishedAt"] is not None
     assert_error(await alice.client.get("/v1/orgs/acme/projects/web"), 404, "not_found")

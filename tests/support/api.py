@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -76,6 +77,17 @@ async def running_svc(settings: Settings, adapters: Adapters | None = None, *,
         finally:
             await anon.aclose()
             await svc.close()
+
+
+async def wait_operation(user: User, org: str, op_id: str) -> dict[str, Any]:
+    """Poll an operation until it has a terminal code (10 s at most); returns it."""
+    op: dict[str, Any] = {}
+    for _ in range(200):
+        op = dict((await user.client.get(f"/v1/orgs/{org}/operations/{op_id}")).json())
+        if op["terminalCode"] is not None:
+            return op
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"operation {op_id} did not finish: {op}")
 
 
 def assert_error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:

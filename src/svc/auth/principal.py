@@ -11,7 +11,7 @@ from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.cache import AuthCache, detached_copy
-from svc.deps import request_session
+from svc.deps import READ_METHODS, request_session
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
 from svc.kit.tokens import PAT_PREFIX, pat_checksum_ok, token_hash
@@ -65,13 +65,10 @@ class Resolved:
     role: str | None = None
 
 
-_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
 def read_cache(request: Request) -> AuthCache | None:
     """The credential cache, for a read request; None for a write (it resolves from the store,
     with objects of its own session, and sees the state it is about to change)."""
-    if request.method not in _READ_METHODS:
+    if request.method not in READ_METHODS:
         return None
     cache: AuthCache = request.app.state.ctx.db.auth_cache
     return cache if cache.enabled else None

@@ -69,15 +69,11 @@ async def edge_check(request: Request, ctx: Ctx) -> Response:
     host = _host(request)
     uri = request.headers.get("x-svc-uri")
     bypass = request.headers.get("svc-access-bypass")
-    values: list[str | None] = [*_access_cookies(request)] or [None]
-    login = ""
     async with ctx.db.transaction(write=False) as session:
-        for value in values:
-            refused = await service.check(session, ctx.keys, ctx.settings, host=host, uri=uri, cookie=value,
-                                          bypass=bypass)
-            if refused is None:
-                return Response(status_code=204, headers={"Cache-Control": "no-store"})
-            login = refused
+        login = await service.check(session, ctx.keys, ctx.settings, host=host, uri=uri,
+                                    cookie_values=_access_cookies(request), bypass=bypass)
+    if login is None:
+        return Response(status_code=204, headers={"Cache-Control": "no-store"})
     raise errors.LoginRequired(headers={"X-Svc-Login": login, "Cache-Control": "no-store"})
 
 

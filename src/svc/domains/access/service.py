@@ -198,8 +198,9 @@ def login_url(settings: Settings, route: Route, uri: str | None) -> str:
 
 
 async def check(session: AsyncSession, keys: Keyring, settings: Settings, *, host: str, uri: str | None,
-                cookie: str | None, bypass: str | None) -> str | None:
-    """None when the request may pass; else the login URL for the X-Svc-Login header."""
+                cookie_values: list[str], bypass: str | None) -> str | None:
+    """None when the request may pass (a valid bypass secret, or any one of the svc_access values
+    the browser sent); else the login URL for the X-Svc-Login header."""
     route = await route_for_host(session, host)
     if route is None or route.access_mode not in PROTECTED_MODES:
         return None
@@ -207,9 +208,12 @@ async def check(session: AsyncSession, keys: Keyring, settings: Settings, *, hos
         stored = await queries.bypass_hash(session, route.project_id)
         if stored is not None and hmac.compare_digest(stored, _sha256(bypass)):
             return None
-    claims = cookies.read(keys, cookie, utcnow())
-    if (claims is not None and claims.project == route.project_id and claims.host == route.host
-            and claims.generation == route.access_generation and claims.mode == route.access_mode):
+    now = utcnow()
+    for value in cookie_values:
+        claims = cookies.read(keys, value, now)
+        if (claims is None or claims.project != route.project_id or claims.host != route.host
+                or claims.generation != route.access_generation or claims.mode != route.access_mode):
+            continue
         if route.access_mode == "password":
             return None
         # Org mode: the person must still be in the org, on every check.

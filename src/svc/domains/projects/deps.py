@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 
 from svc.auth.roles import OrgAccess, Role, require_role
-from svc.deps import Session
+from svc.deps import READ_METHODS, Session
 from svc.domains.projects import queries
 from svc.domains.projects.errors import OperationInFlight, ProjectNotFound
 from svc.models import Project
@@ -25,9 +25,6 @@ class ProjectAccess:
     project: Project
 
 
-_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
 def require_project(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
     """A project being deleted can be looked at but not changed: every write to it (deploy,
     rollback, secrets, access policy, a second delete) is 409 op_in_flight."""
@@ -37,7 +34,7 @@ def require_project(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
         project = await queries.by_name(session, access.org.id, project_name)
         if project is None:
             raise ProjectNotFound()
-        if project.state != "active" and request.method not in _READ_METHODS:
+        if project.state != "active" and request.method not in READ_METHODS:
             raise OperationInFlight("The project is being deleted")
         return ProjectAccess(access=access, project=project)
 
