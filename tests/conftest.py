@@ -33,7 +33,7 @@ async def database_url(store: str) -> AsyncIterator[str | None]:
 @pytest.fixture
 def settings(tmp_path: Path, database_url: str | None) -> Settings:
     return Settings(data_dir=tmp_path / "data", database_url=database_url, enable_dev_auth=True,
-                    public_url="http://svc.test", job_poll_seconds=0.05, mail_interval_seconds=0.2)
+                    public_url="http://svc.test", job_poll_seconds=0.05)
 
 
 @pytest.fixture
@@ -57,13 +57,13 @@ def sink() -> Iterator[SmtpSink]:
 
 @pytest.fixture
 async def mail_svc(settings: Settings, sink: SmtpSink) -> AsyncIterator[Svc]:
-    """svc sending its mail over SMTP to `sink`, with the send cycle running."""
+    """svc sending its mail over SMTP to `sink`, with its worker running."""
     async with running_smtp_svc(settings, sink) as svc:
         yield svc
 
 
 @pytest.fixture
 async def held_svc(settings: Settings, sink: SmtpSink) -> AsyncIterator[Svc]:
-    """svc sending to `sink` whose background cycles do not run: a test sends with send_due()."""
+    """svc sending to `sink` whose worker does not run: a test delivers with tests.support.smtp.deliver_due()."""
     async with running_smtp_svc(settings, sink, run_workers=False) as svc:
         yield svc

@@ -16,6 +16,8 @@ from svc.adapters.blobs import build_blob_store
 from svc.adapters.idp import build_identity_provider
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
+from svc.auth.cache import AuthCache
+from svc.auth.invalidation import CacheKeeper
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
 from svc.domains.access import edge_router as access_edge
@@ -32,7 +34,7 @@ from svc.domains.invites.page import router as invite_page_router
 from svc.domains.invites.router import router as invites_router
 from svc.domains.mail import jobs as mail_jobs
 from svc.domains.notifications.router import router as notifications_router
-from svc.domains.operations import teardown
+from svc.domains.operations import jobs as operation_jobs
 from svc.domains.operations.router import router as operations_router
 from svc.domains.orgs.router import router as orgs_router
 from svc.domains.projects.router import router as projects_router
@@ -58,8 +60,8 @@ def default_adapters(settings: Settings) -> Adapters:
 def build_registry(settings: Settings) -> JobRegistry:
     """Every area registers its job kinds and periodic cycles here."""
     registry = JobRegistry()
-    mail_jobs.register(registry, settings)
-    teardown.register(registry)
+    mail_jobs.register(registry)
+    operation_jobs.register(registry)
     return registry
 
 
@@ -113,11 +115,20 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
         db = open_database(settings)
-        await db.start()  # SQLite: this process owns the data dir; PostgreSQL: LISTEN (auth/invalidation.py)
+        auth_cache = AuthCache()
+        keeper = CacheKeeper(settings, auth_cache, db.session_class)
+        try:
+            # SQLite: this process owns the data dir; PostgreSQL: LISTEN (auth/invalidation.py).
+            await keeper.start()
+        except BaseException:
+            await db.dispose()
+            raise
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
-                         worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)))
+                         worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)),
+                         auth_cache=auth_cache)
         app.state.ctx = ctx
+        app.state.auth_keeper = keeper
         if ctx.adapters.blobs is None:
             ctx.adapters.blobs = build_blob_store(settings)
         # What a killed process left half-done (staging dirs, temporary uploads): never visible, removed here.
@@ -139,10 +150,11 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                     await asyncio.wait_for(t, timeout=10)
             if edge is not None:
                 await edge.stop()
+            await keeper.stop()
             await db.dispose()
 
     app = FastAPI(title="svc control API", version=__version__, lifespan=lifespan,
-                  openapi_url="/v1/openapi.json", docs_url="/v1/docs", redoc_url=None)
+                  openapi_url="/v1/openapi.json", docs_url=None, redoc_url=None)
     install_error_handlers(app)
     install_openapi(app)
     if settings.enable_dev_auth:

@@ -1,7 +1,9 @@
-"""What a running svc holds: settings, the state store and the adapters. Built once in create_app."""
+"""What a running svc holds: settings, the state store, the adapters (one port per external system)
+and the few process-wide things use cases reach through their unit of work. Built once at start."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     from svc.adapters.edge.port import Edge
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
+    from svc.auth.cache import AuthCache
     from svc.kit.crypto import Keyring
 
 
@@ -35,9 +38,19 @@ class AppContext:
     keyring: Keyring | None = None
     # The web server in front, when this process runs one (svc serve does; most tests do not).
     edge: Edge | None = None
+    # Credential resolution for read requests (auth/cache.py); off unless a keeper keeps it exact.
+    auth_cache: AuthCache | None = None
+    # Set after a commit that enqueued jobs: this process's worker looks for work at once.
+    jobs_waiting: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def keys(self) -> Keyring:
         if self.keyring is None:
             raise RuntimeError("the keyring is set when the app starts")
         return self.keyring
+
+    @property
+    def blobs(self) -> BlobStore:
+        if self.adapters.blobs is None:
+            raise RuntimeError("the blob store is set when the app starts")
+        return self.adapters.blobs

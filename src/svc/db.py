@@ -26,9 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
-from svc.auth.cache import AuthCache
-from svc.auth.invalidation import CacheKeeper
-from svc.kit.loop_session import LoopReadSession, PlainReader
+from svc.kit.loop_session import LoopReadSession, PlainReader, StoreSession
 from svc.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -66,22 +64,14 @@ class Database:
     engine: AsyncEngine
     # SQLite: a synchronous engine for reads on the event loop's thread (kit/loop_session.py).
     sqlite_reader: PlainReader | None
-    read: Callable[[], AsyncSession]
-    write: async_sessionmaker[AsyncSession]
+    read: Callable[[], StoreSession]
+    write: async_sessionmaker[StoreSession]
     is_sqlite: bool
-    # Credential resolution for read requests (auth/cache.py), kept exact by watching this
-    # Database's sessions (auth/invalidation.py). Off until start().
-    auth_cache: AuthCache
-    auth_keeper: CacheKeeper
-
-    async def start(self) -> None:
-        """What a serving process runs at start. SQLite: claim the data directory for this process
-        (StoreInUse when another process has it). PostgreSQL: LISTEN for credential changes made
-        by other processes. Either turns the credential cache on; dispose() turns it off."""
-        await self.auth_keeper.start()
+    # The ORM session class of this Database's sessions, its own: whoever watches this store's
+    # writes (the credential cache, auth/invalidation.py) listens to events of this class only.
+    session_class: type[Session]
 
     async def dispose(self) -> None:
-        await self.auth_keeper.stop()
         await self.engine.dispose()
         if self.sqlite_reader is not None:
             self.sqlite_reader.close()
@@ -89,8 +79,9 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
-        """One unit of work: commit on success, roll back on error. A read transaction is only
-        closed: there is nothing to commit, and closing returns the connection at once."""
+        """A session that commits on success and rolls back on error, for the tests and tools that
+        look at the store directly. Use cases never open one: they run in a unit of work
+        (svc/uow.py), which decides when to commit. A read transaction is only closed."""
         maker = self.write if write else self.read
         if not write and self.is_sqlite:
             # AsyncSession's `async with` closes in a task of its own (so a cancellation cannot
@@ -103,15 +94,16 @@ class Database:
             finally:
                 await session.close()
             return
-        async with maker() as session:
+        session = maker()
+        async with session:
             if not write:
                 yield session
                 return
             try:
                 yield session
-                await session.commit()
+                await session.finish(commit=True)
             except BaseException:
-                await session.rollback()
+                await session.finish(commit=False)
                 raise
 
 
@@ -137,21 +129,20 @@ def open_database(settings: Settings) -> Database:
         write_bind = engine
         sync_read_engine = None
         is_sqlite = False
-    # A session class of this Database's own: the events that watch its writes are this store's.
     session_class = type("SvcSession", (Session,), {})
-    auth_cache = AuthCache()
-    keeper = CacheKeeper(settings, auth_cache, session_class)
-    read: Callable[[], AsyncSession]
+    read: Callable[[], StoreSession]
     reader = None
     if sync_read_engine is not None:
         reader = PlainReader(sync_read_engine)
         read = partial(LoopReadSession, reader, sync_session_class=session_class, expire_on_commit=False,
                        autoflush=True)
     else:
-        read = async_sessionmaker(engine, expire_on_commit=False, autoflush=True, sync_session_class=session_class)
-    write = async_sessionmaker(write_bind, expire_on_commit=False, autoflush=True, sync_session_class=session_class)
+        read = async_sessionmaker(engine, class_=StoreSession, expire_on_commit=False, autoflush=True,
+                                  sync_session_class=session_class)
+    write = async_sessionmaker(write_bind, class_=StoreSession, expire_on_commit=False, autoflush=True,
+                               sync_session_class=session_class)
     return Database(engine=engine, sqlite_reader=reader, read=read, write=write, is_sqlite=is_sqlite,
-                    auth_cache=auth_cache, auth_keeper=keeper)
+                    session_class=session_class)
 
 
 def alembic_config() -> Config:

@@ -1,25 +1,81 @@
-"""Annotated dependencies the routers use: the context, a session per request, the caller.
+"""What every route gets: its unit of work (svc/uow.py), opened and ended around it, and the context.
 
-Each request runs in one transaction, opened and committed by `TransactionalRoute` around the
-endpoint, so the commit happens before the response is sent (a failed commit is an error
-response, never a 2xx for a change that did not happen) and an exception rolls everything back.
-GET/HEAD/OPTIONS get a read transaction; other methods a write transaction. The session itself
-is only created here; the first query opens the connection.
+`UnitOfWorkRoute` runs the endpoint (its dependencies, body and handler) inside one unit of work,
+so the commit happens before the response is sent (a failed commit is an error response, never a
+2xx for a change that did not happen), an exception rolls everything back, and after-commit
+effects (the edge converging) have run when the client hears back. The transaction policy is the
+method's (GET/HEAD/OPTIONS read, the rest write) unless the endpoint declares its own with
+`@transaction(Tx....)`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.context import AppContext
+from svc.kit.loop_session import StoreSession
+from svc.uow import Tx, UnitOfWork
 
-# Requests that change nothing: a read transaction, the credential cache, no project-state check.
+# Requests that change nothing: a read unit of work, the credential cache, no project-state check.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+_TX_ATTRIBUTE = "__svc_tx__"
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+def transaction(tx: Tx) -> Callable[[Endpoint], Endpoint]:
+    """Declare an endpoint's transaction policy where its method's default is not right: a GET
+    that writes (a sign-in callback), or an upload that reads, works outside, then writes."""
+
+    def mark(endpoint: Endpoint) -> Endpoint:
+        setattr(endpoint, _TX_ATTRIBUTE, tx)
+        return endpoint
+
+    return mark
+
+
+def policy_of(route: APIRoute) -> Tx:
+    declared: Tx | None = getattr(route.endpoint, _TX_ATTRIBUTE, None)
+    if declared is not None:
+        return declared
+    return Tx.READ if (route.methods or set()) <= READ_METHODS else Tx.WRITE
+
+
+class UnitOfWorkRoute(APIRoute):
+    """Wraps the endpoint in its unit of work. Cheaper than a yield dependency, which costs an
+    exit stack and a cancel scope per request."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        tx = policy_of(self)
+
+        async def in_unit_of_work(request: Request) -> Response:
+            uow = UnitOfWork(request.app.state.ctx, tx)
+            request.state.uow = uow
+            async with uow:
+                return await handler(request)
+
+        return in_unit_of_work
+
+
+def api_router(**kwargs: Any) -> APIRouter:
+    """The router every area uses: each route runs in one unit of work."""
+    return APIRouter(route_class=UnitOfWorkRoute, **kwargs)
+
+
+def request_uow(request: Request) -> UnitOfWork:
+    uow: UnitOfWork = request.state.uow
+    return uow
+
+
+def request_session(request: Request) -> StoreSession:
+    """The unit of work's session, for dependencies that already take the Request: one more
+    dependency for FastAPI to solve on every request costs more than this."""
+    return request_uow(request).session
 
 
 async def get_context(request: Request) -> AppContext:
@@ -27,49 +83,9 @@ async def get_context(request: Request) -> AppContext:
     return ctx
 
 
+async def get_uow(request: Request) -> UnitOfWork:
+    return request_uow(request)
+
+
 Ctx = Annotated[AppContext, Depends(get_context)]
-
-
-class TransactionalRoute(APIRoute):
-    """Wraps the endpoint (dependencies, body, handler) in the request's transaction. Cheaper than
-    a yield dependency, which costs an exit stack and a cancel scope per request."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-        write = not (self.methods or set()) <= READ_METHODS
-
-        async def transactional(request: Request) -> Response:
-            ctx: AppContext = request.app.state.ctx
-            if not write and ctx.db.is_sqlite:
-                # What db.transaction(write=False) does, without a generator-based context manager
-                # around every GET (about 5% of a small read's cost).
-                read_session = ctx.db.read()
-                request.state.db_session = read_session
-                try:
-                    return await handler(request)
-                finally:
-                    await read_session.close()
-            async with ctx.db.transaction(write=write) as session:
-                request.state.db_session = session
-                return await handler(request)
-
-        return transactional
-
-
-def api_router(**kwargs: Any) -> APIRouter:
-    """The router every area uses: its routes run in one transaction per request."""
-    return APIRouter(route_class=TransactionalRoute, **kwargs)
-
-
-def request_session(request: Request) -> AsyncSession:
-    """The request's session, for dependencies that already take the Request: a `Session`
-    parameter there would be one more dependency for FastAPI to solve on every request."""
-    session: AsyncSession = request.state.db_session
-    return session
-
-
-async def get_session(request: Request) -> AsyncSession:
-    return request_session(request)
-
-
-Session = Annotated[AsyncSession, Depends(get_session)]
+Uow = Annotated[UnitOfWork, Depends(get_uow)]

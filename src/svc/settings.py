@@ -34,11 +34,9 @@ class Settings(BaseSettings):
 
     smtp_url: str | None = None
     mail_from: str = "svc <no-reply@localhost>"
-    mail_interval_seconds: float = Field(default=2.0, gt=0)
 
     job_poll_seconds: float = Field(default=0.5, gt=0)
     job_lease_seconds: float = Field(default=60.0, gt=0)
-    job_max_attempts: int = Field(default=8, ge=1)
 
     # Signs edge cookies and seals secrets at rest. Unset: generated once into
     # SVC_DATA_DIR/secret.key (0600) on first start and reused.

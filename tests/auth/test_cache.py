@@ -33,7 +33,8 @@ MEMBERS = "/v1/orgs/acme/members"  # needs the member role
 
 
 def cache_of(svc: Svc) -> AuthCache:
-    return svc.ctx.db.auth_cache
+    assert svc.ctx.auth_cache is not None
+    return svc.ctx.auth_cache
 
 
 async def cached_get(svc: Svc, client: httpx.AsyncClient, path: str, status: int = 200) -> None:
@@ -200,7 +201,7 @@ async def test_a_lost_listen_connection_turns_the_cache_off_until_it_is_back(pg_
         users = await org_with(svc, "alice", bob="admin")
         bob = users["bob"]
         await cached_get(svc, bob.client, MEMBERS)
-        listener = svc.ctx.db.auth_keeper.listener
+        listener = svc.app.state.auth_keeper.listener
         assert listener is not None and listener.server_pid is not None
         old_pid = listener.server_pid
         conn = await asyncpg.connect(pg_settings.database_url)

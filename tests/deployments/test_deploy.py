@@ -161,7 +161,8 @@ async def test_content_type_must_be_a_bundle_type(env: Env) -> None:
     for ctype in ("application/x-gzip", "application/octet-stream", "application/gzip; charset=binary"):
         assert (await env.deploy(body, content_type=ctype)).status_code == 201, ctype
     for ctype in ("application/json", "text/plain", "multipart/form-data; boundary=x", ""):
-        assert_error(await env.deploy(body, content_type=ctype), 400, "bad_request")
+        refused = assert_error(await env.deploy(body, content_type=ctype), 415, "unsupported_media_type")
+        assert "application/gzip" in refused["details"]["accepted"]
     assert await env.rows() == 3
 
 

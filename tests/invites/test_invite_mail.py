@@ -1,19 +1,15 @@
-"""The invite mail: queued with the invite, delivered by the send cycle over real SMTP, and the
+"""The invite mail: queued with the invite, delivered by its mail.send job over real SMTP, and the
 invite's sentAt set only once the server took it. Plus the .eml sink and the audit trail."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import func, select, update
-
-from svc.domains.mail.jobs import send_due
 from svc.kit.clock import utcnow
-from svc.models import Job, OutboundMail
 from tests.invites.helpers import audit_rows, invite, listed, org_with_admin
 from tests.support.api import Svc
-from tests.support.smtp import SmtpSink, eventually, outbox
+from tests.support.smtp import SmtpSink, deliver_due, eventually, make_due, outbox
 
 
 def _ms(value: datetime) -> datetime:
@@ -65,8 +61,7 @@ async def test_smtp_down_keeps_sent_at_empty_then_delivers_when_it_is_back(mail_
 
     # The server comes back; the retry is due (as if its back-off had passed).
     sink.start()
-    async with mail_svc.ctx.db.transaction() as s:
-        await s.execute(update(OutboundMail).values(next_attempt_at=utcnow() - timedelta(seconds=1)))
+    await make_due(mail_svc)
     [received] = await sink.wait_for(1, to="bob@example.com")
     assert created["token"] in received.text
 
@@ -90,13 +85,13 @@ async def test_refused_recipient_is_not_retried_and_sent_at_stays_empty(mail_svc
 
     await eventually(failed, what="the refusal to be recorded")
     await sink.wait_for(1, to="carol@example.com")
-    # Let the cycle run a few more times: the refused message is not tried again.
-    job_count = await _cycle_runs(mail_svc)
+    # The refused message's job is finished: nothing is left to try again.
+    async def finished() -> bool:
+        return {r.job_status for r in await outbox(mail_svc)} == {"done"}
 
-    async def cycles_ran() -> bool:
-        return await _cycle_runs(mail_svc) >= job_count + 3
-
-    await eventually(cycles_ran, what="three more send cycles")
+    await eventually(finished, what="both mail jobs to finish")
+    await make_due(mail_svc)
+    await deliver_due(mail_svc)
     assert sink.rcpt_answers("bob@example.com") == [550]
     assert sink.to("bob@example.com") == []
     assert all("/invites/" not in r.body for r in await outbox(mail_svc)), "finished mail keeps no link"
@@ -107,20 +102,14 @@ async def test_refused_recipient_is_not_retried_and_sent_at_stays_empty(mail_svc
     assert bob_mail.attempts == 1 and "550" in (bob_mail.last_error or "")
 
 
-async def _cycle_runs(svc: Svc) -> int:
-    async with svc.ctx.db.transaction(write=False) as s:
-        return int(await s.scalar(select(func.count()).select_from(Job)
-                                  .where(Job.kind == "cycle.mail.send", Job.status == "done")) or 0)
-
-
-async def test_revoke_before_the_cycle_runs_sends_nothing(held_svc: Svc, sink: SmtpSink) -> None:
+async def test_revoke_before_the_mail_job_runs_sends_nothing(held_svc: Svc, sink: SmtpSink) -> None:
     alice = await org_with_admin(held_svc)
     revoked = await invite(alice, "bob@example.com")
     await invite(alice, "carol@example.com")
     assert (await alice.client.delete(f"/v1/orgs/acme/invites/{revoked['id']}")).status_code == 204
 
-    assert await send_due(held_svc.ctx) == 1
-    assert await send_due(held_svc.ctx) == 0
+    assert await deliver_due(held_svc) == 1
+    assert await deliver_due(held_svc) == 0
     assert [m.rcpt_tos for m in sink.messages] == [["carol@example.com"]]
     assert sink.rcpt_answers("bob@example.com") == []
     assert [r.to_addr for r in await outbox(held_svc)] == ["carol@example.com"]
@@ -131,7 +120,7 @@ async def test_reinvite_sends_only_the_newest_mail(held_svc: Svc, sink: SmtpSink
     first = await invite(alice, "bob@example.com", "viewer")
     second = await invite(alice, "bob@example.com", "member", status=200)
 
-    assert await send_due(held_svc.ctx) == 1
+    assert await deliver_due(held_svc) == 1
     [received] = sink.messages
     assert f"/invites/{second['token']}" in received.text
     assert first["token"] not in received.text
@@ -141,7 +130,7 @@ async def test_reinvite_sends_only_the_newest_mail(held_svc: Svc, sink: SmtpSink
     # Re-inviting once more clears sentAt until the new mail has gone out.
     third = await invite(alice, "bob@example.com", "member", status=200)
     assert third["sentAt"] is None and (await listed(alice))[0]["sentAt"] is None
-    assert await send_due(held_svc.ctx) == 1
+    assert await deliver_due(held_svc) == 1
     assert f"/invites/{third['token']}" in sink.messages[-1].text
     assert (await listed(alice))[0]["sentAt"] is not None
 

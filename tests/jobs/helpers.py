@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import select, update
@@ -20,6 +21,16 @@ from svc.settings import Settings
 ACTION = "test.job"
 
 
+class TestKind(StrEnum):
+    """Job kinds of the tests' own (svc's are svc.models.JobKind)."""
+
+    __test__ = False
+    record = "test.record"
+    slow = "test.slow"
+    unknown = "test.unknown"
+    tick = "cycle.tick"
+
+
 @dataclass
 class Store:
     """One migrated state store; every worker made here shares it, each under its own name."""
@@ -28,10 +39,17 @@ class Store:
     db: Database
     workers: list[Worker] = field(default_factory=list)
 
+    @property
+    def ctx(self) -> AppContext:
+        """A context on this store, for units of work of the test's own."""
+        return self.context("test")
+
+    def context(self, name: str) -> AppContext:
+        return AppContext(settings=self.settings, db=self.db,
+                          adapters=Adapters(mail=EmlDirectorySender(self.settings.mail_dir())), worker_name=name)
+
     def worker(self, registry: JobRegistry, name: str) -> Worker:
-        ctx = AppContext(settings=self.settings, db=self.db,
-                         adapters=Adapters(mail=EmlDirectorySender(self.settings.mail_dir())), worker_name=name)
-        w = Worker(ctx, registry)
+        w = Worker(self.context(name), registry)
         self.workers.append(w)
         return w
 

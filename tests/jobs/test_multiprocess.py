@@ -17,10 +17,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from svc.adapters.mail.eml import EmlDirectorySender
+from svc.context import Adapters, AppContext
 from svc.db import Database, open_database
-from svc.jobs import queries
 from svc.models import AuditEvent, Job
 from svc.settings import Settings
+from svc.uow import unit_of_work
+from tests.jobs.helpers import TestKind
 from tests.jobs.worker_process import STARTED
 from tests.support import stores
 
@@ -31,15 +34,22 @@ ROOT = Path(__file__).resolve().parents[2]
 class Pg:
     url: str
     db: Database
+    settings: Settings
+
+    @property
+    def ctx(self) -> AppContext:
+        return AppContext(settings=self.settings, db=self.db,
+                          adapters=Adapters(mail=EmlDirectorySender(self.settings.mail_dir())))
 
 
 @pytest.fixture
 async def pg(tmp_path: Path) -> AsyncIterator[Pg]:
     """A fresh PostgreSQL database of this test's own; the worker processes find it by its URL."""
     url = await stores.new_pg_database()
-    db = open_database(Settings(database_url=url, data_dir=tmp_path / "data"))
+    settings = Settings(database_url=url, data_dir=tmp_path / "data")
+    db = open_database(settings)
     try:
-        yield Pg(url=url, db=db)
+        yield Pg(url=url, db=db, settings=settings)
     finally:
         await db.dispose()
         await stores.drop_pg_database(url)
@@ -118,9 +128,9 @@ async def test_two_processes_run_each_job_exactly_once_and_share_the_work(pg: Pg
         procs.start(pg, "p2", lease=60)
         await procs.wait_ready()
         ids = [f"job-{i:03d}" for i in range(200)]
-        async with pg.db.transaction() as s:
+        async with unit_of_work(pg.ctx) as uow:
             for i in ids:
-                queries.enqueue(s, "test.record", {"id": i, "sleep": 0.01})
+                uow.enqueue(TestKind.record, {"id": i, "sleep": 0.01})
 
         async def all_done() -> bool:
             return await _count_jobs(pg.db, "done") == len(ids)
@@ -143,8 +153,8 @@ async def test_a_job_of_a_process_killed_mid_job_is_finished_by_the_other(pg: Pg
         procs.start(pg, "p1", lease=2)
         procs.start(pg, "p2", lease=2)
         await procs.wait_ready()
-        async with pg.db.transaction() as s:
-            j = queries.enqueue(s, "test.slow", {"id": "slow-1", "sleep": 300})
+        async with unit_of_work(pg.ctx) as uow:
+            j = uow.enqueue(TestKind.slow, {"id": "slow-1", "sleep": 300})
 
         async def started() -> bool:
             return bool(await _audit(pg.db, STARTED))

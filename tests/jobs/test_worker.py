@@ -10,13 +10,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from svc.jobs import queries
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import Cycle, Job
-from tests.jobs.helpers import Store, audit_rows, job, jobs_of_kind, run_until_idle, set_job, write_audit
+from svc.uow import unit_of_work
+from tests.jobs.helpers import Store, TestKind, audit_rows, job, jobs_of_kind, run_until_idle, set_job, write_audit
 
-KIND = "test.record"
+KIND = TestKind.record
 
 
 def recording_registry() -> JobRegistry:
@@ -32,12 +32,12 @@ def recording_registry() -> JobRegistry:
 async def test_a_job_enqueued_in_a_rolled_back_transaction_never_runs(store_db: Store) -> None:
     db = store_db.db
     with pytest.raises(RuntimeError):
-        async with db.transaction() as s:
-            queries.enqueue(s, KIND, {"id": "rolled-back"})
-            await s.flush()
+        async with unit_of_work(store_db.ctx) as uow:
+            uow.enqueue(KIND, {"id": "rolled-back"})
+            await uow.session.flush()
             raise RuntimeError("the state change failed")
-    async with db.transaction() as s:
-        kept = queries.enqueue(s, KIND, {"id": "committed"})
+    async with unit_of_work(store_db.ctx) as uow:
+        kept = uow.enqueue(KIND, {"id": "committed"})
 
     await run_until_idle([store_db.worker(recording_registry(), "w1")])
 
@@ -63,8 +63,8 @@ async def test_handler_writes_commit_exactly_when_the_job_completes(store_db: St
 
     registry.handler(KIND, handle)
     worker = store_db.worker(registry, "w1")
-    async with db.transaction() as s:
-        ok = queries.enqueue(s, KIND, {"id": "ok"})
+    async with unit_of_work(store_db.ctx) as uow:
+        ok = uow.enqueue(KIND, {"id": "ok"})
 
     running = asyncio.create_task(worker.run_once())
     try:
@@ -82,8 +82,8 @@ async def test_handler_writes_commit_exactly_when_the_job_completes(store_db: St
     assert len(await audit_rows(db, "ok")) == 1
 
     # A handler that writes and then fails leaves nothing behind; the job goes back to the queue.
-    async with db.transaction() as s:
-        bad = queries.enqueue(s, KIND, {"id": "bad", "fail": True})
+    async with unit_of_work(store_db.ctx) as uow:
+        bad = uow.enqueue(KIND, {"id": "bad", "fail": True})
     assert await worker.run_once() is True
     again = await job(db, bad.id)
     assert again.status == "queued" and again.attempts == 1
@@ -102,8 +102,8 @@ async def test_a_failing_handler_backs_off_and_ends_failed_after_max_attempts(st
 
     registry.handler(KIND, handle)
     worker = store_db.worker(registry, "w1")
-    async with db.transaction() as s:
-        j = queries.enqueue(s, KIND, {"id": "x"}, max_attempts=3)
+    async with unit_of_work(store_db.ctx) as uow:
+        j = uow.enqueue(KIND, {"id": "x"}, max_attempts=3)
 
     delays = []
     for attempt in (1, 2):
@@ -130,8 +130,8 @@ async def test_a_failing_handler_backs_off_and_ends_failed_after_max_attempts(st
 
 async def test_a_job_without_a_handler_fails_like_a_failing_handler(store_db: Store) -> None:
     db = store_db.db
-    async with db.transaction() as s:
-        j = queries.enqueue(s, "test.unknown", {"id": "u"}, max_attempts=1)
+    async with unit_of_work(store_db.ctx) as uow:
+        j = uow.enqueue(TestKind.unknown, {"id": "u"}, max_attempts=1)
     assert await store_db.worker(JobRegistry(), "w1").run_once() is True
     row = await job(db, j.id)
     assert row.status == "failed"
@@ -148,7 +148,7 @@ async def test_a_cycle_registered_on_two_workers_is_enqueued_once_per_slot(store
         async def tick(run: JobRun) -> None:
             ran.append(worker)
 
-        registry.cycle("tick", 3600, tick)
+        registry.cycle(TestKind.tick, 3600, tick)
         return registry
 
     a = store_db.worker(registry_of("a"), "a")
@@ -158,7 +158,7 @@ async def test_a_cycle_registered_on_two_workers_is_enqueued_once_per_slot(store
     try:
         async def wait_for_done(count: int) -> list[Job]:
             for _ in range(200):
-                jobs = await jobs_of_kind(db, "cycle.tick")
+                jobs = await jobs_of_kind(db, TestKind.tick)
                 if len([j for j in jobs if j.status == "done"]) >= count:
                     return jobs
                 await asyncio.sleep(0.05)
@@ -166,15 +166,15 @@ async def test_a_cycle_registered_on_two_workers_is_enqueued_once_per_slot(store
 
         await wait_for_done(1)
         await asyncio.sleep(0.5)  # ten more polls of each worker: the slot is taken, nothing more
-        assert len(await jobs_of_kind(db, "cycle.tick")) == 1
+        assert len(await jobs_of_kind(db, TestKind.tick)) == 1
 
         # The next slot comes due (as if an hour had passed): again exactly one run.
         async with db.transaction() as s:
-            cycle = (await s.scalars(select(Cycle).where(Cycle.name == "tick"))).one()
+            cycle = (await s.scalars(select(Cycle).where(Cycle.name == TestKind.tick))).one()
             cycle.next_run_at = utcnow() - timedelta(seconds=1)
         await wait_for_done(2)
         await asyncio.sleep(0.5)
-        jobs = await jobs_of_kind(db, "cycle.tick")
+        jobs = await jobs_of_kind(db, TestKind.tick)
     finally:
         stop.set()
         await asyncio.gather(*loops)
@@ -184,10 +184,10 @@ async def test_a_cycle_registered_on_two_workers_is_enqueued_once_per_slot(store
 
 async def test_a_job_whose_lease_ran_out_is_taken_over(store_db: Store) -> None:
     db = store_db.db
-    async with db.transaction() as s:
-        expired = queries.enqueue(s, KIND, {"id": "expired"})
-        held = queries.enqueue(s, KIND, {"id": "held"})
-        poison = queries.enqueue(s, KIND, {"id": "poison"}, max_attempts=2)
+    async with unit_of_work(store_db.ctx) as uow:
+        expired = uow.enqueue(KIND, {"id": "expired"})
+        held = uow.enqueue(KIND, {"id": "held"})
+        poison = uow.enqueue(KIND, {"id": "poison"}, max_attempts=2)
     past, future = utcnow() - timedelta(seconds=5), utcnow() + timedelta(minutes=5)
     # Each was claimed by a process that then died (or, for `held`, is still alive).
     await set_job(db, expired.id, status="running", locked_by="dead:1", locked_until=past, attempts=1)
@@ -226,8 +226,8 @@ async def test_a_worker_that_lost_its_lease_does_not_commit_its_writes(store_db:
     registry.handler(KIND, handle)
     slow = store_db.worker(registry, "slow")
     other = store_db.worker(registry, "other")
-    async with db.transaction() as s:
-        j = queries.enqueue(s, KIND, {"id": "contested"})
+    async with unit_of_work(store_db.ctx) as uow:
+        j = uow.enqueue(KIND, {"id": "contested"})
 
     first = asyncio.create_task(slow.run_once())
     try:

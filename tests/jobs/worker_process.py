@@ -25,6 +25,8 @@ from svc.domains.audit.service import record
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.jobs.worker import Worker, worker_name
 from svc.settings import Settings
+from svc.uow import unit_of_work
+from tests.jobs.helpers import TestKind
 
 STARTED = "test.started"
 
@@ -42,14 +44,14 @@ def build_registry(marker: str) -> JobRegistry:
 
     async def handle_slow(run: JobRun) -> None:
         if run.attempt == 1:
-            async with run.ctx.db.transaction() as s:
-                await record(s, STARTED, actor=None, org=None, target=str(run.payload["id"]),
+            async with unit_of_work(run.ctx) as uow:
+                await record(uow.session, STARTED, actor=None, org=None, target=str(run.payload["id"]),
                              data={"marker": marker})
             await asyncio.sleep(float(run.payload.get("sleep", 120)))
         await write(run)
 
-    registry.handler("test.record", handle_record)
-    registry.handler("test.slow", handle_slow)
+    registry.handler(TestKind.record, handle_record)
+    registry.handler(TestKind.slow, handle_slow)
     return registry
 
 

@@ -19,19 +19,22 @@ import email.policy
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from types import TracebackType
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword
 from aiosmtpd.smtp import Session as SmtpSession
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from svc.adapters.mail.smtp import SmtpSender
+from svc.app import build_registry
 from svc.context import Adapters
-from svc.models import OutboundMail
+from svc.jobs.worker import Worker
+from svc.kit.clock import utcnow
+from svc.models import Job, JobKind, JobStatus, OutboundMail
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
 
@@ -199,11 +202,53 @@ async def running_smtp_svc(settings: Settings, sink: SmtpSink, *, run_workers: b
         yield svc
 
 
-async def outbox(svc: Svc) -> list[OutboundMail]:
-    """Every row of the mail outbox, oldest first."""
+@dataclass(frozen=True)
+class Mail:
+    """A queued message with its delivery job, as a test looks at it."""
+
+    id: str
+    to_addr: str
+    subject: str
+    body: str
+    invite_id: str | None
+    sent_at: datetime | None
+    failed_at: datetime | None
+    # The message's own (final) error, else its job's latest.
+    last_error: str | None
+    attempts: int
+    next_attempt_at: datetime
+    job_status: str
+
+
+async def outbox(svc: Svc) -> list[Mail]:
+    """Every message of the outbox with its mail.send job, oldest first."""
     async with svc.ctx.db.transaction(write=False) as s:
-        return list((await s.scalars(select(OutboundMail).order_by(OutboundMail.created_at,
-                                                                   OutboundMail.id))).all())
+        rows = (await s.scalars(select(OutboundMail).order_by(OutboundMail.created_at, OutboundMail.id))).all()
+        jobs = {str(j.payload.get("mail_id")): j
+                for j in (await s.scalars(select(Job).where(Job.kind == JobKind.mail_send))).all()}
+    return [Mail(id=r.id, to_addr=r.to_addr, subject=r.subject, body=r.body, invite_id=r.invite_id,
+                 sent_at=r.sent_at, failed_at=r.failed_at,
+                 last_error=r.last_error or jobs[r.id].last_error, attempts=jobs[r.id].attempts,
+                 next_attempt_at=jobs[r.id].run_at, job_status=jobs[r.id].status) for r in rows]
+
+
+async def deliver_due(svc: Svc, *, worker: str = "test-sender") -> int:
+    """Run the due jobs (mail among them) with a worker of the test's own, until none is due;
+    returns how many messages the mail server accepted meanwhile, by the outbox's sentAt."""
+    before = sum(m.sent_at is not None for m in await outbox(svc))
+    ctx = replace(svc.ctx, worker_name=worker)
+    runner = Worker(ctx, build_registry(ctx.settings))
+    for _ in range(50):
+        if not await runner.run_once():
+            return sum(m.sent_at is not None for m in await outbox(svc)) - before
+    raise AssertionError("jobs were still due after 50 rounds")
+
+
+async def make_due(svc: Svc) -> None:
+    """As if every waiting message's backoff had passed."""
+    async with svc.ctx.db.transaction() as s:
+        await s.execute(update(Job).where(Job.kind == JobKind.mail_send, Job.status == JobStatus.queued)
+                        .values(run_at=utcnow() - timedelta(seconds=1)))
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, timeout: float = 20.0, what: str = "condition") -> None:

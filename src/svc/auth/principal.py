@@ -70,8 +70,8 @@ def read_cache(request: Request) -> AuthCache | None:
     with objects of its own session, and sees the state it is about to change)."""
     if request.method not in READ_METHODS:
         return None
-    cache: AuthCache = request.app.state.ctx.db.auth_cache
-    return cache if cache.enabled else None
+    cache: AuthCache | None = request.app.state.ctx.auth_cache
+    return cache if cache is not None and cache.enabled else None
 
 
 async def resolve(session: AsyncSession, token: str, org_slug: str | None = None, *,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
@@ -12,23 +11,13 @@ from fastapi import Depends, Path, Request
 from svc.auth.principal import Principal, bearer_token, read_cache, resolve
 from svc.deps import request_session
 from svc.errors import Forbidden, NotFound, Unauthorized
-from svc.models import Org
-
-
-class Role(StrEnum):
-    viewer = "viewer"
-    member = "member"
-    admin = "admin"
-
-    @property
-    def rank(self) -> int:
-        return _RANK[self]
-
-    def at_least(self, other: Role) -> bool:
-        return self.rank >= other.rank
-
+from svc.models import Org, Role
 
 _RANK = {Role.viewer: 0, Role.member: 1, Role.admin: 2}
+
+
+def at_least(role: Role, minimum: Role) -> bool:
+    return _RANK[role] >= _RANK[minimum]
 
 
 class OrgNotFound(NotFound):
@@ -47,7 +36,7 @@ def check_role(org: Org | None, role_name: str | None, principal: Principal, min
     if org is None or role_name is None:
         raise OrgNotFound()
     role = Role(role_name)
-    if not role.at_least(minimum):
+    if not at_least(role, minimum):
         raise Forbidden(f"This needs the {minimum.value} role or higher; you are {role.value}",
                         details={"required": minimum.value, "role": role.value})
     return OrgAccess(org=org, role=role, principal=principal)

@@ -1,56 +1,41 @@
-"""SQL of the jobs table: enqueue inside a caller's transaction, claim, complete, retry."""
+"""SQL of the jobs table: claim, complete, retry. Jobs are written by `UnitOfWork.enqueue` (svc/uow.py)."""
 
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from sqlalchemy import CursorResult, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
 from svc.kit.clock import utcnow
-from svc.kit.ids import new_id
-from svc.models import Cycle, Job
-
-DEFAULT_MAX_ATTEMPTS = 8
-
-
-def enqueue(session: AsyncSession, kind: str, payload: dict[str, Any] | None = None, *,
-            run_at: datetime | None = None, dedupe_key: str | None = None,
-            max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> Job:
-    """Add a job to the caller's transaction: it exists exactly when the state change does."""
-    now = utcnow()
-    job = Job(id=new_id("job"), kind=kind, payload=payload or {}, status="queued", dedupe_key=dedupe_key,
-              run_at=run_at or now, attempts=0, max_attempts=max_attempts, created_at=now)
-    session.add(job)
-    return job
+from svc.models import Cycle, Job, JobStatus
 
 
 async def claim(session: AsyncSession, *, worker: str, lease: timedelta, limit: int) -> list[Job]:
     """Take up to `limit` due jobs, or jobs whose holder's lease ran out (it died mid-job)."""
     now = utcnow()
     due = or_(
-        (Job.status == "queued") & (Job.run_at <= now),
-        (Job.status == "running") & (Job.locked_until < now),
+        (Job.status == JobStatus.queued) & (Job.run_at <= now),
+        (Job.status == JobStatus.running) & (Job.locked_until < now),
     )
     stmt = select(Job).where(due).order_by(Job.run_at).limit(limit)
     if is_postgres(session):
         stmt = stmt.with_for_update(skip_locked=True)
     jobs: list[Job] = []
     for job in (await session.scalars(stmt)).all():
-        if job.status == "running" and job.attempts >= job.max_attempts:
+        if job.status == JobStatus.running and job.attempts >= job.max_attempts:
             # Its holder died during the last allowed attempt: a job that kills its process
             # must not be taken over forever.
-            job.status = "failed"
+            job.status = JobStatus.failed
             job.finished_at = now
             job.locked_by = None
             job.locked_until = None
             job.last_error = f"lease ran out during attempt {job.attempts} of {job.max_attempts}"
             continue
         jobs.append(job)
-        job.status = "running"
+        job.status = JobStatus.running
         job.locked_by = worker
         job.locked_until = now + lease
         job.attempts += 1
@@ -61,37 +46,38 @@ async def claim(session: AsyncSession, *, worker: str, lease: timedelta, limit: 
 async def complete(session: AsyncSession, job_id: str, worker: str) -> bool:
     """Mark done only if this worker still holds the lease; False means the job was taken over."""
     result = await session.execute(
-        update(Job).where(Job.id == job_id, Job.locked_by == worker, Job.status == "running")
-        .values(status="done", finished_at=utcnow(), locked_by=None, locked_until=None, last_error=None)
+        update(Job).where(Job.id == job_id, Job.locked_by == worker, Job.status == JobStatus.running)
+        .values(status=JobStatus.done, finished_at=utcnow(), locked_by=None, locked_until=None, last_error=None)
         .execution_options(synchronize_session=False))
     assert isinstance(result, CursorResult)
     return result.rowcount == 1
 
 
 def backoff(attempt: int) -> timedelta:
-    """Exponential with jitter: ~2s, 4s, 8s ... capped at 10 minutes."""
-    base = min(600.0, 2.0 ** attempt)
+    """After the n-th failed attempt, exponential with jitter: ~2 s, 4 s, 8 s ... at most an hour.
+    The one retry schedule of every job kind (a mail server's greylisting included)."""
+    base = min(3600.0, 2.0 ** attempt)
     return timedelta(seconds=base * random.uniform(0.75, 1.25))
 
 
 async def fail(session: AsyncSession, job_id: str, worker: str, error: str) -> None:
     job = await session.get(Job, job_id, with_for_update=is_postgres(session))
-    if job is None or job.locked_by != worker or job.status != "running":
+    if job is None or job.locked_by != worker or job.status != JobStatus.running:
         return
     job.last_error = error[:2000]
     job.locked_by = None
     job.locked_until = None
     if job.attempts >= job.max_attempts:
-        job.status = "failed"
+        job.status = JobStatus.failed
         job.finished_at = utcnow()
     else:
-        job.status = "queued"
+        job.status = JobStatus.queued
         job.run_at = utcnow() + backoff(job.attempts)
 
 
 async def extend_lease(session: AsyncSession, job_ids: list[str], worker: str, lease: timedelta) -> None:
     await session.execute(
-        update(Job).where(Job.id.in_(job_ids), Job.locked_by == worker, Job.status == "running")
+        update(Job).where(Job.id.in_(job_ids), Job.locked_by == worker, Job.status == JobStatus.running)
         .values(locked_until=utcnow() + lease).execution_options(synchronize_session=False))
 
 

@@ -1,52 +1,71 @@
-"""What job kinds exist and which cycles run periodically. Each area registers its own."""
+"""What job kinds exist, the transaction policy each runs under, and which cycles run periodically.
+Each area registers its own kinds (its jobs.py `register`), named in svc.models.states.JobKind."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from svc.context import AppContext
+from svc.kit.loop_session import StoreSession
+from svc.uow import Tx, UnitOfWork
 
 
 @dataclass
 class JobRun:
-    """One attempt at a job. `session` is the transaction that also marks the job done, so the
-    handler's own state changes commit exactly when the job does. Do slow outside work (SMTP,
-    HTTP) before touching `session`: on SQLite the first statement takes the write lock."""
+    """One attempt at a job, inside its unit of work: the handler's writes commit in the same
+    transaction that marks the job done, so they happen exactly when the job does. A handler that
+    talks to the outside (SMTP, HTTP) is registered with Tx.READ_THEN_WRITE: it reads, calls
+    `uow.close_reads()`, does the slow work, then writes on `await uow.begin_write()`."""
 
     ctx: AppContext
     job_id: str
     kind: str
     payload: dict[str, Any]
     attempt: int
-    session: AsyncSession
+    max_attempts: int
+    uow: UnitOfWork
+
+    @property
+    def session(self) -> StoreSession:
+        return self.uow.session
+
+    @property
+    def last_attempt(self) -> bool:
+        """No retry follows if this attempt raises: a handler records its final outcome itself."""
+        return self.attempt >= self.max_attempts
 
 
 JobHandler = Callable[[JobRun], Awaitable[None]]
 
 
 @dataclass(frozen=True)
+class JobSpec:
+    handler: JobHandler
+    tx: Tx
+
+
+@dataclass(frozen=True)
 class CycleSpec:
-    name: str
+    kind: StrEnum
     interval_seconds: float
-    kind: str
 
 
 @dataclass
 class JobRegistry:
-    handlers: dict[str, JobHandler] = field(default_factory=dict)
+    specs: dict[str, JobSpec] = field(default_factory=dict)
     cycles: dict[str, CycleSpec] = field(default_factory=dict)
 
-    def handler(self, kind: str, fn: JobHandler) -> None:
-        if kind in self.handlers:
-            raise ValueError(f"job kind {kind!r} registered twice")
-        self.handlers[kind] = fn
+    def handler(self, kind: StrEnum, fn: JobHandler, *, tx: Tx = Tx.WRITE) -> None:
+        if kind.value in self.specs:
+            raise ValueError(f"job kind {kind.value!r} registered twice")
+        if tx is Tx.READ:
+            raise ValueError("a job commits its completion: it needs Tx.WRITE or Tx.READ_THEN_WRITE")
+        self.specs[kind.value] = JobSpec(handler=fn, tx=tx)
 
-    def cycle(self, name: str, interval_seconds: float, fn: JobHandler) -> None:
+    def cycle(self, kind: StrEnum, interval_seconds: float, fn: JobHandler, *, tx: Tx = Tx.WRITE) -> None:
         """A periodic cycle is a job kind enqueued once per slot, whichever process claims the slot."""
-        kind = f"cycle.{name}"
-        self.handler(kind, fn)
-        self.cycles[name] = CycleSpec(name=name, interval_seconds=interval_seconds, kind=kind)
+        self.handler(kind, fn, tx=tx)
+        self.cycles[kind.value] = CycleSpec(kind=kind, interval_seconds=interval_seconds)

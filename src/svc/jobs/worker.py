@@ -1,4 +1,4 @@
-"""The worker loop inside `svc serve`: schedule due cycles, claim jobs, run each in one transaction.
+"""The worker loop inside `svc serve`: schedule due cycles, claim jobs, run each in its unit of work.
 
 Exactly-once for the state store: a handler's writes commit in the same transaction that marks
 its job done, and only while this process still holds the lease. A process that dies mid-job
@@ -22,7 +22,7 @@ from svc.context import AppContext
 from svc.jobs import queries
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.ids import random_base62
-from svc.models import Job
+from svc.uow import Tx, unit_of_work
 
 log = logging.getLogger("svc.jobs")
 
@@ -44,16 +44,12 @@ class Worker:
         settings = ctx.settings
         self.lease = timedelta(seconds=settings.job_lease_seconds)
         self.poll = settings.job_poll_seconds
-        self._wake = asyncio.Event()
-
-    def wake(self) -> None:
-        """Skip the rest of the poll interval (called after a request enqueued work)."""
-        self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
+        waiting = self.ctx.jobs_waiting
         while not stop.is_set():
-            # Cleared before looking for work, so a wake() that arrives while we look is kept.
-            self._wake.clear()
+            # Cleared before looking for work, so a commit that enqueues while we look is kept.
+            waiting.clear()
             worked = False
             try:
                 await self.schedule_cycles()
@@ -66,7 +62,7 @@ class Worker:
 
     async def _wait(self, stop: asyncio.Event) -> None:
         stop_task = asyncio.create_task(stop.wait())
-        wake_task = asyncio.create_task(self._wake.wait())
+        wake_task = asyncio.create_task(self.ctx.jobs_waiting.wait())
         try:
             await asyncio.wait({stop_task, wake_task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -77,32 +73,32 @@ class Worker:
         cycles = self.registry.cycles
         if not cycles:
             return
-        async with self.ctx.db.transaction(write=False) as s:
-            due, missing = await queries.due_cycles(s, list(cycles))
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            due, missing = await queries.due_cycles(uow.session, list(cycles))
         if missing:
             try:
-                async with self.ctx.db.transaction() as s:
-                    await queries.create_cycles(s, missing)
+                async with unit_of_work(self.ctx) as uow:
+                    await queries.create_cycles(uow.session, missing)
             except IntegrityError:
                 pass  # another process created them first
         for name in due:
             spec = cycles[name]
-            async with self.ctx.db.transaction() as s:
-                if await queries.take_cycle_slot(s, name, timedelta(seconds=spec.interval_seconds)):
+            async with unit_of_work(self.ctx) as uow:
+                if await queries.take_cycle_slot(uow.session, name, timedelta(seconds=spec.interval_seconds)):
                     # A cycle that fails is simply retried at its next slot.
-                    queries.enqueue(s, spec.kind, {}, max_attempts=1)
+                    uow.enqueue(spec.kind, {}, max_attempts=1)
 
     async def run_once(self) -> bool:
         """Claim a batch and run it; True when there was anything to do."""
-        async with self.ctx.db.transaction() as s:
-            jobs = await queries.claim(s, worker=self.name, lease=self.lease, limit=self.batch)
-            claimed = [(j.id, j.kind, dict(j.payload), j.attempts) for j in jobs]
+        async with unit_of_work(self.ctx) as uow:
+            jobs = await queries.claim(uow.session, worker=self.name, lease=self.lease, limit=self.batch)
+            claimed = [(j.id, j.kind, dict(j.payload), j.attempts, j.max_attempts) for j in jobs]
         if not claimed:
             return False
         heartbeat = asyncio.create_task(self._heartbeat([c[0] for c in claimed]))
         try:
-            for job_id, kind, payload, attempt in claimed:
-                await self.execute(job_id, kind, payload, attempt)
+            for job_id, kind, payload, attempt, max_attempts in claimed:
+                await self.execute(job_id, kind, payload, attempt, max_attempts)
         finally:
             heartbeat.cancel()
         return True
@@ -111,31 +107,26 @@ class Worker:
         while True:
             await asyncio.sleep(self.lease.total_seconds() / 3)
             try:
-                async with self.ctx.db.transaction() as s:
-                    await queries.extend_lease(s, job_ids, self.name, self.lease)
+                async with unit_of_work(self.ctx) as uow:
+                    await queries.extend_lease(uow.session, job_ids, self.name, self.lease)
             except Exception:
                 log.warning("could not extend job leases", exc_info=True)
 
-    async def execute(self, job_id: str, kind: str, payload: dict[str, object], attempt: int) -> None:
-        handler = self.registry.handlers.get(kind)
+    async def execute(self, job_id: str, kind: str, payload: dict[str, object], attempt: int,
+                      max_attempts: int) -> None:
+        spec = self.registry.specs.get(kind)
         try:
-            if handler is None:
+            if spec is None:
                 raise LookupError(f"no handler for job kind {kind!r}")
-            async with self.ctx.db.transaction() as s:
-                await handler(JobRun(ctx=self.ctx, job_id=job_id, kind=kind, payload=payload,
-                                     attempt=attempt, session=s))
-                if not await queries.complete(s, job_id, self.name):
+            async with unit_of_work(self.ctx, spec.tx) as uow:
+                await spec.handler(JobRun(ctx=self.ctx, job_id=job_id, kind=kind, payload=payload,
+                                          attempt=attempt, max_attempts=max_attempts, uow=uow))
+                if not await queries.complete(await uow.begin_write(), job_id, self.name):
                     raise LeaseLost(job_id)
         except LeaseLost:
             log.warning("job %s (%s) was taken over by another process; discarded our result", job_id, kind)
         except Exception as exc:
             log.warning("job %s (%s) attempt %d failed: %s", job_id, kind, attempt, type(exc).__name__,
                         exc_info=True)
-            async with self.ctx.db.transaction() as s:
-                await queries.fail(s, job_id, self.name, f"{type(exc).__name__}: {exc}")
-
-
-async def job_status(ctx: AppContext, job_id: str) -> str | None:
-    async with ctx.db.transaction(write=False) as s:
-        job = await s.get(Job, job_id)
-        return job.status if job else None
+            async with unit_of_work(self.ctx) as uow:
+                await queries.fail(uow.session, job_id, self.name, f"{type(exc).__name__}: {exc}")

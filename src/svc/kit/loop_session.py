@@ -56,7 +56,30 @@ class PlainReader:
         self._local = threading.local()
 
 
-class LoopReadSession(AsyncSession):
+class UnitOfWorkCommits(RuntimeError):
+    """A use case called commit() or rollback(): only its unit of work (svc/uow.py) may."""
+
+
+class StoreSession(AsyncSession):
+    """Every session of the state store. A use case flushes; the unit of work that opened the
+    session decides whether it commits (svc/uow.py), so commit() and rollback() refuse here.
+    Savepoints (begin_nested) stay a use case's own."""
+
+    async def commit(self) -> None:
+        raise UnitOfWorkCommits("A use case does not commit: its unit of work does, once it returns")
+
+    async def rollback(self) -> None:
+        raise UnitOfWorkCommits("A use case does not roll back: raise an error, and its unit of work rolls back")
+
+    async def finish(self, *, commit: bool) -> None:
+        """End the transaction: for the unit of work (and the store's own test helpers) only."""
+        if commit:
+            await AsyncSession.commit(self)
+        else:
+            await AsyncSession.rollback(self)
+
+
+class LoopReadSession(StoreSession):
     """The methods read paths use (execute, scalar, scalars, get) run synchronously, with no await
     point inside; run_sync, refresh and the like still work through AsyncSession's greenlet, on
     the same engine. There is no AsyncConnection to hand out (the driver is not async): use

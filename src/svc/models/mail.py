@@ -9,7 +9,7 @@ from svc.models.base import Base
 
 
 class OutboundMail(Base):
-    """Mail written in the same transaction as the change that needs it; the send cycle delivers it."""
+    """Mail written in the same transaction as the change that needs it; its `mail.send` job delivers it."""
 
     __tablename__ = "outbound_mail"
 
@@ -21,8 +21,6 @@ class OutboundMail(Base):
     notification_id: Mapped[str | None] = mapped_column(
         ForeignKey("notifications.id", ondelete="CASCADE"), index=True)
     created_at: Mapped[datetime]
-    next_attempt_at: Mapped[datetime] = mapped_column(index=True)
-    attempts: Mapped[int] = mapped_column(default=0)
     sent_at: Mapped[datetime | None]
     # Refused for good (a 5xx from the server, or attempts exhausted).
     failed_at: Mapped[datetime | None]

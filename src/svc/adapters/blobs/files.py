@@ -7,64 +7,14 @@ and a per-process token; `sweep_partials` removes those a dead (or earlier) proc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import secrets
 import shutil
-import time
 from pathlib import Path
 
 from svc.adapters.blobs.port import BlobMissing
+from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
 
-# Identifies this process's incarnation: a restarted process may get the same pid (containers).
-_BOOT = secrets.token_hex(4)
-_STALE_AFTER = 24 * 3600
 _TMP = ".tmp"
-
-
-def partial_name(prefix: str, suffix: str = "") -> str:
-    """A name for a temporary file or directory of this process, e.g. 'upload-1234-ab12cd34-<random>'."""
-    return f"{prefix}-{os.getpid()}-{_BOOT}-{secrets.token_hex(8)}{suffix}"
-
-
-def is_stale_partial(path: Path, prefix: str) -> bool:
-    """Was `path` (named by partial_name(prefix)) left by a process that is gone? Partials of live
-    processes sharing the directory are kept, unless older than a day."""
-    parts = path.name[len(prefix) + 1:].split("-")
-    if not path.name.startswith(prefix + "-") or len(parts) < 3 or not parts[0].isdigit():
-        return False
-    pid, boot = int(parts[0]), parts[1]
-    if boot == _BOOT:
-        return False
-    if pid == os.getpid():
-        return True  # an earlier incarnation of this process
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        pass
-    try:
-        return time.time() - path.lstat().st_mtime > _STALE_AFTER
-    except FileNotFoundError:
-        return False
-
-
-def remove_path(path: Path) -> None:
-    """Remove a file or a directory tree; missing is fine."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _check_key(key: str) -> None:
@@ -128,7 +78,7 @@ class FileBlobStore:
         await asyncio.to_thread(remove_path, self._path(key))
 
     def sweep_partials(self) -> int:
-        """Remove temporary files that crashed writers left; returns how many."""
+        """Remove temporary files that crashed writers left (blocking); returns how many."""
         tmp_dir = self.root / _TMP
         if not tmp_dir.is_dir():
             return 0

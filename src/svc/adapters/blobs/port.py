@@ -25,3 +25,7 @@ class BlobStore(Protocol):
     async def delete(self, key: str) -> None:
         """Idempotent."""
         ...
+
+    def sweep_partials(self) -> int:
+        """Remove what writers killed mid-write left behind (blocking; run at start); how many."""
+        ...

@@ -16,8 +16,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from svc.adapters.blobs.files import partial_name, remove_path
 from svc.adapters.blobs.port import BlobMissing
+from svc.kit.files import partial_name, remove_path
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -95,6 +95,10 @@ class S3BlobStore:
 
     async def delete(self, key: str) -> None:
         await asyncio.to_thread(self.client.delete_object, Bucket=self.bucket, Key=self._key(key))
+
+    def sweep_partials(self) -> int:
+        """Nothing to sweep: an S3 PUT is whole or absent."""
+        return 0
 
 
 def _code(e: ClientError) -> str:

@@ -7,17 +7,18 @@ from __future__ import annotations
 import html
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from svc.deps import Ctx
+from svc.deps import Ctx, Uow, api_router
 from svc.domains.access import errors, service
-from svc.domains.access.schemas import MAX_HOST, MAX_NEXT
+from svc.domains.access.schemas import MAX_NEXT
 from svc.domains.identity.idp_service import provider_for_page
 from svc.errors import AppError
+from svc.kit.hosts import MAX_HOST, normalize_host
 from svc.kit.pages import SIGNIN_SCRIPT, SIGNIN_SECTION, error_page, page, signin_config
 
-router = APIRouter(include_in_schema=False)
+router = api_router(include_in_schema=False)
 
 AUTHORIZE_PATH = "/access/authorize"
 
@@ -98,20 +99,18 @@ _PROVIDER_LABELS = {"github": "GitHub", "oidc": "single sign-on"}
 
 
 @router.get(AUTHORIZE_PATH, response_class=HTMLResponse)
-async def authorize_page(request: Request, ctx: Ctx,
+async def authorize_page(request: Request, uow: Uow, ctx: Ctx,
                          to: Annotated[str | None, Query(max_length=MAX_HOST)] = None,
                          next: Annotated[str | None, Query(max_length=MAX_NEXT)] = None) -> Response:
     """Sign in (dev login and/or the identity provider), then POST /v1/access/authorize and follow
     its redirect. Errors of the link itself (bad `to`/`next`, unknown host) are shown at once."""
     settings = ctx.settings
-    host = service.normalize_host(to)
+    host = normalize_host(to)
     if host is None:
         return error_page(request, errors.BadHost("The link names no valid project hostname"), title="Bad link")
     if service.safe_next(next) is None:
         return error_page(request, errors.BadNext(), title="Bad link")
-    async with ctx.db.transaction(write=False) as session:
-        known = await service.is_routed(session, host)
-    if not known:
+    if not await service.is_routed(uow, host):
         return error_page(request, errors.UnknownHostname(details={"host": host}), title="Unknown site")
     page_url = settings.public_url + AUTHORIZE_PATH
     provider = provider_for_page(ctx, page_url)

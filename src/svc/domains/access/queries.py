@@ -1,4 +1,4 @@
-"""SQL of the access area: project secrets' hashes, org roles, one-time login codes."""
+"""SQL of the access area: project secrets' hashes, one-time login codes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from svc.models import AccessGrant, Membership, Project
+from svc.models import AccessGrant, Hostname, Project
 
 
 async def password_hash(session: AsyncSession, project_id: str) -> str | None:
@@ -17,12 +17,6 @@ async def password_hash(session: AsyncSession, project_id: str) -> str | None:
 
 async def bypass_hash(session: AsyncSession, project_id: str) -> str | None:
     return await session.scalar(select(Project.bypass_secret_hash).where(Project.id == project_id))
-
-
-async def role_in(session: AsyncSession, org_id: str, user_id: str) -> str | None:
-    """The user's role in the org, or None when not a member."""
-    return await session.scalar(
-        select(Membership.role).where(Membership.org_id == org_id, Membership.user_id == user_id))
 
 
 async def add_grant(session: AsyncSession, grant: AccessGrant, now: datetime) -> None:
@@ -41,3 +35,9 @@ async def take_grant(session: AsyncSession, code_hash: str) -> AccessGrant | Non
     if result.rowcount != 1:
         return None
     return grant
+
+
+async def delete_grants_of_project(session: AsyncSession, project_id: str) -> None:
+    hosts = select(Hostname.host).where(Hostname.project_id == project_id)
+    await session.execute(delete(AccessGrant).where(AccessGrant.host.in_(hosts))
+                          .execution_options(synchronize_session=False))

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
 from svc.kit.api import ApiInput, ApiModel
-
-AccessMode = Literal["public", "org", "password"]
-PROTECTED_MODES = ("org", "password")
+from svc.kit.hosts import MAX_HOST
+from svc.models import AccessMode
 
 PASSWORD_MIN = 8
 PASSWORD_MAX = 256
-MAX_HOST = 253
 MAX_NEXT = 2048  # access_grants.next_path
 
 Password = Annotated[str, StringConstraints(min_length=PASSWORD_MIN, max_length=PASSWORD_MAX)]

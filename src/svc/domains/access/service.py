@@ -1,5 +1,6 @@
 """Access policy rules: the policy and bypass secret of a project, the org login round trip's
-one-time codes, the edge's check, and the password page's sign-in. Services flush, never commit."""
+one-time codes, the edge's check, and the password page's sign-in. Services receive the unit of
+work and flush; the unit of work commits. Every policy change moves the edge (projects.routing)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.principal import Principal
 from svc.auth.roles import OrgAccess
-from svc.context import AppContext
 from svc.domains.access import cookies, errors, queries
-from svc.domains.access.schemas import MAX_HOST, MAX_NEXT, PROTECTED_MODES, AccessMode, AccessPolicy
+from svc.domains.access.ratelimit import RateLimiter
+from svc.domains.access.schemas import MAX_NEXT, AccessPolicy
 from svc.domains.audit.service import record
-from svc.domains.projects.routing import Route, bump_edge, route_for_host
+from svc.domains.orgs import queries as org_queries
+from svc.domains.projects.routing import Route, edge_changed, route_for_host
 from svc.kit.clock import as_utc, utcnow
 from svc.kit.crypto import Keyring
+from svc.kit.hosts import normalize_host
 from svc.kit.tokens import token_hash
-from svc.models import AccessGrant, Project
+from svc.models import PROTECTED_ACCESS_MODES, AccessGrant, AccessMode, Project
 from svc.settings import Settings
+from svc.uow import UnitOfWork
 
 log = logging.getLogger("svc.access")
 
@@ -39,24 +43,10 @@ HASHER = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)
 GRANT_TTL = timedelta(seconds=60)
 BYPASS_PREFIX = "svc_byp_"
 
-_HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$")
 _NEXT_CHARS = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII: no spaces or control characters
 
 
 # --- inputs shared by the API and the edge endpoints ---
-
-
-def normalize_host(value: str | None) -> str | None:
-    """A hostname as nginx's $host gives it (lowercase, no port, no trailing dot), or None."""
-    if not value:
-        return None
-    host = value.strip().lower()
-    if host.count(":") == 1:  # host:port
-        host = host.split(":", 1)[0]
-    host = host.removesuffix(".")
-    if not host or len(host) > MAX_HOST or not _HOST.match(host):
-        return None
-    return host
 
 
 def safe_next(value: str | None) -> str | None:
@@ -76,72 +66,60 @@ def _sha256(secret: str) -> str:
 # --- the policy (API) ---
 
 
-_MODES: dict[str, AccessMode] = {"public": "public", "org": "org", "password": "password"}
-
-
 def policy_view(project: Project) -> AccessPolicy:
-    return AccessPolicy(mode=_MODES.get(project.access_mode, "public"),
+    return AccessPolicy(mode=AccessMode(project.access_mode),
                         has_password=project.access_password_hash is not None,
                         has_bypass=project.bypass_secret_hash is not None)
 
 
-async def _changed(session: AsyncSession, project: Project) -> None:
+async def _changed(uow: UnitOfWork, project: Project) -> None:
     """Every policy change: old cookies and cached checks stop working; the edge converges."""
     project.access_generation = project.access_generation + 1
-    await bump_edge(session)
-    await session.flush()
+    await edge_changed(uow)
+    await uow.session.flush()
 
 
-async def set_policy(session: AsyncSession, access: OrgAccess, project: Project, *, mode: str,
+async def set_policy(uow: UnitOfWork, access: OrgAccess, project: Project, *, mode: AccessMode,
                      password: str | None) -> AccessPolicy:
-    if mode == "password" and password is None and project.access_password_hash is None:
+    session = uow.session
+    if mode == AccessMode.password and password is None and project.access_password_hash is None:
         raise errors.PasswordRequired()
     if password is not None:
         project.access_password_hash = await asyncio.to_thread(HASHER.hash, password)
     # public/org keep the stored hash, so switching back to password needs no password again.
     project.access_mode = mode
-    await _changed(session, project)
+    await _changed(uow, project)
     await record(session, "access.set", actor=access.principal.user, org=access.org, target=project.name,
                  data={"mode": mode})
     log.info("access policy set: project=%s mode=%s", project.id, mode)
     return policy_view(project)
 
 
-async def new_bypass(session: AsyncSession, access: OrgAccess, project: Project) -> str:
+async def new_bypass(uow: UnitOfWork, access: OrgAccess, project: Project) -> str:
     secret = BYPASS_PREFIX + secrets.token_urlsafe(32)
     project.bypass_secret_hash = _sha256(secret)
-    await _changed(session, project)
-    await record(session, "access.bypass.new", actor=access.principal.user, org=access.org, target=project.name)
+    await _changed(uow, project)
+    await record(uow.session, "access.bypass.new", actor=access.principal.user, org=access.org, target=project.name)
     log.info("access bypass secret issued: project=%s", project.id)
     return secret
 
 
-async def revoke_bypass(session: AsyncSession, access: OrgAccess, project: Project) -> None:
+async def revoke_bypass(uow: UnitOfWork, access: OrgAccess, project: Project) -> None:
     had = project.bypass_secret_hash is not None
     if had:
         project.bypass_secret_hash = None
-        await _changed(session, project)
-    await record(session, "access.bypass.revoke", actor=access.principal.user, org=access.org,
+        await _changed(uow, project)
+    await record(uow.session, "access.bypass.revoke", actor=access.principal.user, org=access.org,
                  target=project.name, data={"revoked": had})
-
-
-async def converge(ctx: AppContext) -> None:
-    """After commit: bring this process's edge to the new state, so the answer means 'live here'.
-    A failure is logged only: the change is committed and the edge loop converges to it anyway."""
-    if ctx.edge is None:
-        return
-    try:
-        await ctx.edge.converge_now()
-    except Exception as exc:  # the periodic loop retries; the change itself stands
-        log.warning("edge did not converge after an access change: %s", type(exc).__name__)
 
 
 # --- the org login round trip ---
 
 
-async def authorize(session: AsyncSession, principal: Principal, *, to: str, next_path: str,
+async def authorize(uow: UnitOfWork, principal: Principal, *, to: str, next_path: str,
                     settings: Settings) -> str:
     """The redirect to the host's /__svc/callback with a one-time code (60 s) for this user."""
+    session = uow.session
     path = safe_next(next_path)
     if path is None:
         raise errors.BadNext()
@@ -151,7 +129,7 @@ async def authorize(session: AsyncSession, principal: Principal, *, to: str, nex
     route = await route_for_host(session, host)
     if route is None:
         raise errors.UnknownHostname(details={"host": host})
-    if await queries.role_in(session, route.org_id, principal.user.id) is None:
+    if await org_queries.role_in(session, route.org_id, principal.user.id) is None:
         raise errors.NotOrgMember(details={"org": route.org_slug})
     code = secrets.token_urlsafe(32)
     now = utcnow()
@@ -167,9 +145,11 @@ class Exchanged:
     next_path: str
 
 
-async def exchange_code(session: AsyncSession, keys: Keyring, *, host: str, code: str | None) -> Exchanged | None:
+async def exchange_code(uow: UnitOfWork, *, host: str, code: str | None) -> Exchanged | None:
     """The one-time code -> the host's cookie: single use, unexpired, and only on the host it was
-    for. None when refused; a code that was found is used up even then (the caller commits)."""
+    for. None when refused; a code that was found is used up even then (a refusal is an answer,
+    not a failure: the unit of work commits)."""
+    session, keys = uow.session, uow.ctx.keys
     if not code or len(code) > 256:
         return None
     grant = await queries.take_grant(session, token_hash(code))
@@ -191,18 +171,19 @@ async def exchange_code(session: AsyncSession, keys: Keyring, *, host: str, code
 def login_url(settings: Settings, route: Route, uri: str | None) -> str:
     """Where the edge sends a browser the check refused."""
     path = safe_next(uri) or "/"
-    if route.access_mode == "password":
+    if route.access_mode == AccessMode.password:
         return f"{settings.edge_url(route.host)}/__svc/password?next={quote(path, safe='/')}"
     return (f"{settings.public_url}/access/authorize?to={quote(route.host, safe='')}"
             f"&next={quote(path, safe='/')}")
 
 
-async def check(session: AsyncSession, keys: Keyring, settings: Settings, *, host: str, uri: str | None,
-                cookie_values: list[str], bypass: str | None) -> str | None:
+async def check(uow: UnitOfWork, *, host: str, uri: str | None, cookie_values: list[str],
+                bypass: str | None) -> str | None:
     """None when the request may pass (a valid bypass secret, or any one of the svc_access values
     the browser sent); else the login URL for the X-Svc-Login header."""
+    session, keys, settings = uow.session, uow.ctx.keys, uow.ctx.settings
     route = await route_for_host(session, host)
-    if route is None or route.access_mode not in PROTECTED_MODES:
+    if route is None or route.access_mode not in PROTECTED_ACCESS_MODES:
         return None
     if bypass and len(bypass) <= 256:
         stored = await queries.bypass_hash(session, route.project_id)
@@ -214,27 +195,65 @@ async def check(session: AsyncSession, keys: Keyring, settings: Settings, *, hos
         if (claims is None or claims.project != route.project_id or claims.host != route.host
                 or claims.generation != route.access_generation or claims.mode != route.access_mode):
             continue
-        if route.access_mode == "password":
+        if route.access_mode == AccessMode.password:
             return None
         # Org mode: the person must still be in the org, on every check.
-        if await queries.role_in(session, route.org_id, claims.subject) is not None:
+        if await org_queries.role_in(session, route.org_id, claims.subject) is not None:
             return None
     return login_url(settings, route, uri)
 
 
-async def is_routed(session: AsyncSession, host: str) -> bool:
-    return await route_for_host(session, host) is not None
+async def is_routed(uow: UnitOfWork, host: str) -> bool:
+    return await route_for_host(uow.session, host) is not None
+
+
+async def forget_project_grants(session: AsyncSession, project_id: str) -> None:
+    """For a project's teardown: its one-time login codes (found by its hostnames)."""
+    await queries.delete_grants_of_project(session, project_id)
 
 
 # --- the password page ---
 
 
-async def password_route(session: AsyncSession, host: str) -> tuple[Route, str | None] | None:
-    """The host's route and stored password hash; None for a host svc does not route."""
-    route = await route_for_host(session, host)
+@dataclass(frozen=True)
+class PasswordHost:
+    """A host whose password page applies, or where to send the browser instead."""
+
+    route: Route | None
+    redirect: str | None
+
+
+async def password_host(uow: UnitOfWork, host: str, next_path: str) -> PasswordHost:
+    """The route of a host in password mode; a host in another mode sends the browser on to
+    `next_path` (nothing to enter); a host svc does not route is UnknownHostname."""
+    route = await route_for_host(uow.session, host)
     if route is None:
+        raise errors.UnknownHostname(details={"host": host})
+    if route.access_mode != AccessMode.password:
+        return PasswordHost(route=None, redirect=next_path)
+    return PasswordHost(route=route, redirect=None)
+
+
+async def password_sign_in(uow: UnitOfWork, *, host: str, password: str, next_path: str, client: str,
+                           limiters: tuple[RateLimiter, RateLimiter]) -> str | None:
+    """The cookie for the host when the password matches; None when the host is not in password
+    mode (send the browser on). WrongPassword, TooManyTries or UnknownHostname otherwise."""
+    per_client, per_host = limiters
+    wait = per_client.retry_after((host, client)) or per_host.retry_after(host)
+    if wait is not None:
+        log.warning("password page rate limited: host=%s", host)
+        raise errors.TooManyTries(details={"retryAfter": wait}, headers={"Retry-After": str(wait)})
+    found = await password_host(uow, host, next_path)
+    if found.route is None:
         return None
-    return route, await queries.password_hash(session, route.project_id)
+    route = found.route
+    stored = await queries.password_hash(uow.session, route.project_id)
+    await uow.close_reads()  # argon2 is slow on purpose: hold nothing meanwhile
+    if not await password_matches(stored, password):
+        log.info("password page: wrong password for host=%s", host)
+        raise errors.WrongPassword()
+    log.info("password page: signed in on host=%s", host)
+    return password_cookie(uow.ctx.keys, route, utcnow())
 
 
 async def password_matches(stored: str | None, password: str) -> bool:

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Path, Response
 
 from svc.auth.principal import CurrentPrincipal, SessionOnlyPrincipal
-from svc.deps import Session, api_router
+from svc.deps import Uow, api_router
 from svc.domains.credentials import schemas, service
 from svc.models import AccessToken, SSHKey
 
@@ -28,36 +28,36 @@ def _key(row: SSHKey) -> schemas.SSHKey:
 
 
 @router.get("/v1/me/tokens", response_model=schemas.AccessTokenList, operation_id="listAccessTokens")
-async def list_tokens(principal: CurrentPrincipal, session: Session) -> schemas.AccessTokenList:
-    return schemas.AccessTokenList(tokens=[_token(r) for r in await service.list_tokens(session, principal.user)])
+async def list_tokens(principal: CurrentPrincipal, uow: Uow) -> schemas.AccessTokenList:
+    return schemas.AccessTokenList(tokens=[_token(r) for r in await service.list_tokens(uow, principal.user)])
 
 
 @router.post("/v1/me/tokens", status_code=201, response_model=schemas.AccessTokenCreated,
              operation_id="createAccessToken")
 async def create_token(body: schemas.AccessTokenCreate, principal: SessionOnlyPrincipal,
-                       session: Session) -> schemas.AccessTokenCreated:
-    new = await service.create_token(session, principal.user, name=body.name, expires_in_days=body.expires_in_days)
+                       uow: Uow) -> schemas.AccessTokenCreated:
+    new = await service.create_token(uow, principal.user, name=body.name, expires_in_days=body.expires_in_days)
     return schemas.AccessTokenCreated(**_token(new.row).model_dump(), token=new.plaintext)
 
 
 @router.delete("/v1/me/tokens/{tokenId}", status_code=204, response_class=Response,
                operation_id="revokeAccessToken")
-async def revoke_token(token_id: TokenIdPath, principal: CurrentPrincipal, session: Session) -> Response:
-    await service.revoke_token(session, principal.user, token_id)
+async def revoke_token(token_id: TokenIdPath, principal: CurrentPrincipal, uow: Uow) -> Response:
+    await service.revoke_token(uow, principal.user, token_id)
     return Response(status_code=204)
 
 
 @router.get("/v1/me/ssh-keys", response_model=schemas.SSHKeyList, operation_id="listSshKeys")
-async def list_keys(principal: CurrentPrincipal, session: Session) -> schemas.SSHKeyList:
-    return schemas.SSHKeyList(ssh_keys=[_key(r) for r in await service.list_keys(session, principal.user)])
+async def list_keys(principal: CurrentPrincipal, uow: Uow) -> schemas.SSHKeyList:
+    return schemas.SSHKeyList(ssh_keys=[_key(r) for r in await service.list_keys(uow, principal.user)])
 
 
 @router.post("/v1/me/ssh-keys", status_code=201, response_model=schemas.SSHKey, operation_id="addSshKey")
-async def add_key(body: schemas.SSHKeyCreate, principal: SessionOnlyPrincipal, session: Session) -> schemas.SSHKey:
-    return _key(await service.add_key(session, principal.user, name=body.name, public_key=body.public_key))
+async def add_key(body: schemas.SSHKeyCreate, principal: SessionOnlyPrincipal, uow: Uow) -> schemas.SSHKey:
+    return _key(await service.add_key(uow, principal.user, name=body.name, public_key=body.public_key))
 
 
 @router.delete("/v1/me/ssh-keys/{keyId}", status_code=204, response_class=Response, operation_id="deleteSshKey")
-async def delete_key(key_id: KeyIdPath, principal: CurrentPrincipal, session: Session) -> Response:
-    await service.delete_key(session, principal.user, key_id)
+async def delete_key(key_id: KeyIdPath, principal: CurrentPrincipal, uow: Uow) -> Response:
+    await service.delete_key(uow, principal.user, key_id)
     return Response(status_code=204)

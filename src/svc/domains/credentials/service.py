@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.domains.credentials import errors, queries
 from svc.domains.credentials.sshkeys import parse_public_key
@@ -20,6 +19,7 @@ from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.tokens import PAT_PREFIX, new_personal_access_token, token_hash
 from svc.models import AccessToken, SSHKey, User
+from svc.uow import UnitOfWork
 
 MAX_ACTIVE_TOKENS = 100  # per user; revoked and expired tokens do not count
 MAX_SSH_KEYS = 100  # per user
@@ -32,11 +32,13 @@ class NewToken:
     plaintext: str
 
 
-async def list_tokens(session: AsyncSession, user: User) -> list[AccessToken]:
+async def list_tokens(uow: UnitOfWork, user: User) -> list[AccessToken]:
+    session = uow.session
     return await queries.tokens_of(session, user.id)
 
 
-async def create_token(session: AsyncSession, user: User, *, name: str, expires_in_days: int | None) -> NewToken:
+async def create_token(uow: UnitOfWork, user: User, *, name: str, expires_in_days: int | None) -> NewToken:
+    session = uow.session
     now = utcnow()
     await queries.lock_user(session, user.id)
     active = await queries.active_token_count(session, user.id, now)
@@ -53,9 +55,10 @@ async def create_token(session: AsyncSession, user: User, *, name: str, expires_
     return NewToken(row=row, plaintext=plaintext)
 
 
-async def revoke_token(session: AsyncSession, user: User, token_id: str) -> None:
+async def revoke_token(uow: UnitOfWork, user: User, token_id: str) -> None:
     """Idempotent for the owner: revoking a revoked token is a 204 and keeps the first revokedAt.
     Another user's token and an unknown id are both 404."""
+    session = uow.session
     row = await queries.token_of(session, user.id, token_id)
     if row is None:
         raise errors.TokenNotFound()
@@ -64,11 +67,13 @@ async def revoke_token(session: AsyncSession, user: User, token_id: str) -> None
         await session.flush()
 
 
-async def list_keys(session: AsyncSession, user: User) -> list[SSHKey]:
+async def list_keys(uow: UnitOfWork, user: User) -> list[SSHKey]:
+    session = uow.session
     return await queries.keys_of(session, user.id)
 
 
-async def add_key(session: AsyncSession, user: User, *, name: str, public_key: str) -> SSHKey:
+async def add_key(uow: UnitOfWork, user: User, *, name: str, public_key: str) -> SSHKey:
+    session = uow.session
     parsed = parse_public_key(public_key)
     await queries.lock_user(session, user.id)
     if await queries.key_by_fingerprint(session, parsed.fingerprint) is not None:
@@ -90,7 +95,8 @@ async def add_key(session: AsyncSession, user: User, *, name: str, public_key: s
     return row
 
 
-async def delete_key(session: AsyncSession, user: User, key_id: str) -> None:
+async def delete_key(uow: UnitOfWork, user: User, key_id: str) -> None:
+    session = uow.session
     row = await queries.key_of(session, user.id, key_id)
     if row is None:
         raise errors.SSHKeyNotFound()

@@ -3,6 +3,11 @@ digest is unpacked once into SVC_DATA_DIR/sites/<hex>/ (complete or absent: unpa
 into sites/.staging-*/ and renamed into place), which the edge serves. Both are shared by every
 deployment of that digest, in any project.
 
+A deploy keeps the bundle in the blob store before its row commits (the durable copy every process
+can unpack from) and moves the unpacked site into place once it committed; if the transaction
+fails, the bundle it added is removed again unless a committed deployment uses it (`keep_bundle`,
+`publish_site`, `forget_bundle`).
+
 Temporary files (SVC_DATA_DIR/tmp/) and staging directories carry the writer's pid and a
 per-process token; `sweep_partials` (run at start) removes those a killed process left."""
 
@@ -16,17 +21,13 @@ import threading
 import time
 from pathlib import Path
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from svc.adapters.blobs import build_blob_store
-from svc.adapters.blobs.files import FileBlobStore, fsync_dir, is_stale_partial, partial_name, remove_path
 from svc.adapters.blobs.port import BlobMissing as BlobMissing  # ensure_site raises it
-from svc.adapters.blobs.port import BlobStore
 from svc.context import AppContext
+from svc.domains.deployments import queries
 from svc.domains.deployments.bundle import Extractor, Limits
-from svc.models import Deployment
+from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
 from svc.settings import Settings
+from svc.uow import Tx, unit_of_work
 
 STAGING = ".staging"
 TMP_PREFIXES = ("upload", "fetch", "get")
@@ -64,12 +65,6 @@ def tmp_dir(settings: Settings) -> Path:
 def limits(settings: Settings) -> Limits:
     return Limits(compressed=settings.max_bundle_bytes, unpacked=settings.max_unpacked_bytes,
                   entries=settings.max_bundle_entries)
-
-
-def blobs(ctx: AppContext) -> BlobStore:
-    if ctx.adapters.blobs is None:
-        ctx.adapters.blobs = build_blob_store(ctx.settings)
-    return ctx.adapters.blobs
 
 
 def new_staging(ctx: AppContext) -> Path:
@@ -119,11 +114,33 @@ def place_site(staging: Path, files: list[str], dest: Path) -> bool:
     return True
 
 
-async def store_artifact(ctx: AppContext, digest: str, bundle: Path, staging: Path, files: list[str]) -> None:
-    """Keep an uploaded, validated bundle: the blob first (the durable copy every process can
-    unpack from), then the unpacked site. Idempotent per digest."""
-    await blobs(ctx).put_file(blob_key(digest), bundle)
+async def keep_bundle(ctx: AppContext, digest: str, bundle: Path) -> bool:
+    """Put an uploaded, validated bundle in the blob store (before its row commits); returns
+    whether this call added it (False: another deployment of the same digest had it already)."""
+    key = blob_key(digest)
+    if await ctx.blobs.exists(key):
+        return False
+    await ctx.blobs.put_file(key, bundle)
+    return True
+
+
+async def publish_site(ctx: AppContext, digest: str, bundle: Path, staging: Path, files: list[str]) -> None:
+    """Once the deployment committed: move its unpacked site into place. The bundle is put again if
+    it went missing meanwhile (a failed deploy of the same digest removed the copy it believed its
+    own), so a committed deployment always has its blob."""
+    key = blob_key(digest)
+    if not await ctx.blobs.exists(key):
+        await ctx.blobs.put_file(key, bundle)
     await asyncio.to_thread(place_site, staging, files, site_dir(ctx, digest))
+
+
+async def forget_bundle(ctx: AppContext, digest: str) -> None:
+    """After a failed deploy that added the bundle: remove it, unless a committed deployment (of
+    another upload of the same bytes) uses it."""
+    async with unit_of_work(ctx, Tx.READ) as uow:
+        used = await queries.digest_used(uow.session, digest)
+    if not used:
+        await ctx.blobs.delete(blob_key(digest))
 
 
 def unpack_file(bundle: Path, staging: Path, bounds: Limits, digest: str) -> list[str]:
@@ -155,7 +172,7 @@ async def ensure_site(ctx: AppContext, digest: str) -> Path:
     bundle = new_tmp_file(ctx.settings, "fetch")
     staging = new_staging(ctx)
     try:
-        await blobs(ctx).get_to_file(blob_key(digest), bundle)
+        await ctx.blobs.get_to_file(blob_key(digest), bundle)
         files = await asyncio.to_thread(unpack_file, bundle, staging, limits(ctx.settings), digest)
         await asyncio.to_thread(place_site, staging, files, dest)
     finally:
@@ -193,16 +210,7 @@ def sweep_partials(ctx: AppContext) -> int:
             if any(is_stale_partial(p, prefix) for prefix in TMP_PREFIXES):
                 remove_path(p)
                 removed += 1
-    store = ctx.adapters.blobs
-    if isinstance(store, FileBlobStore):
-        removed += store.sweep_partials()
-    return removed
-
-
-async def referenced_elsewhere(session: AsyncSession, digest: str, project_id: str) -> bool:
-    found = await session.scalar(
-        select(Deployment.id).where(Deployment.digest == digest, Deployment.project_id != project_id).limit(1))
-    return found is not None
+    return removed + ctx.blobs.sweep_partials()
 
 
 async def remove_artifact(ctx: AppContext, digest: str) -> None:
@@ -211,5 +219,4 @@ async def remove_artifact(ctx: AppContext, digest: str) -> None:
     path = site_dir(ctx, digest)
     if path.exists():
         await asyncio.to_thread(_remove_site, path, sites_root(ctx) / partial_name(STAGING))
-    if ctx.adapters.blobs is not None:
-        await ctx.adapters.blobs.delete(blob_key(digest))
+    await ctx.blobs.delete(blob_key(digest))

@@ -19,7 +19,9 @@ class BundleTooLarge(AppError):
     default_message = "The bundle is over a size bound"
 
 
-class UnsupportedMediaType(BadRequest):
+class UnsupportedMediaType(AppError):
+    status = 415
+    code = "unsupported_media_type"
     default_message = "The body must be the gzipped tar itself (Content-Type application/gzip)"
 
 

@@ -19,10 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from svc.adapters.blobs.files import remove_path
 from svc.context import AppContext
 from svc.domains.deployments import artifacts
 from svc.domains.deployments.bundle import Extractor, Unpacked, too_large
+from svc.kit.files import remove_path
 
 MAX_PENDING = 8
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)

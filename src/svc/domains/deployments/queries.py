@@ -25,9 +25,27 @@ async def by_id(session: AsyncSession, deployment_id: str | None) -> Deployment 
     return await session.get(Deployment, deployment_id) if deployment_id else None
 
 
-async def subjects(session: AsyncSession, user_ids: set[str]) -> dict[str, str]:
-    """User id -> subject, for the `uploader` of each deployment."""
+async def uploader_subjects(session: AsyncSession, rows: list[Deployment]) -> dict[str, str]:
+    """User id -> subject, for the `uploader` of each of `rows`, in one query."""
+    user_ids = {r.uploader_id for r in rows if r.uploader_id}
     if not user_ids:
         return {}
-    rows = await session.execute(select(User.id, User.subject).where(User.id.in_(user_ids)))
-    return {uid: subject for uid, subject in rows.all()}
+    result = await session.execute(select(User.id, User.subject).where(User.id.in_(user_ids)))
+    return {uid: subject for uid, subject in result.all()}
+
+
+async def uploader(session: AsyncSession, row: Deployment | None) -> User | None:
+    return await session.get(User, row.uploader_id) if row is not None and row.uploader_id else None
+
+
+async def digest_used(session: AsyncSession, digest: str) -> bool:
+    """Whether any committed deployment, of any project, has this artifact."""
+    return await session.scalar(select(Deployment.id).where(Deployment.digest == digest).limit(1)) is not None
+
+
+async def unshared_digests(session: AsyncSession, project_id: str) -> list[str]:
+    """The project's artifacts that no other project's deployment uses."""
+    mine = select(Deployment.digest).where(Deployment.project_id == project_id).distinct()
+    elsewhere = select(Deployment.digest).where(Deployment.project_id != project_id)
+    rows = await session.scalars(mine.where(Deployment.digest.not_in(elsewhere)).order_by(Deployment.digest))
+    return list(rows.all())

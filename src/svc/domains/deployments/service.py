@@ -1,49 +1,110 @@
 """Deployment rules: a deployment row exists only once its artifact is stored; each upload is a new
-version and goes live at once; rollback moves the live pointer only. Flush, never commit."""
+version and goes live at once; rollback moves the live pointer only. Services receive the unit of
+work and flush; the unit of work commits.
+
+A deploy is READ_THEN_WRITE: the caller and project are checked on a read session; the body then
+streams in (validated and unpacked as it arrives) with nothing of the store held, so a minute-long
+upload never holds SQLite's write lock or an idle PostgreSQL transaction; the bundle goes to the
+blob store; one short write transaction records the version. Once it committed the site moves
+into place and this process's edge converges (the 201 means "live"); if it did not, the bundle it
+added is removed again (artifacts.py)."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.roles import OrgAccess
+from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.deployments import queries
-from svc.domains.deployments.errors import DeploymentNotFound
-from svc.domains.deployments.ingest import Received
+from svc.domains.deployments import artifacts, ingest, queries
+from svc.domains.deployments.bundle import too_large
+from svc.domains.deployments.errors import DeploymentNotFound, UnsupportedMediaType
 from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.deployments.schemas import GitInfo
-from svc.domains.deployments.views import deployment_view
 from svc.domains.projects import queries as project_queries
 from svc.domains.projects.errors import OperationInFlight, ProjectNotFound
-from svc.domains.projects.routing import bump_edge
+from svc.domains.projects.routing import edge_changed
+from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Deployment, Project
+from svc.models import Deployment, Project, ProjectState
+from svc.uow import UnitOfWork
+
+BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
 
 
-async def list_deployments(session: AsyncSession, project: Project, *, limit: int,
+def deployment_view(row: Deployment, *, live_id: str | None, uploader: str | None) -> DeploymentView:
+    return DeploymentView(
+        id=row.id, version=row.version, digest=row.digest, created_at=row.created_at, uploader=uploader,
+        live=row.id == live_id,
+        git=GitInfo(commit=row.git_commit, message=row.git_message, branch=row.git_branch, dirty=row.git_dirty),
+        size_bytes=row.size_bytes, file_count=row.file_count)
+
+
+async def views(session: AsyncSession, rows: list[Deployment], *, live_id: str | None) -> list[DeploymentView]:
+    """The public view of each row, their uploaders resolved in one query."""
+    names = await queries.uploader_subjects(session, rows)
+    return [deployment_view(r, live_id=live_id, uploader=names.get(r.uploader_id or "")) for r in rows]
+
+
+async def list_deployments(uow: UnitOfWork, project: Project, *, limit: int,
                            before: int | None) -> tuple[list[DeploymentView], str | None]:
-    rows = await queries.page(session, project.id, limit=limit + 1, before=before)
+    rows = await queries.page(uow.session, project.id, limit=limit + 1, before=before)
     more = len(rows) > limit
     rows = rows[:limit]
-    names = await queries.subjects(session, {r.uploader_id for r in rows if r.uploader_id})
-    views = [deployment_view(r, live_id=project.live_deployment_id, uploader=names.get(r.uploader_id or ""))
-             for r in rows]
-    return views, (str(rows[-1].version) if more and rows else None)
+    page = await views(uow.session, rows, live_id=project.live_deployment_id)
+    return page, (str(rows[-1].version) if more and rows else None)
+
+
+def check_upload(media_type: str, content_length: str | None, max_bytes: int) -> None:
+    """Refuse an upload before reading its body: a type that is not a gzipped bundle (415), or a
+    declared length over the bound (413)."""
+    if media_type not in BUNDLE_TYPES:
+        raise UnsupportedMediaType(details={"accepted": list(BUNDLE_TYPES)})
+    if content_length is not None and content_length.strip().isdigit() and int(content_length) > max_bytes:
+        raise too_large("compressed", max_bytes)
+
+
+async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: AsyncIterator[bytes],
+                 git: GitInfo) -> DeploymentView:
+    """A new version from an upload, live once this returns and its unit of work committed."""
+    ctx = uow.ctx
+    if project.state != ProjectState.active:
+        raise OperationInFlight("The project is being deleted")
+    await uow.close_reads()
+    received = await ingest.receive(ctx, body)
+    uow.after_rollback(received.discard)
+    try:
+        added = await artifacts.keep_bundle(ctx, received.digest, received.bundle)
+    except Exception as e:
+        raise ServiceUnavailable("The artifact store is not available; try again") from e
+    if added:
+        uow.after_rollback(partial(artifacts.forget_bundle, ctx, received.digest))
+    await uow.begin_write()
+    row = await _record(uow, access, project.name, received, git)
+    # In this order after the commit: the site in place, then the edge serving it, then clean-up.
+    uow.after_commit(partial(artifacts.publish_site, ctx, received.digest, received.bundle, received.staging,
+                             received.unpacked.files))
+    await edge_changed(uow)
+    uow.after_commit(received.discard)
+    return deployment_view(row, live_id=row.id, uploader=access.principal.user.subject)
 
 
 async def _locked_project(session: AsyncSession, access: OrgAccess, project_name: str) -> Project:
     project = await project_queries.by_name(session, access.org.id, project_name, lock=True)
     if project is None:
         raise ProjectNotFound()
-    if project.state != "active":
+    if project.state != ProjectState.active:
         raise OperationInFlight("The project is being deleted")
     return project
 
 
-async def record_deployment(session: AsyncSession, access: OrgAccess, project_name: str, received: Received,
-                            git: GitInfo) -> Deployment:
-    """The new version, live at once. Call once the artifact is stored."""
+async def _record(uow: UnitOfWork, access: OrgAccess, project_name: str, received: ingest.Received,
+                  git: GitInfo) -> Deployment:
+    session = uow.session
     project = await _locked_project(session, access, project_name)
     version = project.next_version
     project.next_version = version + 1
@@ -56,15 +117,15 @@ async def record_deployment(session: AsyncSession, access: OrgAccess, project_na
     session.add(row)
     project.live_deployment_id = row.id
     project.manifest = received.unpacked.manifest
-    await bump_edge(session)
     await record(session, "deployment.create", actor=access.principal.user, org=access.org, target=project.name,
                  data={"version": version, "digest": received.digest})
     await session.flush()
     return row
 
 
-async def rollback(session: AsyncSession, access: OrgAccess, project_name: str, version: int) -> Deployment:
+async def rollback(uow: UnitOfWork, access: OrgAccess, project_name: str, version: int) -> DeploymentView:
     """Point the project at an existing version (older or newer); creates no deployment."""
+    session = uow.session
     project = await _locked_project(session, access, project_name)
     row = await queries.by_version(session, project.id, version)
     if row is None:
@@ -72,17 +133,20 @@ async def rollback(session: AsyncSession, access: OrgAccess, project_name: str, 
     previous = await queries.by_id(session, project.live_deployment_id)
     project.live_deployment_id = row.id
     project.manifest = row.manifest
-    await bump_edge(session)
+    await edge_changed(uow)
     await record(session, "deployment.rollback", actor=access.principal.user, org=access.org,
                  target=project.name, data={"version": version, "from": previous.version if previous else None})
     await session.flush()
-    return row
+    [view] = await views(session, [row], live_id=row.id)
+    return view
 
 
-async def uploader_of(session: AsyncSession, row: Deployment) -> str | None:
-    names = await queries.subjects(session, {row.uploader_id} if row.uploader_id else set())
-    return names.get(row.uploader_id or "")
+async def unshared_digests(session: AsyncSession, project_id: str) -> list[str]:
+    """For a project's teardown: its artifacts no other project uses."""
+    return await queries.unshared_digests(session, project_id)
 
 
-def view(row: Deployment, *, live: bool, uploader: str | None) -> DeploymentView:
-    return deployment_view(row, live_id=row.id if live else None, uploader=uploader)
+async def remove_artifacts(ctx: AppContext, digests: list[str]) -> None:
+    """For a project's teardown (outside any transaction): remove each artifact's site and bundle."""
+    for digest in digests:
+        await artifacts.remove_artifact(ctx, digest)

@@ -2,8 +2,9 @@
 
 A login is two requests. /start checks the client's redirect, keeps a LoginState (hash of the random
 state, the redirect, the PKCE verifier, the nonce; 10 minutes) and sends the browser to the provider.
-/callback takes that row once (single use, bound to its redirect), lets the adapter prove who signed
-in, and signs them in. The provider is reached between two short transactions, never inside one.
+/callback reads that row, lets the adapter prove who signed in, then takes the row (single use: of two
+callbacks with one state only one takes it) and signs them in. The provider is never reached while
+the store is held: /start writes after it, /callback reads before and writes after (READ_THEN_WRITE).
 """
 
 from __future__ import annotations
@@ -23,36 +24,22 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.idp.port import IdentityProvider, IdpError, IdpIdentity
 from svc.context import AppContext
+from svc.domains.identity.errors import LoginOtherBrowser, LoginStateInvalid, RedirectNotAllowed, UnknownProvider
 from svc.domains.identity.idp_schemas import MAX_CODE, MAX_ERROR, MAX_REDIRECT, MAX_STATE, LoginFailure
 from svc.domains.identity.schemas import Session
-from svc.errors import AppError, BadRequest, NotFound
+from svc.domains.identity.service import sign_in
+from svc.errors import AppError
 from svc.kit.clock import utcnow
 from svc.kit.tokens import token_hash
 from svc.models import LoginState
 from svc.settings import Settings
+from svc.uow import UnitOfWork
 
 log = logging.getLogger("svc.identity")
 
 STATE_TTL = timedelta(minutes=10)
 # Every answer of the login routes: never cached, and no Referer to the provider or the client.
 NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
-
-
-class UnknownProvider(NotFound):
-    default_message = "No identity provider of that name is configured"
-
-
-class RedirectNotAllowed(BadRequest):
-    default_message = ("redirect must be an absolute http(s) URL under one of the allowed prefixes "
-                       "(setting SVC_IDP_REDIRECTS)")
-
-
-class LoginStateInvalid(BadRequest):
-    default_message = "This sign-in is unknown, expired or already used: start again"
-
-
-class LoginOtherBrowser(BadRequest):
-    default_message = "This sign-in was started in another browser: start again here"
 
 
 class ProviderRefused(IdpError):
@@ -178,7 +165,65 @@ async def authorize_url(idp: IdentityProvider, login: PendingLogin, redirect_uri
                                    code_challenge=login.code_challenge, nonce=login.nonce)
 
 
-async def save_login(session: AsyncSession, login: PendingLogin, redirect: str) -> None:
+@dataclass(frozen=True)
+class Started:
+    """Where the browser goes next, and the binding cookie to set (None when the start failed)."""
+
+    location: str
+    state_hash: str | None
+
+
+async def start(uow: UnitOfWork, *, configured: IdentityProvider | None, provider: str, redirect: str,
+                settings: Settings) -> Started:
+    """/start: the provider's authorize page for a new login, or the client's redirect with the
+    error when the provider cannot be asked (e.g. OIDC discovery failed)."""
+    provider_ = provider_for(configured, provider)
+    target = check_redirect(redirect, settings.redirect_allowlist)
+    login = new_login()
+    try:
+        url = await authorize_url(provider_, login, callback_url(settings, provider_))
+    except IdpError as exc:  # the client learns it at its own callback
+        log.warning("identity-provider sign-in could not start: provider=%s reason=%s", provider_.name, exc)
+        return Started(location=failure_location(target, exc.code), state_hash=None)
+    await _save_login(uow.session, login, target)
+    log.info("identity-provider sign-in started: provider=%s", provider_.name)
+    return Started(location=url, state_hash=login.state_hash)
+
+
+@dataclass(frozen=True)
+class Finished:
+    location: str
+    state_hash: str
+
+
+async def finish(uow: UnitOfWork, *, configured: IdentityProvider | None, provider: str, state: str | None,
+                 cookies: dict[str, str], code: str | None, error: str | None, settings: Settings) -> Finished:
+    """/callback (READ_THEN_WRITE): the login's row must exist and come back to the browser that
+    started it; the provider proves who signed in; then the row is taken (once) and the person
+    signed in. Where the browser goes: the client's redirect with the session or the error."""
+    provider_ = provider_for(configured, provider)
+    login = await _find_login(uow.session, state)
+    cookie, _, _ = binding_cookie(settings, login.state_hash)
+    if cookies.get(cookie) != "1":
+        raise LoginOtherBrowser(headers=NO_STORE)  # the row stays: the right browser may still finish
+    await uow.close_reads()
+    try:
+        who = await identify(provider_, login, code=code, error=error,
+                             redirect_uri=callback_url(settings, provider_))
+    except IdpError as exc:
+        log.warning("identity-provider sign-in failed: provider=%s code=%s reason=%s", provider_.name, exc.code, exc)
+        await _take_login(await uow.begin_write(), login.state_hash)
+        return Finished(location=failure_location(login.redirect, exc.code), state_hash=login.state_hash)
+    session = await uow.begin_write()
+    await _take_login(session, login.state_hash)
+    user, token, row = await sign_in(uow, provider=provider_.name, subject=who.subject, email=who.email,
+                                     name=who.name, session_days=settings.session_days)
+    log.info("identity-provider sign-in: provider=%s user=%s", provider_.name, user.id)
+    body = Session(token=token, expires_at=row.expires_at, user_id=user.id, subject=user.subject)
+    return Finished(location=success_location(login.redirect, body), state_hash=login.state_hash)
+
+
+async def _save_login(session: AsyncSession, login: PendingLogin, redirect: str) -> None:
     now = utcnow()
     # Housekeeping: logins nobody finished are of no use once expired.
     await session.execute(delete(LoginState).where(LoginState.expires_at < now))
@@ -190,20 +235,22 @@ async def save_login(session: AsyncSession, login: PendingLogin, redirect: str) 
 # --- /callback ---
 
 
-async def take_login(session: AsyncSession, state: str | None) -> LoginState:
-    """Remove the login's row and return it: a state works once, and only within its 10 minutes."""
+async def _find_login(session: AsyncSession, state: str | None) -> LoginState:
+    """The login's row: a state works only within its 10 minutes."""
     if not state or len(state) > MAX_STATE:
         raise LoginStateInvalid("state is missing or malformed", headers=NO_STORE)
-    digest = token_hash(state)
-    row = await session.get(LoginState, digest)
-    if row is None:
-        raise LoginStateInvalid(headers=NO_STORE)
-    result: Any = await session.execute(delete(LoginState).where(LoginState.state_hash == digest))
-    if result.rowcount != 1:  # a concurrent callback with the same state took it first
-        raise LoginStateInvalid(headers=NO_STORE)
-    if row.expires_at <= utcnow():
+    row = await session.get(LoginState, token_hash(state))
+    if row is None or row.expires_at <= utcnow():
         raise LoginStateInvalid(headers=NO_STORE)
     return row
+
+
+async def _take_login(session: AsyncSession, state_hash: str) -> None:
+    """Remove the login's row: a state works once. Of two callbacks with one state (a replay, a
+    double submit), the one that finds the row gone is refused."""
+    result: Any = await session.execute(delete(LoginState).where(LoginState.state_hash == state_hash))
+    if result.rowcount != 1:
+        raise LoginStateInvalid(headers=NO_STORE)
 
 
 async def identify(idp: IdentityProvider, login: LoginState, *, code: str | None, error: str | None,

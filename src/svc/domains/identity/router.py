@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from svc.auth.principal import CurrentPrincipal
-from svc.deps import Ctx, Session, api_router
+from svc.deps import Ctx, Uow, api_router
 from svc.domains.identity import schemas, service
 from svc.domains.orgs import service as orgs
 
@@ -12,8 +12,8 @@ dev_router = api_router(tags=["identity"])
 
 
 @dev_router.post("/v1/auth/dev/login", response_model=schemas.Session, operation_id="devLogin")
-async def dev_login(body: schemas.DevLogin, session: Session, ctx: Ctx) -> schemas.Session:
-    user, token, row = await service.sign_in(session, provider="dev", subject=body.subject, email=body.email,
+async def dev_login(body: schemas.DevLogin, uow: Uow, ctx: Ctx) -> schemas.Session:
+    user, token, row = await service.sign_in(uow, provider="dev", subject=body.subject, email=body.email,
                                              name=body.name, session_days=ctx.settings.session_days)
     return schemas.Session(token=token, expires_at=row.expires_at, user_id=user.id, subject=user.subject)
 
@@ -26,6 +26,6 @@ async def get_config(ctx: Ctx) -> schemas.Config:
 
 
 @router.get("/v1/me", response_model=schemas.Me, operation_id="getMe")
-async def get_me(principal: CurrentPrincipal, session: Session, ctx: Ctx) -> schemas.Me:
-    memberships = await orgs.memberships_of(session, principal.user, ctx.settings)
+async def get_me(principal: CurrentPrincipal, uow: Uow, ctx: Ctx) -> schemas.Me:
+    memberships = await orgs.memberships_of(uow, principal.user, ctx.settings)
     return schemas.Me(user=schemas.User.model_validate(principal.user), orgs=memberships)

@@ -14,12 +14,14 @@ from svc.kit.ids import new_id
 from svc.kit.names import slug_from
 from svc.kit.tokens import new_session_token, token_hash
 from svc.models import PersonalOrg, User, UserSession
+from svc.uow import UnitOfWork
 
 
-async def sign_in(session: AsyncSession, *, provider: str, subject: str, email: str | None,
+async def sign_in(uow: UnitOfWork, *, provider: str, subject: str, email: str | None,
                   name: str | None, session_days: int) -> tuple[User, str, UserSession]:
     """Find or create the user (same provider+subject = same user), make sure the personal org
     exists (created at first login only, never recreated), and issue a session token."""
+    session = uow.session
     user = await _upsert_user(session, provider=provider, subject=subject, email=email, name=name)
     await _ensure_personal_org(session, user)
     token = new_session_token()
@@ -69,6 +71,3 @@ async def _ensure_personal_org(session: AsyncSession, user: User) -> None:
         await session.delete(org)
     await session.flush()
 
-
-async def user_by_id(session: AsyncSession, user_id: str) -> User | None:
-    return await session.get(User, user_id)

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from svc.models import Invite, Membership, Org, User
+from svc.models import Invite, InviteState, Membership, Org, User
 
 
 async def in_org(session: AsyncSession, org_id: str, invite_id: str) -> Invite | None:
@@ -28,7 +28,7 @@ async def by_token_hash(session: AsyncSession, digest: str) -> tuple[Invite, Org
 async def pending(session: AsyncSession, org_id: str) -> list[Invite]:
     """Pending rows, expired ones included (they stay listed)."""
     rows = await session.scalars(
-        select(Invite).where(Invite.org_id == org_id, Invite.state == "pending")
+        select(Invite).where(Invite.org_id == org_id, Invite.state == InviteState.pending)
         .order_by(Invite.created_at, Invite.id))
     return list(rows.all())
 
@@ -37,7 +37,7 @@ async def live_count(session: AsyncSession, org_id: str, now: datetime) -> int:
     """Pending invites that have not expired: what the pending-invite cap counts."""
     return int(await session.scalar(
         select(func.count()).select_from(Invite)
-        .where(Invite.org_id == org_id, Invite.state == "pending", Invite.expires_at > now)) or 0)
+        .where(Invite.org_id == org_id, Invite.state == InviteState.pending, Invite.expires_at > now)) or 0)
 
 
 async def member_has_email(session: AsyncSession, org_id: str, email: str) -> bool:
@@ -52,17 +52,18 @@ async def consume(session: AsyncSession, invite_id: str, digest: str, user_id: s
     """Single use under concurrency: only one conditional UPDATE finds the row still pending (and
     still holding this token: a concurrent re-invite replaces it)."""
     result = await session.execute(
-        update(Invite).where(Invite.id == invite_id, Invite.token_hash == digest, Invite.state == "pending",
+        update(Invite).where(Invite.id == invite_id, Invite.token_hash == digest, Invite.state == InviteState.pending,
                              Invite.expires_at > now)
-        .values(state="used", accepted_by=user_id, finished_at=now).execution_options(synchronize_session=False))
+        .values(state=InviteState.used, accepted_by=user_id, finished_at=now)
+        .execution_options(synchronize_session=False))
     assert isinstance(result, CursorResult)
     return result.rowcount == 1
 
 
 async def revoke(session: AsyncSession, invite_id: str, now: datetime) -> bool:
     result = await session.execute(
-        update(Invite).where(Invite.id == invite_id, Invite.state == "pending")
-        .values(state="revoked", finished_at=now).execution_options(synchronize_session=False))
+        update(Invite).where(Invite.id == invite_id, Invite.state == InviteState.pending)
+        .values(state=InviteState.revoked, finished_at=now).execution_options(synchronize_session=False))
     assert isinstance(result, CursorResult)
     return result.rowcount == 1
 
@@ -72,8 +73,3 @@ async def state_of(session: AsyncSession, invite_id: str, digest: str) -> tuple[
     row = (await session.execute(select(Invite.state, Invite.expires_at)
                                  .where(Invite.id == invite_id, Invite.token_hash == digest))).first()
     return (row[0], row[1]) if row else None
-
-
-async def membership(session: AsyncSession, org_id: str, user_id: str) -> Membership | None:
-    return (await session.scalars(
-        select(Membership).where(Membership.org_id == org_id, Membership.user_id == user_id))).first()

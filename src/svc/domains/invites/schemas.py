@@ -1,15 +1,13 @@
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from email_validator import EmailNotValidError, validate_email
 from pydantic import AfterValidator, Field, StringConstraints
 
-from svc.auth.roles import Role
 from svc.domains.identity.schemas import OrgMembership
 from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
-
-InviteState = Literal["pending", "used", "revoked", "expired"]
+from svc.models.states import InviteState, Role
 
 
 def normalize_email(value: str) -> str:

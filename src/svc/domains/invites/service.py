@@ -10,23 +10,23 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.principal import Principal
-from svc.auth.roles import OrgAccess, Role
+from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.invites import errors, queries, schemas
 from svc.domains.mail.service import discard_unsent, queue_mail
+from svc.domains.orgs import queries as org_queries
 from svc.domains.orgs import service as orgs
 from svc.domains.orgs.errors import AlreadyMember, PersonalOrgIsSolo
-from svc.domains.orgs.queries import lock_org
 from svc.errors import Conflict
 from svc.kit.clock import rfc3339, utcnow
 from svc.kit.ids import new_id
 from svc.kit.tokens import new_invite_token, token_hash
-from svc.models import Invite, Membership, Org, User
+from svc.models import Invite, InviteState, Membership, Org, Role, User
 from svc.settings import Settings
+from svc.uow import UnitOfWork
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,11 @@ class Issued:
     created: bool
 
 
-_STORED_STATES: dict[str, schemas.InviteState] = {"pending": "pending", "used": "used", "revoked": "revoked"}
-
-
-def state_of(invite: Invite, now: datetime) -> schemas.InviteState:
+def state_of(invite: Invite, now: datetime) -> InviteState:
     """The stored state, except that a pending invite past its expiry reads as expired."""
-    if invite.state == "pending" and invite.expires_at <= now:
-        return "expired"
-    return _STORED_STATES[invite.state]
+    if invite.state == InviteState.pending and invite.expires_at <= now:
+        return InviteState.expired
+    return InviteState(invite.state)
 
 
 def invite_schema(invite: Invite, now: datetime, token: str | None = None) -> schemas.Invite:
@@ -52,25 +49,27 @@ def invite_schema(invite: Invite, now: datetime, token: str | None = None) -> sc
                           token=token)
 
 
-async def list_invites(session: AsyncSession, org_id: str) -> list[schemas.Invite]:
+async def list_invites(uow: UnitOfWork, org_id: str) -> list[schemas.Invite]:
+    session = uow.session
     now = utcnow()
     return [invite_schema(i, now) for i in await queries.pending(session, org_id)]
 
 
-async def invite(session: AsyncSession, access: OrgAccess, *, email: str, role: Role,
+async def invite(uow: UnitOfWork, access: OrgAccess, *, email: str, role: Role,
                  settings: Settings) -> Issued:
     """Create an invite, or re-invite the same address (same row, new token and expiry, role may
     change, earlier unsent mail withdrawn). Either way one new mail is queued."""
+    session = uow.session
     org, inviter = access.org, access.principal.user
     if org.personal:
         raise PersonalOrgIsSolo()
     # Serialises the cap count with concurrent invites of this org (and the row per address).
-    await lock_org(session, org.id)
+    await org_queries.lock_org(session, org.id)
     if await queries.member_has_email(session, org.id, email):
         raise AlreadyMember("An account with this email address is already a member of this org")
     now = utcnow()
     row = await queries.by_email(session, org.id, email)
-    counts_already = row is not None and row.state == "pending" and row.expires_at > now
+    counts_already = row is not None and row.state == InviteState.pending and row.expires_at > now
     if not counts_already:
         live = await queries.live_count(session, org.id, now)
         if live >= settings.pending_invite_cap:
@@ -83,7 +82,7 @@ async def invite(session: AsyncSession, access: OrgAccess, *, email: str, role: 
         session.add(row)
     row.role = role.value
     row.token_hash = token_hash(token)
-    row.state = "pending"
+    row.state = InviteState.pending
     row.invited_by = inviter.id
     row.expires_at = expires_at
     row.sent_at = None
@@ -92,11 +91,11 @@ async def invite(session: AsyncSession, access: OrgAccess, *, email: str, role: 
     await session.flush()
     if not created:
         # After the invite row is written: rows are always locked invite first, then its mail
-        # (as revoke and the send cycle do), so concurrent transactions cannot deadlock.
-        await discard_unsent(session, invite_id=row.id)
+        # (as revoke and the mail.send job do), so concurrent transactions cannot deadlock.
+        await discard_unsent(uow, invite_id=row.id)
     subject, body = invite_mail(org=org, inviter=inviter, role=role, token=token, expires_at=expires_at,
                                 settings=settings)
-    queue_mail(session, email, subject, body, invite_id=row.id)
+    queue_mail(uow, email, subject, body, invite_id=row.id)
     await record(session, "member.invite", actor=inviter, org=org, target=row.id,
                  data={"invite": row.id, "role": role.value, "resent": not created})
     await session.flush()
@@ -119,17 +118,19 @@ def invite_mail(*, org: Org, inviter: User, role: Role, token: str, expires_at: 
     return subject, body
 
 
-async def revoke(session: AsyncSession, access: OrgAccess, invite_id: str) -> None:
+async def revoke(uow: UnitOfWork, access: OrgAccess, invite_id: str) -> None:
+    session = uow.session
     row = await queries.in_org(session, access.org.id, invite_id)
     if row is None or not await queries.revoke(session, row.id, utcnow()):
         raise errors.InviteNotFound()
-    await discard_unsent(session, invite_id=row.id)
+    await discard_unsent(uow, invite_id=row.id)
     await record(session, "member.uninvite", actor=access.principal.user, org=access.org, target=row.id,
                  data={"invite": row.id, "role": row.role})
     await session.flush()
 
 
-async def preview(session: AsyncSession, token: str) -> schemas.InviteView:
+async def preview(uow: UnitOfWork, token: str) -> schemas.InviteView:
+    session = uow.session
     found = await queries.by_token_hash(session, token_hash(token))
     if found is None:
         raise errors.InviteNotFound()
@@ -139,14 +140,16 @@ async def preview(session: AsyncSession, token: str) -> schemas.InviteView:
 
 
 _REFUSALS: dict[str, type[Conflict]] = {
-    "used": errors.InviteUsed, "revoked": errors.InviteRevoked, "expired": errors.InviteExpired,
+    InviteState.used: errors.InviteUsed, InviteState.revoked: errors.InviteRevoked,
+    InviteState.expired: errors.InviteExpired,
 }
 
 
-async def accept(session: AsyncSession, principal: Principal, token: str,
+async def accept(uow: UnitOfWork, principal: Principal, token: str,
                  settings: Settings) -> tuple[bool, OrgMembership]:
     """Consume the invite (once, whoever asks first) and make the caller a member with its role;
     a member already keeps their role. Returns (already a member, the caller's membership)."""
+    session = uow.session
     digest = token_hash(token)
     found = await queries.by_token_hash(session, digest)
     if found is None:
@@ -161,9 +164,9 @@ async def accept(session: AsyncSession, principal: Principal, token: str,
         if current is None:  # re-invited meanwhile: this token is no longer known
             raise errors.InviteNotFound()
         state, expires_at = current
-        key = "expired" if state == "pending" and expires_at <= now else state
+        key = InviteState.expired if state == InviteState.pending and expires_at <= now else state
         raise _REFUSALS.get(key, errors.InviteUsed)()
-    member = await queries.membership(session, org.id, user.id)
+    member = await org_queries.membership(session, org.id, user.id)
     already = member is not None
     if member is None:
         try:
@@ -172,7 +175,7 @@ async def accept(session: AsyncSession, principal: Principal, token: str,
                 session.add(member)
         except IntegrityError:  # the same account joined by another invite at this moment
             already = True
-            member = await queries.membership(session, org.id, user.id)
+            member = await org_queries.membership(session, org.id, user.id)
             if member is None:
                 raise
     # Spec rule 9: this event records the invited address and the accepting account.

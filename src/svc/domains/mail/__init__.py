@@ -1,2 +1,2 @@
-"""Outgoing mail: rows queued in the caller's transaction (the mail outbox), delivered by the
-periodic send cycle (jobs.py) through the mail adapter."""
+"""Outgoing mail: a message row and its `mail.send` job, queued in the caller's unit of work
+(service.py), delivered through the mail adapter by the job (jobs.py)."""

@@ -1,4 +1,4 @@
-"""SQL of the mail outbox: due rows, the per-row lease, and the outcome of one attempt."""
+"""SQL of outgoing mail: the message to send, and the outcome once known."""
 
 from __future__ import annotations
 
@@ -15,42 +15,25 @@ _UNFINISHED = (OutboundMail.sent_at.is_(None), OutboundMail.failed_at.is_(None))
 
 
 @dataclass(frozen=True)
-class ClaimedMail:
-    """A row this process holds the lease on: everything needed to send it, read in the claim."""
+class QueuedMail:
+    """Everything needed to send a message, read before the mail server is called."""
 
     id: str
     to_addr: str
     subject: str
     body: str
-    attempts: int
     created_at: datetime
 
 
-async def due_ids(session: AsyncSession, now: datetime, limit: int) -> list[str]:
-    rows = await session.scalars(
-        select(OutboundMail.id).where(*_UNFINISHED, OutboundMail.next_attempt_at <= now)
-        .order_by(OutboundMail.next_attempt_at, OutboundMail.id).limit(limit))
-    return list(rows.all())
-
-
-async def claim(session: AsyncSession, mail_id: str, now: datetime, lease_until: datetime) -> ClaimedMail | None:
-    """One conditional UPDATE moves the row's next attempt to the end of a lease, so of several
-    processes exactly one sends it now; a process that dies mid-send leaves it due again later.
-    The attempt is counted here, so a message that crashes its sender still runs out of tries."""
-    result = await session.execute(
-        update(OutboundMail)
-        .where(OutboundMail.id == mail_id, *_UNFINISHED, OutboundMail.next_attempt_at <= now)
-        .values(next_attempt_at=lease_until, attempts=OutboundMail.attempts + 1)
-        .execution_options(synchronize_session=False))
-    assert isinstance(result, CursorResult)
-    if result.rowcount != 1:
-        return None
+async def unsent(session: AsyncSession, mail_id: str) -> QueuedMail | None:
+    """The message while it is still to be sent; None once sent, given up or withdrawn."""
     row = (await session.execute(
         select(OutboundMail.id, OutboundMail.to_addr, OutboundMail.subject, OutboundMail.body,
-               OutboundMail.attempts, OutboundMail.created_at)
-        .where(OutboundMail.id == mail_id))).one()
-    return ClaimedMail(id=row.id, to_addr=row.to_addr, subject=row.subject, body=row.body,
-                       attempts=row.attempts, created_at=row.created_at)
+               OutboundMail.created_at)
+        .where(OutboundMail.id == mail_id, *_UNFINISHED))).first()
+    if row is None:
+        return None
+    return QueuedMail(id=row.id, to_addr=row.to_addr, subject=row.subject, body=row.body, created_at=row.created_at)
 
 
 # A finished message's body is not kept: an invite's carries a usable one-time link, which must not
@@ -86,12 +69,6 @@ async def mark_sent(session: AsyncSession, mail_id: str, now: datetime) -> bool:
         await session.execute(update(Notification).where(Notification.id == row.notification_id)
                               .values(sent_at=now).execution_options(synchronize_session=False))
     return True
-
-
-async def mark_retry(session: AsyncSession, mail_id: str, at: datetime, error: str) -> None:
-    await session.execute(
-        update(OutboundMail).where(OutboundMail.id == mail_id, *_UNFINISHED)
-        .values(next_attempt_at=at, last_error=error[:1000]).execution_options(synchronize_session=False))
 
 
 async def mark_failed(session: AsyncSession, mail_id: str, now: datetime, error: str) -> None:

@@ -10,6 +10,7 @@ from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import Membership, Notification, Org, User
 from svc.settings import Settings
+from svc.uow import UnitOfWork
 
 
 def notify(session: AsyncSession, *, org_id: str, kind: str, message: str, project: str | None = None,
@@ -21,7 +22,8 @@ def notify(session: AsyncSession, *, org_id: str, kind: str, message: str, proje
     return row
 
 
-async def latest(session: AsyncSession, org_id: str, limit: int) -> list[Notification]:
+async def latest(uow: UnitOfWork, org_id: str, limit: int) -> list[Notification]:
+    session = uow.session
     rows = await session.scalars(
         select(Notification).where(Notification.org_id == org_id)
         .order_by(Notification.created_at.desc(), Notification.id.desc()).limit(limit))
@@ -35,11 +37,12 @@ async def latest_for_project(session: AsyncSession, org_id: str, project: str, l
     return list(rows.all())
 
 
-async def limit_reached(session: AsyncSession, org: Org, *, resource: str, limit: int, plan: str,
+async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int, plan: str,
                         settings: Settings) -> Notification:
     """An org has used all of a plan limit (spec: notifications record limit events). Recorded in
     the caller's transaction, with one mail to each admin who has an address; the notification's
     sentAt is set when the first of them has gone out."""
+    session = uow.session
     message = (f"{org.name} ({org.slug}) has used all {limit} {resource} of the {plan} plan. "
                f"Delete one, or move to a plan with more, to create another.")
     row = notify(session, org_id=org.id, kind=f"limit.{resource}", message=message,
@@ -48,7 +51,7 @@ async def limit_reached(session: AsyncSession, org: Org, *, resource: str, limit
     subject = f"{org.name}: {resource} limit reached on {settings.service_name}"
     body = f"{message}\n\nThis message went to the admins of {org.slug}.\n"
     for address in await _admin_addresses(session, org.id):
-        queue_mail(session, address, subject, body, notification_id=row.id)
+        queue_mail(uow, address, subject, body, notification_id=row.id)
     return row
 
 

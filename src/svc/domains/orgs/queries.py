@@ -50,6 +50,13 @@ async def membership(session: AsyncSession, org_id: str, user_id: str) -> Member
     return await session.get(Membership, (org_id, user_id))
 
 
+async def role_in(session: AsyncSession, org_id: str, user_id: str) -> str | None:
+    """The user's role in the org, or None when not a member (the one membership lookup that
+    needs no ORM object: the edge's check runs it on every org-mode request)."""
+    return await session.scalar(
+        select(Membership.role).where(Membership.org_id == org_id, Membership.user_id == user_id))
+
+
 async def admin_count(session: AsyncSession, org_id: str) -> int:
     return int(await session.scalar(
         select(func.count()).select_from(Membership)

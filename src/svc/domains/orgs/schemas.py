@@ -4,11 +4,11 @@ from typing import Annotated, Any
 
 from pydantic import StringConstraints
 
-from svc.auth.roles import Role
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.identity.schemas import User as UserView
 from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 from svc.kit.names import OrgSlug
+from svc.models.states import Role
 
 DisplayName = Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
 

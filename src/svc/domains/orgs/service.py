@@ -9,7 +9,7 @@ from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from svc.auth.roles import OrgAccess, Role
+from svc.auth.roles import OrgAccess, at_least
 from svc.domains.audit.service import record
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.orgs import errors, queries
@@ -17,8 +17,9 @@ from svc.domains.orgs.holdings import holdings
 from svc.errors import Forbidden
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Membership, Org, User
+from svc.models import Membership, Org, Role, User
 from svc.settings import Settings
+from svc.uow import UnitOfWork
 
 
 def project_limit(settings: Settings, plan: str) -> int:
@@ -30,7 +31,8 @@ def membership_view(org: Org, role: str, settings: Settings) -> OrgMembership:
                          project_limit=project_limit(settings, org.plan))
 
 
-async def memberships_of(session: AsyncSession, user: User, settings: Settings) -> list[OrgMembership]:
+async def memberships_of(uow: UnitOfWork, user: User, settings: Settings) -> list[OrgMembership]:
+    session = uow.session
     return [membership_view(org, role, settings) for org, role in await queries.memberships_of(session, user.id)]
 
 
@@ -45,7 +47,8 @@ async def _insert_org(session: AsyncSession, *, slug: str, name: str, creator: U
     return org
 
 
-async def create_org(session: AsyncSession, *, slug: str, name: str | None, creator: User) -> Org:
+async def create_org(uow: UnitOfWork, *, slug: str, name: str | None, creator: User) -> Org:
+    session = uow.session
     if await queries.org_by_slug(session, slug) is not None:
         raise errors.OrgSlugTaken(details={"slug": slug})
     try:
@@ -69,7 +72,8 @@ async def create_org_with_free_slug(session: AsyncSession, *, base: str, name: s
     raise RuntimeError("no free org slug")
 
 
-async def rename_org(session: AsyncSession, access: OrgAccess, name: str, settings: Settings) -> OrgMembership:
+async def rename_org(uow: UnitOfWork, access: OrgAccess, name: str, settings: Settings) -> OrgMembership:
+    session = uow.session
     org = access.org
     old = org.name
     org.name = name
@@ -79,7 +83,8 @@ async def rename_org(session: AsyncSession, access: OrgAccess, name: str, settin
     return membership_view(org, access.role.value, settings)
 
 
-async def delete_org(session: AsyncSession, access: OrgAccess, confirm: str) -> None:
+async def delete_org(uow: UnitOfWork, access: OrgAccess, confirm: str) -> None:
+    session = uow.session
     org = access.org
     if confirm.strip() != org.slug:
         raise errors.ConfirmMismatch(details={"expected": "the org slug"})
@@ -98,12 +103,14 @@ async def delete_org(session: AsyncSession, access: OrgAccess, confirm: str) -> 
     await session.flush()
 
 
-async def list_members(session: AsyncSession, org_id: str) -> Sequence[Row[*tuple[Any, ...]]]:
+async def list_members(uow: UnitOfWork, org_id: str) -> Sequence[Row[*tuple[Any, ...]]]:
+    session = uow.session
     return await queries.members(session, org_id)
 
 
-async def add_member(session: AsyncSession, access: OrgAccess, *, provider: str, subject: str,
+async def add_member(uow: UnitOfWork, access: OrgAccess, *, provider: str, subject: str,
                      role: Role) -> tuple[Membership, User]:
+    session = uow.session
     if access.org.personal:
         raise errors.PersonalOrgIsSolo()
     user = await queries.user_by_identity(session, provider, subject)
@@ -123,7 +130,8 @@ async def add_member(session: AsyncSession, access: OrgAccess, *, provider: str,
     return m, user
 
 
-async def set_role(session: AsyncSession, access: OrgAccess, user_id: str, role: Role) -> tuple[Membership, User]:
+async def set_role(uow: UnitOfWork, access: OrgAccess, user_id: str, role: Role) -> tuple[Membership, User]:
+    session = uow.session
     await queries.lock_org(session, access.org.id)
     m = await queries.membership(session, access.org.id, user_id)
     user = await session.get(User, user_id)
@@ -139,10 +147,11 @@ async def set_role(session: AsyncSession, access: OrgAccess, user_id: str, role:
     return m, user
 
 
-async def remove_member(session: AsyncSession, access: OrgAccess, user_id: str) -> None:
+async def remove_member(uow: UnitOfWork, access: OrgAccess, user_id: str) -> None:
     """Admins remove anyone; everyone may leave. The last admin can do neither."""
+    session = uow.session
     leaving = user_id == access.principal.user.id
-    if not leaving and not access.role.at_least(Role.admin):
+    if not leaving and not at_least(access.role, Role.admin):
         raise Forbidden("Only an admin can remove other members")
     await queries.lock_org(session, access.org.id)
     m = await queries.membership(session, access.org.id, user_id)

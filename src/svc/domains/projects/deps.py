@@ -10,11 +10,11 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from svc.auth.roles import OrgAccess, Role, require_role
-from svc.deps import READ_METHODS, Session
+from svc.auth.roles import OrgAccess, require_role
+from svc.deps import READ_METHODS, request_session
 from svc.domains.projects import queries
 from svc.domains.projects.errors import OperationInFlight, ProjectNotFound
-from svc.models import Project
+from svc.models import Project, ProjectState, Role
 
 ProjectNamePath = Annotated[str, Path(alias="projectName", max_length=64)]
 
@@ -30,11 +30,11 @@ def require_project(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
     rollback, secrets, access policy, a second delete) is 409 op_in_flight."""
 
     async def dependency(request: Request, access: Annotated[OrgAccess, Depends(require_role(minimum))],
-                         project_name: ProjectNamePath, session: Session) -> ProjectAccess:
-        project = await queries.by_name(session, access.org.id, project_name)
+                         project_name: ProjectNamePath) -> ProjectAccess:
+        project = await queries.by_name(request_session(request), access.org.id, project_name)
         if project is None:
             raise ProjectNotFound()
-        if project.state != "active" and request.method not in READ_METHODS:
+        if project.state != ProjectState.active and request.method not in READ_METHODS:
             raise OperationInFlight("The project is being deleted")
         return ProjectAccess(access=access, project=project)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
-from svc.models import Deployment, Hostname, Operation, Project, User
+from svc.models import Hostname, HostnameKind, Project
 
 
 async def by_name(session: AsyncSession, org_id: str, name: str, *, lock: bool = False) -> Project | None:
@@ -16,9 +16,13 @@ async def by_name(session: AsyncSession, org_id: str, name: str, *, lock: bool =
     return (await session.scalars(stmt)).first()
 
 
-async def of_org(session: AsyncSession, org_id: str) -> list[Project]:
-    return list((await session.scalars(
-        select(Project).where(Project.org_id == org_id).order_by(Project.name))).all())
+async def of_org_with_hosts(session: AsyncSession, org_id: str) -> list[tuple[Project, str]]:
+    """The org's projects by name, each with its default hostname, in one query."""
+    rows = await session.execute(
+        select(Project, Hostname.host)
+        .join(Hostname, (Hostname.project_id == Project.id) & (Hostname.kind == HostnameKind.default))
+        .where(Project.org_id == org_id).order_by(Project.name))
+    return [(project, host) for project, host in rows.all()]
 
 
 async def count_in_org(session: AsyncSession, org_id: str) -> int:
@@ -42,30 +46,11 @@ async def hostnames_of(session: AsyncSession, project_id: str) -> list[Hostname]
 
 async def default_hostname(session: AsyncSession, project_id: str) -> str:
     host = await session.scalar(
-        select(Hostname.host).where(Hostname.project_id == project_id, Hostname.kind == "default"))
+        select(Hostname.host).where(Hostname.project_id == project_id, Hostname.kind == HostnameKind.default))
     return host or ""
 
 
-async def deployment(session: AsyncSession, deployment_id: str | None) -> Deployment | None:
-    return await session.get(Deployment, deployment_id) if deployment_id else None
-
-
-async def recent_deployments(session: AsyncSession, project_id: str, limit: int) -> list[Deployment]:
-    return list((await session.scalars(
-        select(Deployment).where(Deployment.project_id == project_id)
-        .order_by(Deployment.version.desc()).limit(limit))).all())
-
-
-async def user(session: AsyncSession, user_id: str | None) -> User | None:
-    return await session.get(User, user_id) if user_id else None
-
-
-async def uploaders(session: AsyncSession, user_ids: set[str]) -> dict[str, str]:
-    if not user_ids:
-        return {}
-    rows = await session.execute(select(User.id, User.subject).where(User.id.in_(user_ids)))
-    return {uid: subject for uid, subject in rows.all()}
-
-
-async def running_operation(session: AsyncSession, project_id: str) -> Operation | None:
-    return (await session.scalars(select(Operation).where(Operation.running_key == project_id))).first()
+async def delete_project(session: AsyncSession, project_id: str) -> None:
+    """The row; its deployments, hostnames and secrets follow by foreign-key cascade."""
+    await session.execute(delete(Project).where(Project.id == project_id)
+                          .execution_options(synchronize_session=False))

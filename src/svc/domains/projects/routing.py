@@ -1,5 +1,6 @@
 """What the edge serves, read from the state store (the desired state), and the counter that
-tells every svc process's edge to converge again."""
+tells every svc process's edge to converge again. The edge reads these through its port
+(svc.adapters.edge.port.RoutingSource), wired in svc.app."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from sqlalchemy import Select, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.kit.clock import utcnow
-from svc.models import Deployment, EdgeState, Hostname, Org, Project
+from svc.models import Deployment, EdgeState, Hostname, HostnameStatus, Org, Project, ProjectState
+from svc.uow import UnitOfWork
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ def _routes() -> Select[*tuple[str, str, str, str, str, str | None, str, int]]:
         .join(Project, Project.id == Hostname.project_id)
         .join(Org, Org.id == Project.org_id)
         .outerjoin(Deployment, Deployment.id == Project.live_deployment_id)
-        .where(Hostname.status == "active", Project.state == "active"))
+        .where(Hostname.status == HostnameStatus.active, Project.state == ProjectState.active))
 
 
 async def routing_table(session: AsyncSession) -> list[Route]:
@@ -46,9 +48,19 @@ async def route_for_host(session: AsyncSession, host: str) -> Route | None:
     return Route(*row) if row else None
 
 
+async def edge_changed(uow: UnitOfWork) -> None:
+    """Call in the unit of work of every change the edge must follow (deploy, rollback, policy,
+    hostname, teardown). The counter moves in the same transaction, so every svc process's edge
+    converges to it on its next poll; this process's edge converges once it is committed, before
+    the answer, so a 2xx means "live here"."""
+    await bump_edge(uow.session)
+    edge = uow.ctx.edge
+    if edge is not None:
+        uow.after_commit(edge.converge_now)
+
+
 async def bump_edge(session: AsyncSession) -> None:
-    """Call in the transaction of every change the edge must follow (deploy, rollback, policy,
-    hostname, teardown): each svc process sees the counter move and converges its edge."""
+    """The SQL of edge_changed: move the counter every svc process's edge polls."""
     await session.execute(update(EdgeState).where(EdgeState.id == 1)
                           .values(generation=EdgeState.generation + 1, changed_at=utcnow())
                           .execution_options(synchronize_session=False))

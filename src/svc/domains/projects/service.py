@@ -1,4 +1,5 @@
-"""Project rules: create with the default hostname under the plan's limit, views, teardown start."""
+"""Project rules: create with the default hostname under the plan's limit, views, teardown start.
+Services receive the unit of work and flush; the unit of work commits."""
 
 from __future__ import annotations
 
@@ -7,23 +8,36 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
-from svc.domains.deployments.views import deployment_view
+from svc.domains.deployments import queries as deployment_queries
+from svc.domains.deployments import service as deployments
 from svc.domains.identity.schemas import User as UserView
 from svc.domains.notifications.schemas import Notification as NotificationView
 from svc.domains.notifications.service import latest_for_project, limit_reached
+from svc.domains.operations import queries as operation_queries
 from svc.domains.orgs import holdings
-from svc.domains.orgs.queries import lock_org
+from svc.domains.orgs import queries as org_queries
 from svc.domains.orgs.service import project_limit
 from svc.domains.projects import errors, queries, schemas
-from svc.domains.projects.routing import bump_edge
-from svc.jobs.queries import enqueue
+from svc.domains.projects.routing import edge_changed
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Hostname, Operation, Org, Project
+from svc.models import (
+    AccessMode,
+    Hostname,
+    HostnameKind,
+    HostnameStatus,
+    JobKind,
+    Operation,
+    OperationKind,
+    Org,
+    Project,
+    ProjectState,
+    TeardownPhase,
+)
 from svc.settings import Settings
+from svc.uow import UnitOfWork
 
 RESOURCES = ("db", "storage", "email", "auth", "ai")
-TEARDOWN_JOB = "project.teardown"
 
 
 def default_hostname(settings: Settings, org: Org, name: str) -> str:
@@ -34,7 +48,8 @@ def default_hostname(settings: Settings, org: Org, name: str) -> str:
 MAX_LABEL = 63  # DNS (RFC 1035): the default hostname's first label is `{project}-{org}`
 
 
-async def create_project(session: AsyncSession, access: OrgAccess, name: str, settings: Settings) -> Project:
+async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings: Settings) -> schemas.Project:
+    session = uow.session
     org = access.org
     if len(name) + 1 + len(org.slug) > MAX_LABEL:
         longest = MAX_LABEL - 1 - len(org.slug)
@@ -42,7 +57,7 @@ async def create_project(session: AsyncSession, access: OrgAccess, name: str, se
             f"In {org.slug}, a project name has at most {longest} characters: its default hostname's first "
             f"label, {name}-{org.slug}, must fit DNS's 63", details={"maxLength": longest})
     # Counting under the org's lock is what makes the plan limit hold under concurrent creates.
-    await lock_org(session, org.id)
+    await org_queries.lock_org(session, org.id)
     limit = project_limit(settings, org.plan)
     count = await queries.count_in_org(session, org.id)
     if count >= limit:
@@ -55,13 +70,14 @@ async def create_project(session: AsyncSession, access: OrgAccess, name: str, se
         raise errors.HostnameTaken(details={"hostname": host})
     now = utcnow()
     project = Project(id=new_id("prj"), org_id=org.id, name=name, created_at=now,
-                      created_by=access.principal.user.id, state="active", access_mode="public",
+                      created_by=access.principal.user.id, state=ProjectState.active, access_mode=AccessMode.public,
                       access_generation=1, next_version=1, manifest={})
     try:
         async with session.begin_nested():
             session.add(project)
             await session.flush()
-            session.add(Hostname(host=host, project_id=project.id, kind="default", status="active",
+            session.add(Hostname(host=host, project_id=project.id, kind=HostnameKind.default,
+                                 status=HostnameStatus.active,
                                  verification_value=None, last_error=None, created_at=now))
             await session.flush()
     except IntegrityError:
@@ -70,44 +86,42 @@ async def create_project(session: AsyncSession, access: OrgAccess, name: str, se
             raise errors.ProjectNameTaken(details={"name": name}) from None
         raise errors.HostnameTaken(details={"hostname": host}) from None
     if count + 1 == limit:
-        await limit_reached(session, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
-    await bump_edge(session)
-    return project
+        await limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
+    await edge_changed(uow)
+    return project_view(project, org, host, settings)
 
 
-async def project_view(session: AsyncSession, project: Project, org: Org, settings: Settings) -> schemas.Project:
-    host = await queries.default_hostname(session, project.id)
+def project_view(project: Project, org: Org, host: str, settings: Settings) -> schemas.Project:
     return schemas.Project(id=project.id, name=project.name, org=org.slug, hostname=host,
                            url=settings.edge_url(host), created_at=project.created_at)
 
 
-async def list_projects(session: AsyncSession, org: Org, settings: Settings) -> list[schemas.Project]:
-    return [await project_view(session, p, org, settings) for p in await queries.of_org(session, org.id)]
+async def list_projects(uow: UnitOfWork, org: Org, settings: Settings) -> list[schemas.Project]:
+    return [project_view(p, org, host, settings) for p, host in await queries.of_org_with_hosts(uow.session, org.id)]
 
 
-async def project_detail(session: AsyncSession, project: Project, org: Org,
-                         settings: Settings) -> schemas.ProjectDetail:
-    base = await project_view(session, project, org, settings)
-    live = await queries.deployment(session, project.live_deployment_id)
+async def project_detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectDetail:
+    session = uow.session
+    hosts = await queries.hostnames_of(session, project.id)
+    default = next((h.host for h in hosts if h.kind == HostnameKind.default), "")
+    base = project_view(project, org, default, settings)
+    live = await deployment_queries.by_id(session, project.live_deployment_id)
     live_view = None
     if live is not None:
-        names = await queries.uploaders(session, {live.uploader_id} if live.uploader_id else set())
-        live_view = deployment_view(live, live_id=live.id, uploader=names.get(live.uploader_id or ""))
-    hosts = [h.host for h in await queries.hostnames_of(session, project.id)]
-    return schemas.ProjectDetail(**base.model_dump(), live_deployment=live_view, hostnames=hosts,
+        [live_view] = await deployments.views(session, [live], live_id=live.id)
+    return schemas.ProjectDetail(**base.model_dump(), live_deployment=live_view, hostnames=[h.host for h in hosts],
                                  access_mode=project.access_mode, state=project.state)
 
 
-async def overview(session: AsyncSession, project: Project, org: Org, settings: Settings) -> schemas.ProjectOverview:
-    detail = await project_detail(session, project, org, settings)
-    recent = await queries.recent_deployments(session, project.id, 5)
-    names = await queries.uploaders(session, {d.uploader_id for d in recent if d.uploader_id})
-    recent_views = [deployment_view(d, live_id=project.live_deployment_id, uploader=names.get(d.uploader_id or ""))
-                    for d in recent]
+async def overview(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectOverview:
+    session = uow.session
+    detail = await project_detail(uow, project, org, settings)
+    recent = await deployment_queries.page(session, project.id, limit=5, before=None)
+    recent_views = await deployments.views(session, recent, live_id=project.live_deployment_id)
     serving = None
     if detail.live_deployment is not None:
-        live = await queries.deployment(session, project.live_deployment_id)
-        uploader = await queries.user(session, live.uploader_id if live else None)
+        live = await deployment_queries.by_id(session, project.live_deployment_id)
+        uploader = await deployment_queries.uploader(session, live)
         serving = schemas.Serving(deployment=detail.live_deployment,
                                   uploader=UserView.model_validate(uploader) if uploader else None)
     # Declared: the live bundle's svc.json; provisioned: the grants (none exist before their areas land).
@@ -120,15 +134,17 @@ async def overview(session: AsyncSession, project: Project, org: Org, settings: 
                                    notifications=[NotificationView.model_validate(n) for n in notes])
 
 
-async def start_teardown(session: AsyncSession, access: OrgAccess, project: Project, confirm: str) -> Operation:
+async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, confirm: str) -> Operation:
+    session = uow.session
     if confirm != project.name:
         raise errors.ProjectConfirmMismatch(details={"expected": "the project name"})
     await queries.by_name(session, access.org.id, project.name, lock=True)
-    if await queries.running_operation(session, project.id) is not None:
+    if await operation_queries.running_for(session, project.id) is not None:
         raise errors.OperationInFlight()
     now = utcnow()
     op = Operation(id=new_id("op"), org_id=access.org.id, project_id=project.id, project_name=project.name,
-                   kind="teardown", phase="routing", terminal_code=None, created_at=now, finished_at=None,
+                   kind=OperationKind.teardown, phase=TeardownPhase.routing, terminal_code=None, created_at=now,
+                   finished_at=None,
                    running_key=project.id)
     try:
         async with session.begin_nested():
@@ -137,13 +153,18 @@ async def start_teardown(session: AsyncSession, access: OrgAccess, project: Proj
     except IntegrityError:
         raise errors.OperationInFlight() from None
     # Unrouted at once: the edge stops serving the project as soon as it converges.
-    project.state = "deleting"
-    await bump_edge(session)
-    enqueue(session, TEARDOWN_JOB, {"operation_id": op.id})
+    project.state = ProjectState.deleting
+    await edge_changed(uow)
+    uow.enqueue(JobKind.project_teardown, {"operation_id": op.id})
     await record(session, "project.delete", actor=access.principal.user, org=access.org, target=project.name,
                  data={"operation": op.id})
     await session.flush()
     return op
+
+
+async def delete_project_row(session: AsyncSession, project_id: str) -> None:
+    """Teardown's last phase: the project and everything keyed to it in the store."""
+    await queries.delete_project(session, project_id)
 
 
 async def _project_holding(session: AsyncSession, org_id: str) -> holdings.Holding:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Path, Response
 
-from svc.deps import Ctx, Session, api_router
+from svc.deps import Ctx, Uow, api_router
 from svc.domains.projects.deps import ProjectMember
 from svc.domains.secrets import schemas, service
 from svc.models import Secret
@@ -24,17 +24,17 @@ def _meta(row: Secret) -> schemas.SecretMeta:
 
 
 @router.get(_BASE, response_model=schemas.SecretList, operation_id="listSecrets")
-async def list_secrets(p: ProjectMember, session: Session) -> schemas.SecretList:
-    return schemas.SecretList(secrets=[_meta(r) for r in await service.list_secrets(session, p.project)])
+async def list_secrets(p: ProjectMember, uow: Uow) -> schemas.SecretList:
+    return schemas.SecretList(secrets=[_meta(r) for r in await service.list_secrets(uow, p.project)])
 
 
 @router.put(_BASE + "/{secretName}", response_model=schemas.SecretMeta, operation_id="setSecret")
-async def set_secret(name: SecretNamePath, body: schemas.SecretPut, p: ProjectMember, session: Session,
+async def set_secret(name: SecretNamePath, body: schemas.SecretPut, p: ProjectMember, uow: Uow,
                      ctx: Ctx) -> schemas.SecretMeta:
-    return _meta(await service.set_secret(session, ctx, p.access, p.project, name, body.value))
+    return _meta(await service.set_secret(uow, ctx, p.access, p.project, name, body.value))
 
 
 @router.delete(_BASE + "/{secretName}", status_code=204, response_class=Response, operation_id="deleteSecret")
-async def delete_secret(name: SecretNamePath, p: ProjectMember, session: Session) -> Response:
-    await service.delete_secret(session, p.access, p.project, name)
+async def delete_secret(name: SecretNamePath, p: ProjectMember, uow: Uow) -> Response:
+    await service.delete_secret(uow, p.access, p.project, name)
     return Response(status_code=204)

@@ -18,6 +18,7 @@ from svc.domains.audit.service import record
 from svc.domains.secrets import errors, queries
 from svc.kit.clock import utcnow
 from svc.models import Project, Secret
+from svc.uow import UnitOfWork
 
 NAME_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
 _NAME = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
@@ -49,13 +50,15 @@ def _encode(value: str) -> bytes:
     return raw
 
 
-async def list_secrets(session: AsyncSession, project: Project) -> list[Secret]:
+async def list_secrets(uow: UnitOfWork, project: Project) -> list[Secret]:
+    session = uow.session
     return await queries.of_project(session, project.id)
 
 
-async def set_secret(session: AsyncSession, ctx: AppContext, access: OrgAccess, project: Project, name: str,
+async def set_secret(uow: UnitOfWork, ctx: AppContext, access: OrgAccess, project: Project, name: str,
                      value: str) -> Secret:
     """Create the secret at version 1, or replace its value and bump its version (not idempotent)."""
+    session = uow.session
     check_name(name)
     raw = _encode(value)
     sealed = ctx.keys.seal(raw, context=seal_context(project, name))
@@ -78,7 +81,8 @@ async def set_secret(session: AsyncSession, ctx: AppContext, access: OrgAccess, 
     return row
 
 
-async def delete_secret(session: AsyncSession, access: OrgAccess, project: Project, name: str) -> None:
+async def delete_secret(uow: UnitOfWork, access: OrgAccess, project: Project, name: str) -> None:
+    session = uow.session
     check_name(name)
     await queries.lock_project(session, project.id)
     row = await queries.one(session, project.id, name)

@@ -1,0 +1,18 @@
+"""Operations: long-running changes with phases, one per project at a time (project teardown now;
+database restore and delete later). Opening one is its area's use case; this area shows them."""
+
+from __future__ import annotations
+
+from svc.auth.roles import OrgAccess
+from svc.domains.operations import queries
+from svc.domains.operations.errors import OperationNotFound
+from svc.models import Operation
+from svc.uow import UnitOfWork
+
+
+async def get_operation(uow: UnitOfWork, access: OrgAccess, op_id: str) -> Operation:
+    """An operation of the caller's org; another org's is not found (no probing of ids)."""
+    op = await queries.by_id(uow.session, op_id)
+    if op is None or op.org_id != access.org.id:
+        raise OperationNotFound()
+    return op

@@ -1,0 +1,61 @@
+"""Files written so that nothing half-done is ever seen: temporary names that say which process
+wrote them (so what a killed process left can be told apart and swept), removal that tolerates
+absence, directory fsync. Shared by the file blob store and the deployments' unpacked sites."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+# Identifies this process's incarnation: a restarted process may get the same pid (containers).
+_BOOT = secrets.token_hex(4)
+_STALE_AFTER = 24 * 3600
+
+
+def partial_name(prefix: str, suffix: str = "") -> str:
+    """A name for a temporary file or directory of this process, e.g. 'upload-1234-ab12cd34-<random>'."""
+    return f"{prefix}-{os.getpid()}-{_BOOT}-{secrets.token_hex(8)}{suffix}"
+
+
+def is_stale_partial(path: Path, prefix: str) -> bool:
+    """Was `path` (named by partial_name(prefix)) left by a process that is gone? Partials of live
+    processes sharing the directory are kept, unless older than a day."""
+    parts = path.name[len(prefix) + 1:].split("-")
+    if not path.name.startswith(prefix + "-") or len(parts) < 3 or not parts[0].isdigit():
+        return False
+    pid, boot = int(parts[0]), parts[1]
+    if boot == _BOOT:
+        return False
+    if pid == os.getpid():
+        return True  # an earlier incarnation of this process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    try:
+        return time.time() - path.lstat().st_mtime > _STALE_AFTER
+    except FileNotFoundError:
+        return False
+
+
+def remove_path(path: Path) -> None:
+    """Remove a file or a directory tree; missing is fine."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

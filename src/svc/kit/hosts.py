@@ -1,0 +1,25 @@
+"""Host names as svc routes them: lowercase DNS names, at most 253 characters, labels of at most 63.
+The one pattern the API, the edge's checks and the nginx config all hold host names to."""
+
+from __future__ import annotations
+
+import re
+
+MAX_HOST = 253
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+HOST_PATTERN = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
+
+
+def valid_host(host: str) -> bool:
+    return len(host) <= MAX_HOST and bool(HOST_PATTERN.match(host))
+
+
+def normalize_host(value: str | None) -> str | None:
+    """A host name as nginx's $host gives it (lowercase, no port, no trailing dot), or None."""
+    if not value:
+        return None
+    host = value.strip().lower()
+    if host.count(":") == 1:  # host:port
+        host = host.split(":", 1)[0]
+    host = host.removesuffix(".")
+    return host if host and valid_host(host) else None
