@@ -147,7 +147,7 @@ async def test_bad_create_bodies_are_400_and_create_nothing(svc: Svc) -> None:
         assert_error(await alice.client.post("/v1/me/tokens", json=body), 400, "bad_request")
     r = await alice.client.post("/v1/me/tokens", content=b"{nope", headers={"content-type": "application/json"})
     assert assert_error(r, 400, "bad_request")["details"]["errors"] == [
-        {"field": "body", "message": "The body is not valid JSON"}]
+        {"field": "body", "reason": "json_invalid", "message": "The body is not valid JSON"}]
     assert_error(await alice.client.delete("/v1/me/tokens/" + "x" * 65), 400, "bad_request")
     assert (await alice.client.get("/v1/me/tokens")).json() == {"tokens": []}
     r = await alice.client.post("/v1/me/tokens", json={"name": "x" * 100, "expiresInDays": 3650})

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from svc.adapters.blobs.port import BlobMissing
-from svc.domains.deployments.artifacts import ArtifactCorrupt, blob_key, ensure_site, site_dir
+from svc.domains.deployments.artifacts import blob_key, ensure_site, site_dir
+from svc.domains.deployments.errors import ArtifactCorrupt
 from svc.settings import Settings
 from tests.deployments import bundles
 from tests.deployments.conftest import Env, make_env

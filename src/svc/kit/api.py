@@ -7,10 +7,20 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from svc.kit.clock import rfc3339
 
 Timestamp = Annotated[datetime, PlainSerializer(rfc3339, return_type=str, when_used="json")]
+
+
+def invalid(reason: str, predicate: str, **constraints: Any) -> PydanticCustomError:
+    """A validation failure of a request field, for a validator to raise. `predicate` is said of
+    the field ("must not be empty" -> "name must not be empty", errors.py adds the field's name),
+    so it never holds the input; `reason` is the machine reason clients read (a pydantic error type
+    such as "string_too_short" or "value_error"); `constraints` use pydantic's context names
+    (min_length, max_length, pattern, ge, le) and show in the error entry (minLength, ...)."""
+    return PydanticCustomError(reason, predicate, constraints or None)
 
 
 class ApiModel(BaseModel):
@@ -31,7 +41,7 @@ class ApiInput(BaseModel):
     def _no_nul(cls, data: Any) -> Any:
         # PostgreSQL cannot store NUL in text; refuse it up front on both stores alike.
         if _has_nul(data):
-            raise ValueError("text must not contain NUL characters")
+            raise invalid("value_error", "must not contain NUL characters")
         return data
 
 
@@ -53,7 +63,10 @@ def trimmed(min_length: int) -> AfterValidator:
     def check(value: str) -> str:
         value = value.strip()
         if len(value) < min_length:
-            raise ValueError(f"must have at least {min_length} characters besides surrounding whitespace")
+            if min_length == 1:
+                raise invalid("string_too_short", "must not be empty or only whitespace", min_length=1)
+            raise invalid("string_too_short", f"must have at least {min_length} characters besides surrounding "
+                          "whitespace", min_length=min_length)
         return value
 
     return AfterValidator(check)

@@ -7,12 +7,14 @@ from __future__ import annotations
 import html
 import json
 import secrets
+from datetime import datetime
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 
 from svc.errors import AppError, error_response
+from svc.kit.clock import human_date, rfc3339
 
 STYLE = """
 body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
@@ -61,6 +63,11 @@ def error_page(request: Request, err: AppError, *, title: str, home: bool = Fals
     link = '<p><a class="button" href="/">Open the site</a></p>' if home else ""
     body = f"<h1>{html.escape(title)}</h1><p>{html.escape(err.message)}</p>{link}"
     return page(title, body, status=err.status, headers=err.headers)
+
+
+def time_tag(when: datetime) -> str:
+    """<time> with the RFC 3339 instant for machines and the human date for people."""
+    return f'<time datetime="{rfc3339(when)}">{human_date(when)}</time>'
 
 
 def config_json(data: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from svc.adapters.blobs.port import BlobMissing as BlobMissing  # ensure_site ra
 from svc.context import AppContext
 from svc.domains.deployments import queries
 from svc.domains.deployments.bundle import Extractor, Limits
+from svc.domains.deployments.errors import ArtifactCorrupt
 from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
@@ -32,10 +33,6 @@ from svc.uow import Tx, unit_of_work
 STAGING = ".staging"
 TMP_PREFIXES = ("upload", "fetch", "get")
 _READ_CHUNK = 1024 * 1024
-
-
-class ArtifactCorrupt(RuntimeError):
-    """The stored bundle does not hash to its digest, or no longer unpacks."""
 
 
 def digest_hex(digest: str) -> str:

@@ -31,3 +31,8 @@ class BadGitHeader(BadRequest):
 
 class DeploymentNotFound(NotFound):
     default_message = "The project has no deployment with that version"
+
+
+class ArtifactCorrupt(RuntimeError):
+    """The stored bundle does not hash to its digest, or no longer unpacks (never an answer: the
+    edge logs it and keeps serving what it served)."""

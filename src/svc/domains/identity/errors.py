@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from svc.adapters.idp.port import IdpError
 from svc.errors import BadRequest, NotFound
 
 
@@ -18,3 +19,11 @@ class LoginStateInvalid(BadRequest):
 
 class LoginOtherBrowser(BadRequest):
     default_message = "This sign-in was started in another browser: start again here"
+
+
+class ProviderRefused(IdpError):
+    """The provider sent the browser back with an OAuth error instead of a code."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(f"the identity provider answered {code}")
+        self.code = code

@@ -24,7 +24,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.idp.port import IdentityProvider, IdpError, IdpIdentity
 from svc.context import AppContext
-from svc.domains.identity.errors import LoginOtherBrowser, LoginStateInvalid, RedirectNotAllowed, UnknownProvider
+from svc.domains.identity.errors import (
+    LoginOtherBrowser,
+    LoginStateInvalid,
+    ProviderRefused,
+    RedirectNotAllowed,
+    UnknownProvider,
+)
 from svc.domains.identity.idp_schemas import MAX_CODE, MAX_ERROR, MAX_REDIRECT, MAX_STATE, LoginFailure
 from svc.domains.identity.schemas import Session
 from svc.domains.identity.service import sign_in
@@ -40,14 +46,6 @@ log = logging.getLogger("svc.identity")
 STATE_TTL = timedelta(minutes=10)
 # Every answer of the login routes: never cached, and no Referer to the provider or the client.
 NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
-
-
-class ProviderRefused(IdpError):
-    """The provider sent the browser back with an OAuth error instead of a code."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(f"the identity provider answered {code}")
-        self.code = code
 
 
 # --- the redirect allowlist ---

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.domains.identity import queries
 from svc.domains.orgs import service as orgs
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -36,8 +36,7 @@ async def sign_in(uow: UnitOfWork, *, provider: str, subject: str, email: str | 
 async def _upsert_user(session: AsyncSession, *, provider: str, subject: str, email: str | None,
                        name: str | None) -> User:
     now = utcnow()
-    query = select(User).where(User.provider == provider, User.subject == subject)
-    user = (await session.scalars(query)).first()
+    user = await queries.user_by_identity(session, provider, subject)
     if user is None:
         try:
             async with session.begin_nested():
@@ -45,7 +44,8 @@ async def _upsert_user(session: AsyncSession, *, provider: str, subject: str, em
                             created_at=now, last_login_at=now)
                 session.add(user)
         except IntegrityError:  # a concurrent first login of the same account won
-            user = (await session.scalars(query)).one()
+            user = await queries.user_by_identity(session, provider, subject)
+            assert user is not None
     else:
         user.last_login_at = now
         # The provider is the source of truth for profile data; a private email stays as it was.
@@ -58,7 +58,7 @@ async def _upsert_user(session: AsyncSession, *, provider: str, subject: str, em
 
 
 async def _ensure_personal_org(session: AsyncSession, user: User) -> None:
-    if await session.get(PersonalOrg, user.id) is not None:
+    if await queries.has_personal_org(session, user.id):
         return
     base = slug_from(user.subject)
     org = await orgs.create_org_with_free_slug(session, base=base, name=user.name or user.subject,

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import html
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import Response
 
-from svc.deps import Ctx
+from svc.deps import Ctx, Uow, api_router
 from svc.domains.identity.idp_service import provider_for_page
 from svc.domains.invites import errors, service
-from svc.kit.clock import rfc3339
-from svc.kit.pages import SIGNIN_SCRIPT, SIGNIN_SECTION, error_page, page, signin_config
+from svc.kit.clock import relative, utcnow
+from svc.kit.pages import SIGNIN_SCRIPT, SIGNIN_SECTION, error_page, page, signin_config, time_tag
 
-router = APIRouter(include_in_schema=False)
+router = api_router(include_in_schema=False)
 
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 _FINISHED = {
@@ -79,20 +79,23 @@ _SECTIONS = """
 
 
 @router.get("/invites/{token}")
-async def invite_page(request: Request, token: str, ctx: Ctx) -> Response:
+async def invite_page(request: Request, token: str, uow: Uow, ctx: Ctx) -> Response:
     settings = ctx.settings
     not_valid = errors.InviteNotFound("This invite link is not valid: check that it was copied whole")
     if not 1 <= len(token) <= 128 or not set(token) <= _TOKEN_CHARS:
         return error_page(request, not_valid, title="Invite not found")
-    async with ctx.db.transaction(write=False) as session:
-        try:
-            view = await service.preview(session, token)
-        except errors.InviteNotFound:
-            return error_page(request, not_valid, title="Invite not found")
+    try:
+        view = await service.preview(uow, token)
+    except errors.InviteNotFound:
+        return error_page(request, not_valid, title="Invite not found")
     org = html.escape(f"{view.org.name} ({view.org.slug})")
     title = f"Invite to {view.org.name} · {settings.service_name}"
     if view.state != "pending":
-        body = (f"<h1>Invite to {org}</h1><p>{_FINISHED[view.state]}</p>"
+        when = ""
+        if view.state == "expired":
+            when = (f'<p class="muted">It expired {relative(view.expires_at, utcnow())}, on '
+                    f"{time_tag(view.expires_at)}.</p>")
+        body = (f"<h1>Invite to {org}</h1><p>{_FINISHED[view.state]}</p>{when}"
                 f"<p>Ask an admin of {html.escape(view.org.slug)} to send you a new one.</p>")
         return page(title, body)
     link = f"{settings.public_url}/invites/{token}"
@@ -104,7 +107,8 @@ async def invite_page(request: Request, token: str, ctx: Ctx) -> Response:
     body = (f"{config}<h1>Join {org}</h1>"
             f"<p>You are invited to join the org {org} on {html.escape(settings.service_name)} "
             f"as <strong>{html.escape(view.role.value)}</strong>.</p>"
-            f'<p class="muted">The link works once and expires at {rfc3339(view.expires_at)}.</p>'
+            f'<p class="muted">The link works once and expires {relative(view.expires_at, utcnow())}, on '
+            f"{time_tag(view.expires_at)}.</p>"
             f"{_SECTIONS}"
             f'<p class="muted">Or in a terminal: <code>svc invites accept {html.escape(link)}</code></p>')
     return page(title, body, script=_SCRIPT)

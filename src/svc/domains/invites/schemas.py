@@ -6,7 +6,7 @@ from email_validator import EmailNotValidError, validate_email
 from pydantic import AfterValidator, Field, StringConstraints
 
 from svc.domains.identity.schemas import OrgMembership
-from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
+from svc.kit.api import ApiInput, ApiModel, Timestamp, invalid, trimmed
 from svc.models.states import InviteState, Role
 
 
@@ -16,8 +16,8 @@ def normalize_email(value: str) -> str:
     domain in its ASCII (IDNA) form, the whole address lowercased."""
     try:
         checked = validate_email(value, check_deliverability=False, allow_smtputf8=False)
-    except EmailNotValidError as exc:
-        raise ValueError(f"not a valid email address: {exc}") from None
+    except EmailNotValidError:
+        raise invalid("value_error", "must be an email address such as name@example.com") from None
     return (checked.ascii_email or checked.normalized).lower()
 
 

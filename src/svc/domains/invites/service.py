@@ -21,7 +21,7 @@ from svc.domains.orgs import queries as org_queries
 from svc.domains.orgs import service as orgs
 from svc.domains.orgs.errors import AlreadyMember, PersonalOrgIsSolo
 from svc.errors import Conflict
-from svc.kit.clock import rfc3339, utcnow
+from svc.kit.clock import human_date, utcnow
 from svc.kit.ids import new_id
 from svc.kit.tokens import new_invite_token, token_hash
 from svc.models import Invite, InviteState, Membership, Org, Role, User
@@ -111,7 +111,7 @@ def invite_mail(*, org: Org, inviter: User, role: Role, token: str, expires_at: 
         f"{who} invited you to join the org {org.name} ({org.slug}) on {settings.service_name} "
         f"as {role.value}.\n\n"
         f"Open this link to accept:\n\n    {link}\n\n"
-        f"The link works once and expires at {rfc3339(expires_at)}. You will be asked to sign in; "
+        f"The link works once and expires on {human_date(expires_at)}. You will be asked to sign in; "
         f"any account can accept it.\n"
         f"If you did not expect this invitation, you can ignore this message.\n"
     )

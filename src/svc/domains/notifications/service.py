@@ -1,14 +1,17 @@
+"""Per-org notifications (limit, backup and restore events): recorded in the caller's unit of work,
+with mail to the org's admins where the event warrants it."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.domains.mail.service import queue_mail
+from svc.domains.notifications import queries
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Membership, Notification, Org, User
+from svc.models import Notification, Org
 from svc.settings import Settings
 from svc.uow import UnitOfWork
 
@@ -23,18 +26,11 @@ def notify(session: AsyncSession, *, org_id: str, kind: str, message: str, proje
 
 
 async def latest(uow: UnitOfWork, org_id: str, limit: int) -> list[Notification]:
-    session = uow.session
-    rows = await session.scalars(
-        select(Notification).where(Notification.org_id == org_id)
-        .order_by(Notification.created_at.desc(), Notification.id.desc()).limit(limit))
-    return list(rows.all())
+    return await queries.latest(uow.session, org_id, limit)
 
 
 async def latest_for_project(session: AsyncSession, org_id: str, project: str, limit: int) -> list[Notification]:
-    rows = await session.scalars(
-        select(Notification).where(Notification.org_id == org_id, Notification.project == project)
-        .order_by(Notification.created_at.desc(), Notification.id.desc()).limit(limit))
-    return list(rows.all())
+    return await queries.latest(session, org_id, limit, project=project)
 
 
 async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int, plan: str,
@@ -50,14 +46,6 @@ async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int,
     await session.flush()
     subject = f"{org.name}: {resource} limit reached on {settings.service_name}"
     body = f"{message}\n\nThis message went to the admins of {org.slug}.\n"
-    for address in await _admin_addresses(session, org.id):
+    for address in await queries.admin_addresses(session, org.id):
         queue_mail(uow, address, subject, body, notification_id=row.id)
     return row
-
-
-async def _admin_addresses(session: AsyncSession, org_id: str) -> list[str]:
-    rows = await session.scalars(
-        select(User.email).join(Membership, Membership.user_id == User.id)
-        .where(Membership.org_id == org_id, Membership.role == "admin", User.email.is_not(None))
-        .order_by(User.email))
-    return [email for email in rows.all() if email]

@@ -61,8 +61,3 @@ async def admin_count(session: AsyncSession, org_id: str) -> int:
     return int(await session.scalar(
         select(func.count()).select_from(Membership)
         .where(Membership.org_id == org_id, Membership.role == "admin")) or 0)
-
-
-async def user_by_identity(session: AsyncSession, provider: str, subject: str) -> User | None:
-    return (await session.scalars(
-        select(User).where(User.provider == provider, User.subject == subject))).first()

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.roles import OrgAccess, at_least
 from svc.domains.audit.service import record
+from svc.domains.identity import queries as identity_queries
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.orgs import errors, queries
 from svc.domains.orgs.holdings import holdings
@@ -113,7 +114,7 @@ async def add_member(uow: UnitOfWork, access: OrgAccess, *, provider: str, subje
     session = uow.session
     if access.org.personal:
         raise errors.PersonalOrgIsSolo()
-    user = await queries.user_by_identity(session, provider, subject)
+    user = await identity_queries.user_by_identity(session, provider, subject)
     if user is None:
         raise errors.UserNotFound(details={"provider": provider, "subject": subject})
     if await queries.membership(session, access.org.id, user.id) is not None:
