@@ -44,7 +44,8 @@ from svc.errors import BadRequest, error_response, install_error_handlers
 from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
 from svc.kit.crypto import Keyring, load_or_create_secret_key
-from svc.openapi import install_openapi
+from svc.home import install_home
+from svc.openapi import DOCS_URL, install_openapi
 from svc.settings import Settings
 
 log = logging.getLogger("svc")
@@ -106,6 +107,20 @@ def _bounded(receive: Receive, limit: int) -> Receive:
     return bounded
 
 
+@contextlib.asynccontextmanager
+async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
+    """The state store (migrated) and adapters without the API, the worker or the edge: for the
+    server-side commands an operator runs beside `svc serve` (`svc admin ...`)."""
+    db = open_database(settings)
+    try:
+        await migrate(db)
+        adapters = default_adapters(settings)
+        yield AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
+                         keyring=Keyring(load_or_create_secret_key(settings)))
+    finally:
+        await db.dispose()
+
+
 def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,
                registry: JobRegistry | None = None, run_edge: bool = False, edge_api: str | None = None) -> FastAPI:
     """run_edge: start and supervise this process's edge (nginx, svc/edge/) when settings.edge_enabled;
@@ -125,9 +140,9 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             raise
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
-                         worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)),
-                         auth_cache=auth_cache)
+                         worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)))
         app.state.ctx = ctx
+        app.state.auth_cache = auth_cache
         app.state.auth_keeper = keeper
         if ctx.adapters.blobs is None:
             ctx.adapters.blobs = build_blob_store(settings)
@@ -157,6 +172,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                   openapi_url="/v1/openapi.json", docs_url=None, redoc_url=None)
     install_error_handlers(app)
     install_openapi(app)
+    install_home(app, docs_url=DOCS_URL, openapi_url=app.openapi_url or "/v1/openapi.json")
     if settings.enable_dev_auth:
         app.include_router(dev_router)
     for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from svc.adapters.edge.port import Edge
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
-    from svc.auth.cache import AuthCache
     from svc.kit.crypto import Keyring
 
 
@@ -38,8 +37,6 @@ class AppContext:
     keyring: Keyring | None = None
     # The web server in front, when this process runs one (svc serve does; most tests do not).
     edge: Edge | None = None
-    # Credential resolution for read requests (auth/cache.py); off unless a keeper keeps it exact.
-    auth_cache: AuthCache | None = None
     # Set after a commit that enqueued jobs: this process's worker looks for work at once.
     jobs_waiting: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -25,8 +25,6 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import BaseModel
 
 from svc.errors import NotFound
-from svc.home import install_home
-
 
 class Error(BaseModel):
     """Every non-2xx response body."""
@@ -47,10 +45,9 @@ _ERROR_STATUSES = {
 
 
 def install_openapi(app: FastAPI) -> None:
-    """The document (app.openapi), the docs page and its assets, and the API's front page (svc/home.py)."""
+    """The document (app.openapi), and the docs page with its assets."""
     _install_document(app)
     install_docs(app)
-    install_home(app, docs_url=DOCS_URL, openapi_url=app.openapi_url or "/v1/openapi.json")
 
 
 def _install_document(app: FastAPI) -> None:

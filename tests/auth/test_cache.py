@@ -33,8 +33,8 @@ MEMBERS = "/v1/orgs/acme/members"  # needs the member role
 
 
 def cache_of(svc: Svc) -> AuthCache:
-    assert svc.ctx.auth_cache is not None
-    return svc.ctx.auth_cache
+    cache: AuthCache = svc.app.state.auth_cache
+    return cache
 
 
 async def cached_get(svc: Svc, client: httpx.AsyncClient, path: str, status: int = 200) -> None:

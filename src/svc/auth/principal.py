@@ -70,7 +70,7 @@ def read_cache(request: Request) -> AuthCache | None:
     with objects of its own session, and sees the state it is about to change)."""
     if request.method not in READ_METHODS:
         return None
-    cache: AuthCache | None = request.app.state.ctx.auth_cache
+    cache: AuthCache | None = getattr(request.app.state, "auth_cache", None)
     return cache if cache is not None and cache.enabled else None
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from svc.auth.roles import OrgAccess, at_least
+from svc.auth.roles import OrgAccess, OrgNotFound, at_least
 from svc.domains.audit.service import record
 from svc.domains.identity import queries as identity_queries
 from svc.domains.identity.schemas import OrgMembership
@@ -18,13 +18,13 @@ from svc.domains.orgs.holdings import holdings
 from svc.errors import Forbidden
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Membership, Org, Role, User
+from svc.models import Membership, Org, Plan, Role, User
 from svc.settings import Settings
 from svc.uow import UnitOfWork
 
 
 def project_limit(settings: Settings, plan: str) -> int:
-    return settings.pro_project_limit if plan == "pro" else settings.free_project_limit
+    return settings.pro_project_limit if plan == Plan.pro else settings.free_project_limit
 
 
 def membership_view(org: Org, role: str, settings: Settings) -> OrgMembership:
@@ -39,7 +39,7 @@ async def memberships_of(uow: UnitOfWork, user: User, settings: Settings) -> lis
 
 async def _insert_org(session: AsyncSession, *, slug: str, name: str, creator: User, personal: bool) -> Org:
     now = utcnow()
-    org = Org(id=new_id("org"), slug=slug, name=name, personal=personal, plan="free", created_at=now)
+    org = Org(id=new_id("org"), slug=slug, name=name, personal=personal, plan=Plan.free, created_at=now)
     async with session.begin_nested():
         session.add(org)
         await session.flush()
@@ -91,7 +91,7 @@ async def delete_org(uow: UnitOfWork, access: OrgAccess, confirm: str) -> None:
         raise errors.ConfirmMismatch(details={"expected": "the org slug"})
     if org.personal:
         raise errors.PersonalOrgUndeletable()
-    if org.plan == "pro":
+    if org.plan == Plan.pro:
         raise errors.ActiveSubscription()
     await queries.lock_org(session, org.id)
     held = await holdings(session, org.id)
@@ -164,3 +164,19 @@ async def remove_member(uow: UnitOfWork, access: OrgAccess, user_id: str) -> Non
     await record(session, "member.leave" if leaving else "member.remove", actor=access.principal.user,
                  org=access.org, target=user_id)
     await session.flush()
+
+
+async def set_plan(uow: UnitOfWork, *, slug: str, plan: Plan, settings: Settings) -> OrgMembership:
+    """An operator's plan change (`svc admin plan`), for self-hosted instances without billing.
+    Recorded as org.plan with no actor. Returns the org as its admins see it."""
+    session = uow.session
+    org = await queries.org_by_slug(session, slug)
+    if org is None:
+        raise OrgNotFound(details={"org": slug})
+    await queries.lock_org(session, org.id)
+    old = org.plan
+    org.plan = plan
+    await record(session, "org.plan", actor=None, org=org, target=org.slug,
+                 data={"from": old, "to": plan.value, "by": "operator"})
+    await session.flush()
+    return membership_view(org, Role.admin, settings)
