@@ -41,10 +41,10 @@ from svc.domains.projects.router import router as projects_router
 from svc.domains.secrets.router import router as secrets_router
 from svc.edge import start_edge
 from svc.errors import BadRequest, error_response, install_error_handlers
+from svc.home import install_home
 from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
 from svc.kit.crypto import Keyring, load_or_create_secret_key
-from svc.home import install_home
 from svc.openapi import DOCS_URL, install_openapi
 from svc.settings import Settings
 

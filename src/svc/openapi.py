@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from svc.errors import NotFound
 
+
 class Error(BaseModel):
     """Every non-2xx response body."""
 
