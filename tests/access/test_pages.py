@@ -6,12 +6,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from svc.settings import Settings
 from tests.access.helpers import HTML, JSON, Edge, make_site, query_of, set_cookie_value, set_mode
+from tests.support import stores
 from tests.support.api import Svc, assert_error, running_svc
 from tests.support.idp import idp_env
 
@@ -181,3 +183,29 @@ async def test_authorize_page_hides_the_provider_when_the_allowlist_refuses_it(s
         site = await make_site(alice)
         r = await env.svc.anon.get("/access/authorize", params={"to": site.host, "next": "/"}, headers=HTML)
         assert r.status_code == 200 and '"provider": null' in r.text
+
+
+async def test_password_tries_are_counted_together_by_every_svc_of_a_store(tmp_path: Path) -> None:
+    """Two svc processes' apps on one PostgreSQL store (as replicas behind a load balancer): the
+    tries a client spreads over both are counted once, so the limit is not doubled."""
+    url = await stores.new_pg_database()
+    try:
+        def settings_of(name: str) -> Settings:
+            return Settings(data_dir=tmp_path / name, database_url=url, enable_dev_auth=True,
+                            public_url="http://svc.test", job_poll_seconds=0.05)
+
+        async with running_svc(settings_of("a")) as one, running_svc(settings_of("b")) as two:
+            alice = await one.login("alice")
+            site = await make_site(alice, "shared")
+            await set_mode(alice, site, "password", PASSWORD)
+            edges = [Edge(one), Edge(two)]
+            try:
+                for n in range(10):
+                    assert (await edges[n % 2].password(site.host, "wrong guess!")).status_code == 401
+                for edge in edges:
+                    assert_error(await edge.password(site.host, PASSWORD, accept=JSON), 429, "rate_limited")
+            finally:
+                for edge in edges:
+                    await edge.aclose()
+    finally:
+        await stores.drop_pg_database(url)

@@ -8,6 +8,7 @@ from svc.models.mail import OutboundMail
 from svc.models.notifications import Notification
 from svc.models.orgs import Membership, Org, PersonalOrg
 from svc.models.projects import AccessGrant, Deployment, EdgeState, Hostname, Operation, Project, Secret
+from svc.models.ratelimits import RateCounter
 from svc.models.states import (
     PROTECTED_ACCESS_MODES,
     AccessMode,
@@ -54,6 +55,7 @@ __all__ = [
     "Plan",
     "Project",
     "ProjectState",
+    "RateCounter",
     "Role",
     "SSHKey",
     "Secret",

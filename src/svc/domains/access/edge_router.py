@@ -17,18 +17,12 @@ from fastapi.responses import RedirectResponse, Response
 
 from svc.deps import Ctx, Uow, api_router, transaction
 from svc.domains.access import cookies, errors, pages, service
-from svc.domains.access.ratelimit import RateLimiter
 from svc.kit.hosts import normalize_host
 from svc.kit.pages import error_page, wants_html
 from svc.uow import Tx
 
 router = api_router(include_in_schema=False)
 
-# Password tries: per host and client address, and per host overall (a backstop against guesses
-# spread over many addresses, and against argon2 work flooding the process).
-TRIES_PER_CLIENT = 10
-TRIES_PER_HOST = 100
-TRIES_WINDOW = 60.0
 MAX_FORM = 8 * 1024
 # svc_access values looked at: more than nginx's 8 KiB header buffer can carry at 1 KiB a cookie,
 # so the real one is never cut off by ones a sibling host planted.
@@ -52,15 +46,6 @@ def _access_cookies(request: Request) -> list[str]:
         if eq and name == cookies.COOKIE_NAME and value:
             values.append(value.strip('"'))
     return values[:MAX_ACCESS_COOKIES]
-
-
-def _limiters(request: Request) -> tuple[RateLimiter, RateLimiter]:
-    state = request.app.state
-    if not hasattr(state, "access_password_limiters"):
-        state.access_password_limiters = (RateLimiter(TRIES_PER_CLIENT, TRIES_WINDOW),
-                                          RateLimiter(TRIES_PER_HOST, TRIES_WINDOW))
-    limiters: tuple[RateLimiter, RateLimiter] = state.access_password_limiters
-    return limiters
 
 
 def _go_on(next_path: str, cookie: str | None = None, *, ctx: Ctx, status: int = 303) -> Response:
@@ -110,7 +95,7 @@ async def password_sign_in(request: Request, uow: Uow, ctx: Ctx) -> Response:
     try:
         cookie = await service.password_sign_in(
             uow, host=host, password=(fields.get("password") or [""])[0], next_path=next_path,
-            client=request.client.host if request.client else "-", limiters=_limiters(request))
+            client=request.client.host if request.client else "-")
     except errors.UnknownHostname as err:
         return error_page(request, err, title="Unknown site")
     except (errors.WrongPassword, errors.TooManyTries) as err:

@@ -21,11 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from svc.auth.principal import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.access import cookies, errors, queries
-from svc.domains.access.ratelimit import RateLimiter
 from svc.domains.access.schemas import MAX_NEXT, AccessPolicy
 from svc.domains.audit.service import record
 from svc.domains.orgs import queries as org_queries
 from svc.domains.projects.routing import Route, edge_changed, route_for_host
+from svc.domains.ratelimits import service as ratelimits
 from svc.kit.clock import as_utc, utcnow
 from svc.kit.crypto import Keyring
 from svc.kit.hosts import normalize_host
@@ -41,6 +41,10 @@ log = logging.getLogger("svc.access")
 # parameters from the stored hash, so they can be raised later.
 HASHER = PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)
 GRANT_TTL = timedelta(seconds=60)
+# Password tries (see password_sign_in).
+TRIES_PER_CLIENT = 10
+TRIES_PER_HOST = 100
+TRIES_WINDOW = 60
 BYPASS_PREFIX = "svc_byp_"
 
 _NEXT_CHARS = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII: no spaces or control characters
@@ -234,12 +238,17 @@ async def password_host(uow: UnitOfWork, host: str, next_path: str) -> PasswordH
     return PasswordHost(route=route, redirect=None)
 
 
-async def password_sign_in(uow: UnitOfWork, *, host: str, password: str, next_path: str, client: str,
-                           limiters: tuple[RateLimiter, RateLimiter]) -> str | None:
+async def password_sign_in(uow: UnitOfWork, *, host: str, password: str, next_path: str,
+                           client: str) -> str | None:
     """The cookie for the host when the password matches; None when the host is not in password
-    mode (send the browser on). WrongPassword, TooManyTries or UnknownHostname otherwise."""
-    per_client, per_host = limiters
-    wait = per_client.retry_after((host, client)) or per_host.retry_after(host)
+    mode (send the browser on). WrongPassword, TooManyTries or UnknownHostname otherwise.
+
+    Tries are limited per host and client address, and per host overall (a backstop against
+    guesses spread over many addresses, and against argon2 work flooding the server), counted in
+    the store so that every svc process of it counts together."""
+    wait = await ratelimits.hit(uow.ctx, [
+        ratelimits.Limit(f"edge.password:{host}:{client}", TRIES_PER_CLIENT, TRIES_WINDOW),
+        ratelimits.Limit(f"edge.password:{host}", TRIES_PER_HOST, TRIES_WINDOW)])
     if wait is not None:
         log.warning("password page rate limited: host=%s", host)
         raise errors.TooManyTries(details={"retryAfter": wait}, headers={"Retry-After": str(wait)})
