@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -45,6 +46,7 @@ from svc.home import install_home
 from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
 from svc.kit.crypto import Keyring, load_or_create_secret_key
+from svc.kit.files import PRIVATE_UMASK, make_private
 from svc.openapi import DOCS_URL, install_openapi
 from svc.settings import Settings
 
@@ -107,10 +109,22 @@ def _bounded(receive: Receive, limit: int) -> Receive:
     return bounded
 
 
+async def keep_data_private(settings: Settings) -> None:
+    """Everything svc writes from now on is the process user's alone (umask 077), and what an
+    earlier svc left readable by others under the data directory is made private, with a warning.
+    The edge's nginx workers run as the data directory's owner, so they still read the sites."""
+    os.umask(PRIVATE_UMASK)
+    repaired = await asyncio.to_thread(make_private, settings.data_dir)
+    if repaired:
+        log.warning("%d files and directories under %s were readable by other users; they are now private "
+                    "(directories 0700, files 0600)", repaired, settings.data_dir)
+
+
 @contextlib.asynccontextmanager
 async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
     """The state store (migrated) and adapters without the API, the worker or the edge: for the
     server-side commands an operator runs beside `svc serve` (`svc admin ...`)."""
+    await keep_data_private(settings)
     db = open_database(settings)
     try:
         await migrate(db)
@@ -129,6 +143,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        await keep_data_private(settings)
         db = open_database(settings)
         auth_cache = AuthCache()
         keeper = CacheKeeper(settings, auth_cache, db.session_class)

@@ -8,6 +8,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -59,3 +60,27 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# What svc writes under its data directory is its own: the store (password and token hashes,
+# sealed secrets, audit rows), blobs, the files of protected projects, mail.
+PRIVATE_UMASK = 0o077
+
+
+def make_private(root: Path) -> int:
+    """Create `root` (0700) if missing, and take group and other permissions off everything under
+    it that has any (directories 0700, files 0600 at most). Blocking; symbolic links are not
+    followed. Returns how many paths were looser than that."""
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    repaired = 0
+    for directory, dirs, files in os.walk(root, followlinks=False):
+        for name in (directory, *(os.path.join(directory, n) for n in (*dirs, *files))):
+            try:
+                st = os.lstat(name)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            os.chmod(name, stat.S_IMODE(st.st_mode) & 0o700)
+            repaired += 1
+    return repaired
