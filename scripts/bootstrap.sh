@@ -25,4 +25,4 @@ if [ ! -x .venv/bin/uv ]; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet "uv==${UV_VERSION}"
 fi
-.venv/bin/uv sync --frozen --quiet
+.venv/bin/uv sync --frozen --quiet --compile-bytecode

@@ -158,13 +158,13 @@ def test_deploy_the_example_site_then_redeploy_list_and_roll_back(cli: Cli) -> N
     assert r.code == 2  # a usage error: versions count from 1
 
 
-def test_deploy_refuses_a_folder_without_a_usable_svc_json(cli: Cli, tmp_path: Path) -> None:
+def test_deploy_refuses_a_folder_without_a_project_or_a_usable_svc_json(cli: Cli, tmp_path: Path) -> None:
     _signed_in(cli, "nomanifest")
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text("<h1>hi</h1>")
-    r = cli.fails("no_manifest", "deploy", str(site), "--project", "web")
-    assert "svc.json" in r.err and str(site) in r.err
+    r = cli.fails("no_project", "deploy", str(site))  # no svc.json, no --project: which project?
+    assert f"{site} has no svc.json" in r.err and f"`svc deploy {site} --project NAME`" in r.err
     cli.fails("not_a_directory", "deploy", str(site / "index.html"), "--project", "web")
     cli.fails("not_a_directory", "deploy", str(tmp_path / "missing"), "--project", "web")
     for text in ("{", "[]", '"web"', '{"project": 5}', '{"project": ""}'):

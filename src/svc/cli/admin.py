@@ -23,9 +23,7 @@ from svc.models import Plan
 from svc.settings import Settings
 from svc.uow import unit_of_work
 
-app = typer.Typer(name="admin", no_args_is_help=True, add_completion=False,
-                  help="Operator commands, run on the server against its state store (SVC_DATA_DIR or "
-                       "SVC_DATABASE_URL, as for svc serve).")
+app = typer.Typer(name="admin", no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -33,6 +31,12 @@ err = Console(stderr=True, soft_wrap=True)
 class PlanName(StrEnum):
     free = "free"
     pro = "pro"
+
+
+@app.callback()
+def _group() -> None:
+    """Operator commands, run on the server against its state store (SVC_DATA_DIR or
+    SVC_DATABASE_URL, as for svc serve)."""
 
 
 @app.command("plan")

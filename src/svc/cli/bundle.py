@@ -3,7 +3,8 @@
 A bundle is a gzipped tar with `svc.json` at the root, plus `assets/` (served as the site) and
 `worker/` (optional). What `svc deploy DIR` packs:
 
-- `DIR/svc.json` (required: a JSON object) always, at the root;
+- `DIR/svc.json` (a JSON object) at the root; when DIR has none, `svc deploy --project NAME` packs
+  an empty one (`{}`) instead, which the server requires (nothing is written into DIR);
 - when DIR has an `assets/` or a `worker/` directory: those two, as they are (nothing else);
 - otherwise DIR's other files under `assets/`, so a plain static folder deploys as it is.
 
@@ -77,14 +78,32 @@ class Packed:
     size: int = 0
     layout: str = "assets"  # "assets": assets/ and/or worker/ as they are; "folder": DIR's files under assets/
     skipped: list[str] = field(default_factory=list)
+    manifest_added: bool = False  # DIR had no svc.json: the bundle got the one given to pack()
+
+
+class OverBound(Exception):
+    """The compressed bundle grew over `max_bytes` while packing: no point in packing the rest."""
+
+    def __init__(self, files: int, size: int) -> None:
+        super().__init__(f"{size} bytes after {files} files")
+        self.files = files
+        self.size = size
 
 
 class _Packer:
-    def __init__(self, root: Path, tar: tarfile.TarFile, result: Packed) -> None:
+    def __init__(self, root: Path, tar: tarfile.TarFile, result: Packed, *, out: IO[bytes] | None = None,
+                 start: int = 0, max_bytes: int | None = None) -> None:
         self.root = root
         self.real_root = root.resolve()
         self.tar = tar
         self.result = result
+        self.out = out
+        self.start = start
+        self.max_bytes = max_bytes
+
+    def check_size(self) -> None:
+        if self.out is not None and self.max_bytes is not None and self.out.tell() - self.start > self.max_bytes:
+            raise OverBound(self.result.files, self.out.tell() - self.start)
 
     def add_bytes(self, arcname: str, data: bytes, mtime: int) -> None:
         info = self._info(arcname, tarfile.REGTYPE, 0o644, mtime)
@@ -140,6 +159,7 @@ class _Packer:
                 raise CliError(f"Cannot read {path}: {exc.strerror}", "unreadable") from None
             self.result.files += 1
             self.result.unpacked_bytes += info.size
+            self.check_size()
         else:
             self.result.skipped.append(f"{shown} (not a regular file)")
 
@@ -154,17 +174,31 @@ class _Packer:
         return info
 
 
-def pack(directory: Path, out: IO[bytes], manifest: dict[str, Any] | None = None) -> Packed:
-    """Write the bundle of `directory` to `out` (a binary file); returns what went in."""
+def pack(directory: Path, out: IO[bytes], manifest: dict[str, Any] | None = None, *,
+         max_bytes: int | None = None) -> Packed:
+    """Write the bundle of `directory` to `out` (a binary file); returns what went in.
+
+    Without `manifest`, DIR/svc.json must exist (read_manifest). With one, a DIR without svc.json
+    gets `manifest` as its svc.json in the bundle (`{}` for `svc deploy --project`). Over
+    `max_bytes` of compressed output, packing stops with OverBound."""
     manifest = read_manifest(directory) if manifest is None else manifest
     result = Packed()
     manifest_path = directory / MANIFEST
-    manifest_bytes = manifest_path.read_bytes()
+    if manifest_path.is_file():
+        try:
+            manifest_bytes = manifest_path.read_bytes()
+            manifest_mtime = int(manifest_path.stat().st_mtime)
+        except OSError as exc:
+            raise CliError(f"Cannot read {manifest_path}: {exc.strerror}", "unreadable") from None
+    else:
+        manifest_bytes = json.dumps(manifest, separators=(",", ":")).encode("utf-8")
+        manifest_mtime = 0  # no file, no time: the same tree still packs to the same bytes
+        result.manifest_added = True
     start = out.tell()
     with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=6) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        packer = _Packer(directory, tar, result)
-        packer.add_bytes(MANIFEST, manifest_bytes, int(manifest_path.stat().st_mtime))
+        packer = _Packer(directory, tar, result, out=out, start=start, max_bytes=max_bytes)
+        packer.add_bytes(MANIFEST, manifest_bytes, manifest_mtime)
         parts = [name for name in ("assets", "worker") if (directory / name).is_dir()]
         if parts:
             for name in parts:

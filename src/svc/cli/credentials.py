@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 FILE_NAME = "credentials.json"
 _VERSION = 1
 
@@ -34,6 +32,8 @@ def config_dir() -> Path:
     xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
     if xdg and os.path.isabs(xdg):
         return Path(xdg) / "svc"
+    import platformdirs  # only when XDG_CONFIG_HOME does not say
+
     return Path(platformdirs.user_config_dir("svc", appauthor=False))
 
 

@@ -1,35 +1,91 @@
-"""Entry point of the `svc` console script: the HTTP client commands, and `svc serve`.
+"""Entry point of the `svc` console script: the HTTP client commands, `svc serve` and `svc admin`.
 
-The client commands speak HTTP only. `svc serve` imports the server when it runs, not before, so the
-client never loads the server's modules (and starts in a fraction of the time).
+The client commands speak HTTP only. `svc serve` and `svc admin` import the server when they run,
+not before, so the client never loads the server's modules. Start-up is kept short (docs/cli.md, "Start-up time"):
+the command modules import only typer and the standard library at load time; httpx, rich and
+platformdirs are imported by the code that uses them, and help is click's plain text (Rich's help
+panels would cost more than the rest of `svc --help` together).
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from svc.cli import output
-from svc.cli.client import DEFAULT_API_URL, CliError, CliState, normalize_url
-from svc.cli.commands import access, auth, deploy, invites, keys, members, orgs, projects, tokens
-from svc.cli.commands import secrets as secrets_cmd
+from svc.cli.client import DEFAULT_API_URL, FROM_DEFAULT, FROM_ENV, FROM_OPTION, CliError, CliState, normalize_url
 
 app = typer.Typer(name="svc", help="svc: host small web projects on your own control plane.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+# The client commands: name -> (module under svc.cli.commands, attribute, short help). A Typer
+# attribute is a group of commands. Only the module of the command being run is imported (all of
+# them for the top-level help).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "login": ("auth", "login", "Sign in (browser, or --dev) and store the session."),
+    "logout": ("auth", "logout", "Forget the session stored for this API address."),
+    "whoami": ("auth", "whoami", "Show the signed-in user and their orgs."),
+    "deploy": ("deploy", "deploy", "Pack a folder, upload it, and make it live at once."),
+    "deployments": ("deploy", "deployments", "List a project's deployments, newest first."),
+    "rollback": ("deploy", "rollback", "Make an earlier deployment live again."),
+    "orgs": ("orgs", "app", "Your orgs: list, create, rename, delete."),
+    "members": ("members", "app", "Members of an org and their roles."),
+    "invites": ("invites", "app", "Invitations to join an org, by email."),
+    "tokens": ("tokens", "app", "Your personal access tokens (svc_pat_...)."),
+    "keys": ("keys", "app", "Your SSH public keys, for git over SSH."),
+    "projects": ("projects", "app", "Projects of an org: create, list, show, delete."),
+    "secrets": ("secrets", "app", "A project's secrets (values are never shown)."),
+    "access": ("access", "app", "Who may open a project's deployments."),
+}
+_ROOT_OPTIONS_WITH_VALUE = ("--api-url",)
 
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
 @app.command("serve", context_settings=_PASSTHROUGH, add_help_option=False,
-             help="Run svc: the control API and the background cycles (jobs, mail) in one process.")
+             help="Run svc: the control API and the background cycles (jobs, mail) in one process.",
+             short_help="Run the svc server (API, edge, background cycles).")
 def _serve(ctx: typer.Context) -> None:
     from svc.cli.serve import serve  # the server, loaded only for this command
 
-    server = typer.Typer(add_completion=False)
+    server = typer.Typer(add_completion=False, rich_markup_mode=None)
     server.command()(serve)
-    server(args=list(ctx.args), prog_name="svc serve")
+    command = typer.main.get_command(server)
+    tidy(command)
+    command.main(args=list(ctx.args), prog_name="svc serve")
+
+
+@app.command("admin", context_settings=_PASSTHROUGH, add_help_option=False,
+             help="Operator commands, run on the server against its state store (svc admin plan ORG pro|free).",
+             short_help="Operator commands on the server (plans).")
+def _admin(ctx: typer.Context) -> None:
+    from svc.cli.admin import app as admin  # the server's store, loaded only for this command
+
+    command = typer.main.get_command(admin)
+    tidy(command)
+    command.main(args=list(ctx.args), prog_name="svc admin")
+
+
+def version() -> str:
+    """The installed package's version (importlib.metadata), else the source tree's."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("svc")
+    except PackageNotFoundError:
+        from svc import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"svc {version()}\n")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -37,30 +93,103 @@ def _root(
     ctx: typer.Context,
     api_url: Annotated[str, typer.Option("--api-url", envvar="SVC_API_URL", metavar="URL",
                                          help="The svc API to talk to.")] = DEFAULT_API_URL,
+    show_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                               help="Print svc's version and exit.")] = False,
 ) -> None:
     """svc: host small web projects on your own control plane."""
-    ctx.obj = CliState(api_url=normalize_url(api_url))
+    source = ctx.get_parameter_source("api_url")
+    origin = {"COMMANDLINE": FROM_OPTION, "ENVIRONMENT": FROM_ENV}.get(getattr(source, "name", ""), FROM_DEFAULT)
+    ctx.obj = CliState(api_url=normalize_url(api_url), api_url_origin=origin)
 
 
-app.command("login")(auth.login)
-app.command("logout")(auth.logout)
-app.command("whoami")(auth.whoami)
-app.add_typer(orgs.app, name="orgs")
-app.add_typer(members.app, name="members")
-app.add_typer(invites.app, name="invites")
-app.add_typer(tokens.app, name="tokens")
-app.add_typer(keys.app, name="keys")
-app.add_typer(projects.app, name="projects")
-app.command("deploy")(deploy.deploy)
-app.command("deployments")(deploy.deployments)
-app.command("rollback")(deploy.rollback)
-app.add_typer(secrets_cmd.app, name="secrets")
-app.add_typer(access.app, name="access")
+def _wanted(args: list[str]) -> list[str]:
+    """The client commands to load for these arguments: the one named (none for `svc serve`), else all
+    of them (the top-level help, a mistyped name that click should answer with the list)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg in _ROOT_OPTIONS_WITH_VALUE:
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        break
+    if i >= len(args):
+        return list(COMMANDS)
+    if args[i] in ("serve", "admin"):
+        return []
+    return [args[i]] if args[i] in COMMANDS else list(COMMANDS)
+
+
+def build(names: list[str]) -> typer.Typer:
+    """`app` with these client commands registered (each at most once)."""
+    registered = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    for name in names:
+        if name in registered:
+            continue
+        module_name, attribute, short_help = COMMANDS[name]
+        target = getattr(importlib.import_module(f"svc.cli.commands.{module_name}"), attribute)
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=name, short_help=short_help)
+        else:
+            app.command(name, short_help=short_help)(target)
+    return app
+
+
+class _AsItIs:
+    """Typer checks every parameter value with a pydantic TypeAdapter, built on first use; pydantic's
+    import alone is a quarter of `svc whoami`'s start-up. A string from the command line or the
+    environment, and a flag's True/False/None, need no checking, so those parameters get this
+    instead (tidy(), below). Should typer stop looking at `_runtime_param`, its own check runs
+    again: slower, not wrong."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        return value
+
+
+def _as_it_is(param: Any) -> bool:
+    """A single string, or a flag that no environment variable sets (click gives it True, False or None)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if param.nargs != 1 or getattr(param, "multiple", False):
+        return False
+    if annotation is str:
+        return True
+    return annotation is bool and bool(getattr(param, "is_flag", False)) and not param.envvar
+
+
+def tidy(command: Any) -> None:
+    """Help that reads naturally: arguments and option values by their placeholder (`NAME`, `URL`),
+    with no `<str>`/`<bool>`/`<path>` type labels, and `NAME` rather than `{NAME}` in the usage line.
+    (Typer labels every parameter with its Python type; click's own help does not.) And string
+    parameters and flags skip typer's pydantic check (_AsItIs)."""
+    help_option = command.get_help_option(command.context_class(command))  # made once, kept by the command
+    for param in [*getattr(command, "params", []), *([help_option] if help_option is not None else [])]:
+        if param.param_type_name == "argument":
+            param.metavar = param.metavar or (param.name or "ARG").upper()
+
+            def usage(ctx: Any, p: Any = param) -> list[str]:
+                label = p.metavar + ("..." if p.nargs != 1 else "")
+                return [label if p.required else f"[{label}]"]
+
+            param.display_type_rich = lambda ctx: None
+            param.get_usage_pieces = usage
+        elif param.param_type_name == "option" and not param.is_flag and not param.count and param.metavar is None:
+            param.metavar = (param.name or "VALUE").upper()
+        if getattr(param, "_runtime_param", False) is None and _as_it_is(param):
+            param._runtime_param = _AsItIs()
+    for sub in getattr(command, "commands", {}).values():
+        tidy(sub)
 
 
 def main() -> None:
+    command = typer.main.get_command(build(_wanted(sys.argv[1:])))
+    tidy(command)
     try:
-        app()
+        command.main(prog_name="svc")
     except CliError as exc:
         _report(exc)
         sys.exit(exc.exit_code)

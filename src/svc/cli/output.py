@@ -1,32 +1,49 @@
 """What a command prints: the API's JSON with `--json` (and nothing else on stdout), else Rich tables.
 
-Errors, prompts, hints and progress go to stderr, so stdout stays clean for pipes.
+Errors, prompts, hints and progress go to stderr, so stdout stays clean for pipes. Rich is imported
+when something is drawn, not when a command module is loaded (`--json` and errors never load it).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from svc.cli.client import CliError
 
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.text import Text
+
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the API's JSON (machine-readable) and nothing else.")]
+
+PIPE_WIDTH = 240  # stdout or stderr is not a terminal and COLUMNS is not set: rows are not cut at 80
+GAP = 2  # columns of blank between two table columns
+
+
+def width_for(stream: TextIO) -> int | None:
+    """COLUMNS when set, else the terminal's width (None: Rich asks it), else PIPE_WIDTH."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return None if tty else PIPE_WIDTH
 
 
 def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
-    # Not a terminal (a pipe, a file): do not wrap table rows at 80 columns.
-    width = None if stream.isatty() else 240
-    return Console(file=stream, highlight=False, soft_wrap=False, width=width)
+    return Console(file=stream, highlight=False, soft_wrap=False, width=width_for(stream))
 
 
 def out() -> Console:
@@ -52,12 +69,21 @@ def emit(as_json: bool, data: Any, render: Callable[[Console], None]) -> None:
 
 def say(message: str | Text) -> None:
     """One line for people on stdout (only ever called when not in --json mode)."""
-    out().print(message if isinstance(message, Text) else Text(message), soft_wrap=True)
+    if isinstance(message, str):
+        sys.stdout.write(message + "\n")
+        sys.stdout.flush()
+        return
+    out().print(message, soft_wrap=True)
 
 
 def note(message: str | Text) -> None:
-    """One line on stderr: progress, warnings, hints."""
-    err().print(message if isinstance(message, Text) else Text(message), soft_wrap=True)
+    """One line on stderr: progress, warnings, hints (plain text is written as it is, never as markup)."""
+    if isinstance(message, str):
+        sys.stdout.flush()
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+        return
+    err().print(message, soft_wrap=True)
 
 
 def ask(prompt: str) -> str:
@@ -72,19 +98,88 @@ def ask(prompt: str) -> str:
     return line.rstrip("\r\n")
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, empty: str = "Nothing to show.") -> Table | Text:
-    t = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for c in columns:
-        t.add_column(c, overflow="fold")
-    count = 0
-    for row in rows:
-        t.add_row(*(cell(v) for v in row))
-        count += 1
-    return t if count else Text(empty, style="dim")
+Shrink = Mapping[str, int] | Sequence[Mapping[str, int]]
+
+
+class FitTable:
+    """A table that fits the width it is drawn in, one line per row.
+
+    Every cell stays on one line. When the columns do not fit, those named in `shrink` (free text:
+    messages, names, emails) are cut with an ellipsis, the widest first, each down to its minimum
+    width; `shrink` may be a list of such maps, cut one after the other (the first until its
+    columns are at their minimums, then the next). Before that, the `optional` columns are left
+    out, in their order, while the table would not fit with each shrinkable column at twice its
+    minimum. The other columns (ids, versions, digests, times, URLs) keep their whole content."""
+
+    def __init__(self, columns: Sequence[str], rows: list[list[Text]], shrink: Shrink,
+                 optional: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self.rows = rows
+        self.tiers = [dict(shrink)] if isinstance(shrink, Mapping) else [dict(t) for t in shrink]
+        self.optional = [c for c in optional if c in self.columns]
+
+    def widths(self, max_width: int) -> dict[str, int]:
+        """The width of every column shown (the left-out ones are missing)."""
+        natural = {c: max([len(c), *(row[i].cell_len for row in self.rows)]) for i, c in enumerate(self.columns)}
+        least = {c: natural[c] for c in self.columns}
+        for tier in self.tiers:
+            least.update({c: min(natural[c], m) for c, m in tier.items() if c in natural})
+        roomy = {c: min(natural[c], 2 * least[c]) for c in self.columns}
+        shown = list(self.columns)
+        hidden = iter(self.optional)
+        while sum(roomy[c] for c in shown) + GAP * (len(shown) - 1) > max_width:
+            drop = next(hidden, None)
+            if drop is None:
+                break
+            shown.remove(drop)
+        widths = {c: natural[c] for c in shown}
+        excess = sum(widths.values()) + GAP * (len(shown) - 1) - max_width
+        for tier in self.tiers:
+            while excess > 0:  # the widest first: cut them down to the next width, together
+                cuttable = [c for c in tier if c in widths and widths[c] > least[c]]
+                if not cuttable:
+                    break
+                top = max(widths[c] for c in cuttable)
+                widest = [c for c in cuttable if widths[c] == top]
+                floor = max([least[c] for c in widest] + [widths[c] for c in cuttable if widths[c] < top])
+                each = min(top - floor, -(-excess // len(widest)))
+                for c in widest:
+                    cut = min(each, excess)
+                    widths[c] -= cut
+                    excess -= cut
+        # Still too wide (a terminal narrower than the columns that are never cut): Rich squeezes
+        # every column evenly, and the cells are cut with an ellipsis.
+        return widths
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
+        from rich import box
+        from rich.table import Table
+
+        widths = self.widths(options.max_width)
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, GAP - 1, 0, 0))
+        for c in self.columns:
+            if c in widths:
+                table.add_column(c, width=widths[c], no_wrap=True, overflow="ellipsis")
+        for row in self.rows:
+            table.add_row(*(cell for c, cell in zip(self.columns, row, strict=True) if c in widths))
+        yield table
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, empty: str = "Nothing to show.",
+          shrink: Shrink = (), optional: Sequence[str] = ()) -> FitTable | Text:
+    """Rows for people, fitted to the width (see FitTable); `empty` when there are none."""
+    from rich.text import Text
+
+    cells = [[_one_line(v) for v in row] for row in rows]
+    if not cells:
+        return Text(empty, style="dim")
+    return FitTable(columns, cells, shrink, optional)
 
 
 def cell(value: Any) -> Text:
     """User data is shown as text, never read as Rich markup."""
+    from rich.text import Text
+
     if value is None:
         return Text("-", style="dim")
     if isinstance(value, bool):
@@ -92,6 +187,16 @@ def cell(value: Any) -> Text:
     if isinstance(value, Text):
         return value
     return Text(str(value))
+
+
+def _one_line(value: Any) -> Text:
+    """A table cell: on one line, cut with an ellipsis when its column is narrower."""
+    text = cell(value)
+    if "\n" in text.plain:
+        text = text.copy()
+        text.plain = text.plain.replace("\r", "").replace("\n", " ")
+    text.no_wrap, text.overflow = True, "ellipsis"
+    return text
 
 
 def when(ts: Any) -> str | None:
@@ -103,3 +208,13 @@ def when(ts: Any) -> str | None:
     except ValueError:
         return ts
     return parsed.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def emit_line(as_json: bool, data: Any, *parts: str | tuple[str, str]) -> None:
+    """`--json`: the data as JSON; otherwise one line for people, from plain parts and (text, style) parts."""
+    if as_json:
+        print_json(data)
+        return
+    from rich.text import Text
+
+    out().print(Text.assemble(*parts), soft_wrap=True)

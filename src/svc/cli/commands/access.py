@@ -5,17 +5,19 @@ from __future__ import annotations
 import getpass
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import output
 from svc.cli.client import Api, CliError
 from svc.cli.commands.projects import OrgOption, ProjectOption, project_path, target
 from svc.cli.commands.secrets import read_stdin
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 app = typer.Typer(help="Who may open a project's deployments: public, org members, or a shared password.",
                   no_args_is_help=True)
@@ -43,6 +45,8 @@ def _access_path(org: str, project: str) -> str:
 
 
 def _describe(project: str, policy: dict[str, Any]) -> Text:
+    from rich.text import Text
+
     mode = str(policy.get("mode"))
     return Text.assemble("Access to ", (project, "bold"), ": ", (mode, "bold"),
                          f" ({_MEANING[mode]})" if mode in _MEANING else "", ".")
@@ -56,6 +60,8 @@ def show(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = Non
         policy = api.get(_access_path(slug, name))
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(_describe(name, policy), soft_wrap=True)
         facts = []
         if "hasPassword" in policy:
@@ -105,6 +111,8 @@ def set_mode(
         policy = api.put(_access_path(slug, name), body)
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(_describe(name, policy), soft_wrap=True)
         if "password" in body:
             c.print(Text("The password was changed; people who entered the old one must enter the new one."),
@@ -122,6 +130,8 @@ def bypass_new(ctx: typer.Context, project: ProjectOption = None, org: OrgOption
         created = api.post(f"{_access_path(slug, name)}/bypass")
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(Text.assemble("New bypass secret for ", (name, "bold"),
                               "; any previous one stopped working. Copy it now; it is not shown again:"),
                 soft_wrap=True)
@@ -138,6 +148,5 @@ def bypass_revoke(ctx: typer.Context, project: ProjectOption = None, org: OrgOpt
     with Api.for_context(ctx) as api:
         slug, name = target(api, org, project)
         api.delete(f"{_access_path(slug, name)}/bypass")
-    output.emit(as_json, {"revoked": True, "org": slug, "project": name},
-                lambda c: c.print(Text.assemble("Revoked the bypass secret of ", (name, "bold"), "."),
-                                  soft_wrap=True))
+    output.emit_line(as_json, {"revoked": True, "org": slug, "project": name},
+                     "Revoked the bypass secret of ", (name, "bold"), ".")

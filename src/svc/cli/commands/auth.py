@@ -4,34 +4,34 @@ from __future__ import annotations
 
 import os
 import sys
-import webbrowser
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlencode
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import credentials, output
 from svc.cli.client import Api, ApiError, CliError, decode, env_token, seg, state
-from svc.cli.loopback import LoopbackLogin
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def login(
     ctx: typer.Context,
     dev: Annotated[str | None, typer.Option("--dev", metavar="SUBJECT",
                                             help="Dev login as SUBJECT (servers with SVC_ENABLE_DEV_AUTH on).")] = None,
-    email: Annotated[str | None, typer.Option(help="With --dev: the user's email.")] = None,
+    email: Annotated[str | None, typer.Option(metavar="EMAIL", help="With --dev: the user's email.")] = None,
     name: Annotated[str | None, typer.Option(help="With --dev: the user's display name.")] = None,
     no_browser: Annotated[bool, typer.Option("--no-browser",
                                              help="Do not open a browser; only print the address.")] = False,
-    timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for the browser sign-in.")] = 300,
+    timeout: Annotated[float, typer.Option(min=1, metavar="SECONDS",
+                                            help="Seconds to wait for the browser sign-in.")] = 300,
     as_json: JsonFlag = False,
 ) -> None:
     """Sign in to the API and store the session for this API address."""
     url = state(ctx).api_url
-    with Api(url, None) as api:
+    with Api.anonymous(ctx) as api:
         if dev is not None:
             body: dict[str, Any] = {"subject": dev}
             if email:
@@ -55,9 +55,8 @@ def login(
     shown = {"apiUrl": url, "userId": cred.user_id, "subject": cred.subject, "expiresAt": cred.expires_at}
     display_name = session.get("name") or name
     named = f" ({display_name})" if display_name else ""
-    output.emit(as_json, shown, lambda c: c.print(
-        Text.assemble("Signed in to ", (url, "bold"), " as ", (cred.subject or "?", "bold"), named,
-                      f"; the session lasts until {output.when(cred.expires_at) or 'unknown'}."), soft_wrap=True))
+    output.emit_line(as_json, shown, "Signed in to ", (url, "bold"), " as ", (cred.subject or "?", "bold"), named,
+                     f"; the session lasts until {output.when(cred.expires_at) or 'unknown'}.")
 
 
 def _browser_login(api: Api, *, no_browser: bool, timeout: float) -> dict[str, Any]:
@@ -66,11 +65,13 @@ def _browser_login(api: Api, *, no_browser: bool, timeout: float) -> dict[str, A
     if not idp:
         raise CliError(f"The server at {api.base_url} has no identity-provider sign-in configured",
                        "no_identity_provider", hint="use `svc login --dev SUBJECT` if the server has dev login on")
+    from svc.cli.loopback import LoopbackLogin  # a local HTTP server: only for this way of signing in
+
     me: dict[str, Any] = {}
 
     def verify(fields: dict[str, str]) -> tuple[bool, str]:
         try:
-            with Api(api.base_url, fields["token"]) as check:
+            with Api(api.base_url, fields["token"], origin=api.origin) as check:
                 me.update(check.get("/v1/me"))
         except CliError as exc:
             return False, f"The svc API did not accept this sign-in: {exc.message}"
@@ -103,6 +104,8 @@ def _browser_login(api: Api, *, no_browser: bool, timeout: float) -> dict[str, A
 def _open_browser(url: str) -> bool:
     """webbrowser.open with stdout pointed at stderr: a browser launcher that chats ("Opening in
     existing browser session.") must not end up in the command's --json output."""
+    import webbrowser
+
     sys.stdout.flush()
     saved = os.dup(1)
     try:
@@ -140,6 +143,8 @@ def logout(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         raise CliError(f"Cannot update {credentials.path()}: {exc.strerror}", "credentials_unwritable") from None
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(Text(f"Signed out of {url}." if removed else f"Not signed in to {url}; nothing to remove."),
                 soft_wrap=True)
         if env_token():
@@ -154,6 +159,8 @@ def whoami(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         me = api.get("/v1/me")
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         user = me.get("user") or {}
         source = " (from SVC_TOKEN)" if env_token() else ""
         c.print(Text.assemble("Signed in to ", (api.base_url, "bold"), " as ", (str(user.get("subject")), "bold"),
@@ -165,6 +172,6 @@ def whoami(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             c.print(Text(f"name:    {user['name']}"), soft_wrap=True)
         c.print(output.table(["ORG", "NAME", "ROLE", "PLAN", "PERSONAL"],
                              ([o.get("slug"), o.get("name"), o.get("role"), o.get("plan"), o.get("personal")]
-                              for o in me.get("orgs") or []), empty="No orgs."))
+                              for o in me.get("orgs") or []), empty="No orgs.", shrink={"NAME": 8}))
 
     output.emit(as_json, me, render)

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import tempfile
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import bundle, output
-from svc.cli.client import USER_AGENT, Api, ApiError, CliError, ConnectionFailed, decode, seg
+from svc.cli.client import USER_AGENT, Api, ApiError, CliError, decode, seg, unreachable
 from svc.cli.commands.projects import (
     OrgOption,
     ProjectOption,
-    project_name,
     project_path,
     resolve_org,
     short_digest,
@@ -24,9 +22,14 @@ from svc.cli.commands.projects import (
 )
 from svc.cli.output import JsonFlag
 
-# Uploads may be large and the server unpacks before it answers: no overall limit on writing,
-# a generous one on waiting for the answer.
-UPLOAD_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=300.0, pool=10.0)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The server's bound on a bundle's compressed size (decisions.md: 100 MiB), unless its operator
+# raised it with SVC_MAX_BUNDLE_BYTES: the CLI reads the same variable, so it refuses what the
+# server would refuse before sending a byte.
+DEFAULT_MAX_BUNDLE_BYTES = 100 * 1024 * 1024
+MAX_BUNDLE_ENV = "SVC_MAX_BUNDLE_BYTES"
 
 
 def human(n: int) -> str:
@@ -38,6 +41,42 @@ def human(n: int) -> str:
     return f"{n} B"
 
 
+def binary(n: int) -> str:
+    """104857600 -> `100 MiB` (the unit the bound is set in), else kB/MB as `human`."""
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return human(n)
+
+
+def max_bundle_bytes() -> int:
+    """The bound on the compressed bundle: SVC_MAX_BUNDLE_BYTES when set, else 100 MiB."""
+    raw = os.environ.get(MAX_BUNDLE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BUNDLE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise CliError(f"{MAX_BUNDLE_ENV} must be a whole number of bytes above 0, not {raw!r}", "bad_setting",
+                       hint=f"unset it to use the default bound ({binary(DEFAULT_MAX_BUNDLE_BYTES)})")
+    return value
+
+
+def too_large(size: int, bound: int, *, files: int | None = None) -> CliError:
+    """`bundle_too_large`, as the server would say it, with the size and the bound; found before any upload.
+    With `files`, packing stopped early: the bundle was already `size` bytes after that many files."""
+    source = MAX_BUNDLE_ENV if os.environ.get(MAX_BUNDLE_ENV, "").strip() else "the default"
+    so_far = f"already {size:,} bytes ({human(size)}) compressed after {files:,} files" if files is not None \
+        else f"{size:,} bytes ({human(size)}) compressed"
+    return CliError(f"The bundle is {so_far}, over the bound of {bound:,} bytes ({binary(bound)}, {source}); "
+                    "nothing was uploaded", "bundle_too_large",
+                    details={"limit": "compressed", "max": bound, "size": size},
+                    hint="leave large files out of the folder (dot-files and node_modules are skipped already); "
+                         f"if the server's operator raised its bound, set {MAX_BUNDLE_ENV} to the same value")
+
+
 def ensure_project(api: Api, org: str, name: str) -> dict[str, Any]:
     """The project (GET), created first when it does not exist yet."""
     try:
@@ -47,12 +86,14 @@ def ensure_project(api: Api, org: str, name: str) -> dict[str, Any]:
         if exc.status != 404:
             raise
     created: dict[str, Any] = api.post(f"/v1/orgs/{seg(org)}/projects", {"name": name})
-    output.note(Text.assemble("Created project ", (name, "bold"), f" in {org}."))
+    output.note(f"Created project {name} in {org}.")
     return created
 
 
 def upload(api: Api, path: str, body: IO[bytes], size: int, headers: dict[str, str]) -> dict[str, Any]:
-    """POST the bundle file as a stream of chunks (never whole in memory), with a progress bar in bytes."""
+    """POST the bundle file as a stream of chunks (never whole in memory), with its Content-Length and
+    a progress bar in bytes."""
+    import httpx
     from rich.progress import (  # only when needed
         BarColumn,
         DownloadColumn,
@@ -63,65 +104,99 @@ def upload(api: Api, path: str, body: IO[bytes], size: int, headers: dict[str, s
     )
 
     if not api.token:
-        raise CliError(f"Not signed in to {api.base_url}", "not_signed_in", hint="run `svc login` (or set SVC_TOKEN)")
+        raise api.not_signed_in()
+    # Uploads may be large and the server unpacks before it answers: a generous bound on waiting.
+    timeout = httpx.Timeout(connect=10.0, read=300.0, write=300.0, pool=10.0)
     columns = (TextColumn("Uploading"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=output.err()) as progress, \
-            httpx.Client(base_url=api.base_url, timeout=UPLOAD_TIMEOUT, follow_redirects=False) as http:
+    with Progress(*columns, console=output.err()) as progress:
         task = progress.add_task("upload", total=size)
         chunks = bundle.read_chunks(body, on_chunk=lambda n: progress.advance(task, n))
+        # An explicit Content-Length: the body is not sent chunked, and the server can refuse an
+        # oversize bundle from the headers alone.
         request_headers = {"user-agent": USER_AGENT, "accept": "application/json",
                            "authorization": f"Bearer {api.token}", "content-type": "application/gzip",
                            "content-length": str(size), **headers}
         try:
-            r = http.post(path, content=chunks, headers=request_headers)
+            r = api.http.post(path, content=chunks, headers=request_headers, timeout=timeout)
         except httpx.ConnectError as exc:
-            raise ConnectionFailed(f"Cannot reach the svc API at {api.base_url}: {exc}", "connection_failed",
-                                   hint="check --api-url / SVC_API_URL and that the server is running") from None
+            raise unreachable(exc, api.base_url, api.origin) from None
         except httpx.TransportError as exc:
             raise CliError(f"The upload did not complete: {str(exc) or type(exc).__name__}", "upload_failed",
                            hint="the server may have refused the bundle early (e.g. over its size bound); "
                                 "try again") from None
-    result: dict[str, Any] = decode(r)
+    result: dict[str, Any] = decode(r, api.base_url, api.origin)
     return result
+
+
+def _which_project(directory: Path, project: str | None, manifest: dict[str, Any] | None) -> str:
+    if project:
+        return project
+    named = (manifest or {}).get("project")
+    if isinstance(named, str) and named:
+        return named
+    here = directory == Path(".")
+    manifest_path = bundle.MANIFEST if here else str(directory / bundle.MANIFEST)
+    if manifest is None:
+        command = "svc deploy --project NAME" if here else f"svc deploy {shlex.quote(str(directory))} --project NAME"
+        raise CliError(f"Which project? {'This folder' if here else directory} has no svc.json to name it, and no "
+                       "--project was given", "no_project",
+                       hint=f"run `{command}` (the project is created if it does not exist), or add {manifest_path} "
+                            'with {"project": "NAME"}')
+    raise CliError(f'Which project? Name it with --project NAME; {manifest_path} has no "project"', "no_project",
+                   hint=f'or set SVC_PROJECT, or add "project": "NAME" to {manifest_path}')
 
 
 def deploy(
     ctx: typer.Context,
-    directory: Annotated[Path, typer.Argument(metavar="DIR", help="The folder to deploy; it needs a svc.json.")]
-    = Path("."),
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="The folder to deploy.")] = Path("."),
     project: ProjectOption = None,
     org: OrgOption = None,
     no_git: Annotated[bool, typer.Option("--no-git", help="Do not send the git commit, branch and message.")]
     = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Pack DIR (default: .) with its svc.json, upload it, and make it live at once.
+    """Pack DIR (default: .), upload it, and make it live at once.
 
-    The project: --project, else SVC_PROJECT, else "project" in DIR/svc.json (created if missing).
+    The project: --project, else SVC_PROJECT, else "project" in DIR/svc.json; it is created if missing.
+    DIR needs no svc.json when --project names the project (the bundle then gets an empty one).
 
     DIR's assets/ and worker/ are packed as they are; without either, DIR's files become the site."""
     directory = directory.expanduser()
     if not directory.is_dir():
         raise CliError(f"{directory} is not a folder", "not_a_directory")
-    manifest = bundle.read_manifest(directory)
-    name = project_name(project, manifest)
+    has_manifest = (directory / bundle.MANIFEST).is_file()
+    manifest = bundle.read_manifest(directory) if has_manifest else None
+    name = _which_project(directory, project, manifest)
+    bound = max_bundle_bytes()
     git = None if no_git else bundle.git_info(directory)
     with Api.for_context(ctx) as api:
+        if not api.token:
+            raise api.not_signed_in()
         slug = resolve_org(api, org, manifest)
-        info = ensure_project(api, slug, name)
         with tempfile.TemporaryFile(prefix="svc-bundle-") as f:
-            packed = bundle.pack(directory, f, manifest)
+            try:
+                packed = bundle.pack(directory, f, manifest or {}, max_bytes=bound)
+            except bundle.OverBound as exc:
+                raise too_large(exc.size, bound, files=exc.files) from None
             for skipped in packed.skipped:
                 output.note(f"skipped {skipped}")
+            if packed.manifest_added:
+                where = "This folder" if directory == Path(".") else str(directory)
+                output.note(f"{where} has no svc.json: the bundle gets an empty one ({{}}).")
             layout = "" if packed.layout == "assets" else " (the folder as the site: assets/)"
             output.note(f"Packed {packed.files} files ({human(packed.unpacked_bytes)}) into "
                         f"{human(packed.size)}{layout}.")
+            if packed.size > bound:
+                raise too_large(packed.size, bound)
+            info = ensure_project(api, slug, name)
             created = upload(api, f"{project_path(slug, name)}/deployments", f, packed.size,
                              git.headers() if git else {})
     url = info.get("url")
     result = {**created, "url": url}
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         line = Text.assemble("Deployed version ", (str(created.get("version")), "bold"), " of ", (name, "bold"),
                              f" ({short_digest(created.get('digest'))})")
         if git:
@@ -149,15 +224,21 @@ def deployments(ctx: typer.Context, project: ProjectOption = None, org: OrgOptio
         data = api.get(f"{project_path(slug, name)}/deployments")
 
     def row(d: dict[str, Any]) -> list[Any]:
+        from rich.text import Text
+
         git = d.get("git") or {}
         live = Text("live", style="bold green") if d.get("live") else None
         return [d.get("version"), live, short_digest(d.get("digest")), d.get("uploader"), _git_cell(git),
                 git.get("branch"), git.get("message"), output.when(d.get("createdAt"))]
 
     def render(c: Console) -> None:
+        # On a narrow terminal the message, branch, uploader (and the "(dirty)" of a commit) are cut with
+        # an ellipsis; narrower still, UPLOADER and BRANCH are left out (`--json` has everything).
         c.print(output.table(["VERSION", "LIVE", "DIGEST", "UPLOADER", "COMMIT", "BRANCH", "MESSAGE", "CREATED"],
                              (row(d) for d in data.get("deployments") or []),
-                             empty=f"No deployments of {name} yet; run `svc deploy`."))
+                             empty=f"No deployments of {name} yet; run `svc deploy`.",
+                             shrink=[{"MESSAGE": 10, "BRANCH": 6, "UPLOADER": 6}, {"COMMIT": 7}],
+                             optional=("UPLOADER", "BRANCH")))
 
     output.emit(as_json, data, render)
 
@@ -177,6 +258,8 @@ def rollback(
     result = {**dep, "url": url}
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(Text.assemble("Version ", (str(dep.get("version")), "bold"), " of ", (name, "bold"),
                               f" ({short_digest(dep.get('digest'))}) is live at ", (str(url), "bold"), "."),
                 soft_wrap=True)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import unquote, urlsplit
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import output
 from svc.cli.client import Api, CliError, seg, state
 from svc.cli.commands.members import Role
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="Invitations to join an org, by email.", no_args_is_help=True)
 
@@ -44,7 +45,7 @@ def list_invites(ctx: typer.Context, org: OrgArg, as_json: JsonFlag = False) -> 
                              ([i.get("id"), i.get("email"), i.get("role"), i.get("state"),
                                output.when(i.get("expiresAt")), output.when(i.get("sentAt")) or "not yet"]
                               for i in data.get("invites") or []),
-                             empty="No pending invites."))
+                             empty="No pending invites.", shrink={"EMAIL": 12}, optional=("EMAILED", "EXPIRES")))
 
     output.emit(as_json, data, render)
 
@@ -54,7 +55,9 @@ def create(
     ctx: typer.Context,
     org: OrgArg,
     email: Annotated[str, typer.Argument(help="Who to invite.")],
-    role: Annotated[Role, typer.Option(help="The role they get on accepting.")] = Role.member,
+    role: Annotated[Role, typer.Option(metavar="ROLE",
+                                        help="The role they get on accepting: viewer, member or admin.")]
+    = Role.member,
     as_json: JsonFlag = False,
 ) -> None:
     """Invite someone by email (admins). Inviting the same address again sends a fresh invite."""
@@ -66,6 +69,8 @@ def create(
             link = f"{public}/invites/{seg(str(invite['token']))}"
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(Text.assemble("Invited ", (str(invite.get("email")), "bold"), f" to {org} as {invite.get('role')}",
                               f" (expires {output.when(invite.get('expiresAt'))}); the email is on its way."),
                 soft_wrap=True)
@@ -93,18 +98,19 @@ def revoke(
                 raise CliError(f"No invite for {invite} in org {org}", "not_found")
             invite_id = str(hits[0].get("id"))
         api.delete(f"/v1/orgs/{seg(org)}/invites/{seg(invite_id)}")
-    output.emit(as_json, {"revoked": True, "org": org, "id": invite_id},
-                lambda c: c.print(Text(f"Revoked invite {invite} to {org}."), soft_wrap=True))
+    output.emit_line(as_json, {"revoked": True, "org": org, "id": invite_id}, f"Revoked invite {invite} to {org}.")
 
 
 @app.command("show")
 def show(ctx: typer.Context, invite: TokenArg, as_json: JsonFlag = False) -> None:
     """Show what an invite is for (no sign-in needed)."""
     token = invite_token(invite)
-    with Api(state(ctx).api_url, None) as api:
+    with Api.anonymous(ctx) as api:
         view = api.get(f"/v1/invites/{seg(token)}", auth=False)
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         org = view.get("org") or {}
         c.print(Text.assemble("Invite to ", (str(org.get("name")), "bold"),
                               f" ({org.get('slug')}) as {view.get('role')}"), soft_wrap=True)
@@ -122,6 +128,8 @@ def accept(ctx: typer.Context, invite: TokenArg, as_json: JsonFlag = False) -> N
         data = api.post(f"/v1/invites/{seg(token)}/accept")
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         org = data.get("org") or {}
         name = Text.assemble((str(org.get("slug")), "bold"))
         if data.get("alreadyMember"):

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import output
 from svc.cli.client import Api, CliError, seg
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="Your SSH public keys, for git over SSH.", no_args_is_help=True)
 
@@ -54,7 +55,7 @@ def list_keys(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         c.print(output.table(["ID", "NAME", "TYPE", "BITS", "FINGERPRINT", "ADDED"],
                              ([k.get("id"), k.get("name"), k.get("type"), k.get("bits"), k.get("fingerprint"),
                                output.when(k.get("createdAt"))] for k in data.get("sshKeys") or []),
-                             empty="No SSH keys."))
+                             empty="No SSH keys.", shrink={"NAME": 8}, optional=("ADDED", "BITS")))
 
     output.emit(as_json, data, render)
 
@@ -74,6 +75,8 @@ def add(
         created = api.post("/v1/me/ssh-keys", {"name": label, "publicKey": key})
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(Text(f"Added SSH key {created.get('name')!r} ({created.get('type')}, {created.get('fingerprint')})."),
                 soft_wrap=True)
 
@@ -90,8 +93,7 @@ def remove(
     with Api.for_context(ctx) as api:
         key_id = _resolve(api, key)
         api.delete(f"/v1/me/ssh-keys/{seg(key_id)}")
-    output.emit(as_json, {"removed": True, "id": key_id},
-                lambda c: c.print(Text(f"Removed SSH key {key}."), soft_wrap=True))
+    output.emit_line(as_json, {"removed": True, "id": key_id}, f"Removed SSH key {key}.")
 
 
 def _resolve(api: Api, key: str) -> str:

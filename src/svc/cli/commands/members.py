@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import output
 from svc.cli.client import Api, CliError, seg
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="Members of an org and their roles.", no_args_is_help=True)
 
@@ -33,7 +34,8 @@ def member_rows(members: list[dict[str, Any]]) -> Any:
                 output.when(m.get("joinedAt")), u.get("id")]
 
     return output.table(["SUBJECT", "PROVIDER", "NAME", "EMAIL", "ROLE", "JOINED", "USER ID"],
-                        (row(m) for m in members), empty="No members.")
+                        (row(m) for m in members), empty="No members.", shrink={"NAME": 8, "EMAIL": 12},
+                        optional=("JOINED", "PROVIDER"))
 
 
 def resolve_member(api: Api, org: str, who: str) -> dict[str, Any]:
@@ -62,7 +64,8 @@ def add(
     ctx: typer.Context,
     org: OrgArg,
     subject: Annotated[str, typer.Argument(help="The user's subject at the identity provider (their login).")],
-    role: Annotated[Role, typer.Option(help="The role to give.")] = Role.member,
+    role: Annotated[Role, typer.Option(metavar="ROLE", help="The role to give: viewer, member or admin.")]
+    = Role.member,
     provider: Annotated[str | None, typer.Option(
         help="The user's identity provider; default: the server's (from /v1/config), else 'dev'.")] = None,
     as_json: JsonFlag = False,
@@ -72,9 +75,8 @@ def add(
         if provider is None:
             provider = api.get("/v1/config", auth=False).get("identityProvider") or "dev"
         m = api.post(f"/v1/orgs/{seg(org)}/members", {"provider": provider, "subject": subject, "role": role.value})
-    output.emit(as_json, m, lambda c: c.print(Text.assemble(
-        "Added ", (str((m.get("user") or {}).get("subject")), "bold"), f" to {org} as {m.get('role')}."),
-        soft_wrap=True))
+    output.emit_line(as_json, m, "Added ", (str((m.get("user") or {}).get("subject")), "bold"),
+                     f" to {org} as {m.get('role')}.")
 
 
 @app.command("set-role")
@@ -89,8 +91,8 @@ def set_role(
     with Api.for_context(ctx) as api:
         user_id = str((resolve_member(api, org, who).get("user") or {}).get("id"))
         m = api.put(f"/v1/orgs/{seg(org)}/members/{seg(user_id)}", {"role": role.value})
-    output.emit(as_json, m, lambda c: c.print(Text.assemble(
-        (str((m.get("user") or {}).get("subject")), "bold"), f" is now {m.get('role')} in {org}."), soft_wrap=True))
+    output.emit_line(as_json, m, (str((m.get("user") or {}).get("subject")), "bold"),
+                     f" is now {m.get('role')} in {org}.")
 
 
 @app.command("remove")
@@ -99,8 +101,8 @@ def remove(ctx: typer.Context, org: OrgArg, who: WhoArg, as_json: JsonFlag = Fal
     with Api.for_context(ctx) as api:
         user = resolve_member(api, org, who).get("user") or {}
         api.delete(f"/v1/orgs/{seg(org)}/members/{seg(str(user.get('id')))}")
-    output.emit(as_json, {"removed": True, "org": org, "userId": user.get("id")}, lambda c: c.print(
-        Text.assemble("Removed ", (str(user.get("subject")), "bold"), f" from {org}."), soft_wrap=True))
+    output.emit_line(as_json, {"removed": True, "org": org, "userId": user.get("id")},
+                     "Removed ", (str(user.get("subject")), "bold"), f" from {org}.")
 
 
 @app.command("leave")
@@ -111,6 +113,8 @@ def leave(ctx: typer.Context, org: OrgArg, as_json: JsonFlag = False) -> None:
         api.delete(f"/v1/orgs/{seg(org)}/members/{seg(user_id)}")
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         c.print(Text.assemble("You left ", (org, "bold"), "."), soft_wrap=True)
 
     output.emit(as_json, {"removed": True, "org": org, "userId": user_id}, render)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import output
 from svc.cli.client import Api, CliError, seg
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="Your orgs: list, create, rename, delete.", no_args_is_help=True)
 
@@ -20,7 +21,8 @@ OrgArg = Annotated[str, typer.Argument(metavar="ORG", help="The org's slug.")]
 def _org_rows(orgs: list[dict[str, Any]]) -> Any:
     return output.table(["ORG", "NAME", "ROLE", "PLAN", "PERSONAL", "PROJECT LIMIT"],
                         ([o.get("slug"), o.get("name"), o.get("role"), o.get("plan"), o.get("personal"),
-                          o.get("projectLimit")] for o in orgs), empty="No orgs.")
+                          o.get("projectLimit")] for o in orgs), empty="No orgs.",
+                        shrink={"NAME": 8}, optional=("PROJECT LIMIT", "PERSONAL"))
 
 
 @app.command("list")
@@ -44,8 +46,7 @@ def create(
         body["name"] = name
     with Api.for_context(ctx) as api:
         org = api.post("/v1/orgs", body)
-    output.emit(as_json, org, lambda c: c.print(
-        Text.assemble("Created org ", (str(org.get("slug")), "bold"), f" ({org.get('name')})."), soft_wrap=True))
+    output.emit_line(as_json, org, "Created org ", (str(org.get("slug")), "bold"), f" ({org.get('name')}).")
 
 
 @app.command("rename")
@@ -58,8 +59,7 @@ def rename(
     """Change an org's display name (admins)."""
     with Api.for_context(ctx) as api:
         data = api.patch(f"/v1/orgs/{seg(org)}", {"name": name})
-    output.emit(as_json, data, lambda c: c.print(
-        Text.assemble("Renamed ", (str(data.get("slug")), "bold"), f" to {data.get('name')!r}."), soft_wrap=True))
+    output.emit_line(as_json, data, "Renamed ", (str(data.get("slug")), "bold"), f" to {data.get('name')!r}.")
 
 
 @app.command("delete")
@@ -79,15 +79,14 @@ def delete(
         confirm = typed
     with Api.for_context(ctx) as api:
         api.delete(f"/v1/orgs/{seg(org)}", {"confirm": confirm})
-    output.emit(as_json, {"deleted": True, "org": org},
-                lambda c: c.print(Text.assemble("Deleted org ", (org, "bold"), "."), soft_wrap=True))
+    output.emit_line(as_json, {"deleted": True, "org": org}, "Deleted org ", (org, "bold"), ".")
 
 
 @app.command("notifications")
 def notifications(
     ctx: typer.Context,
     org: OrgArg,
-    limit: Annotated[int, typer.Option(min=1, max=200, help="How many, newest first.")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=200, metavar="N", help="How many, newest first.")] = 20,
     as_json: JsonFlag = False,
 ) -> None:
     """Show an org's recent notifications (limits, backups, restores)."""
@@ -98,6 +97,7 @@ def notifications(
         c.print(output.table(["WHEN", "KIND", "PROJECT", "MESSAGE", "EMAILED"],
                              ([output.when(n.get("createdAt")), n.get("kind"), n.get("project"), n.get("message"),
                                output.when(n.get("sentAt"))] for n in data.get("notifications") or []),
-                             empty="No notifications."))
+                             empty="No notifications.", shrink={"MESSAGE": 12, "PROJECT": 8},
+                             optional=("EMAILED",)))
 
     output.emit(as_json, data, render)

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from svc.cli import bundle, output
 from svc.cli.client import Api, CliError, seg
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="Projects of an org: create, list, show, delete.", no_args_is_help=True)
 
@@ -97,9 +97,8 @@ def create(
     with Api.for_context(ctx) as api:
         slug = resolve_org(api, org, local_manifest() if not org else None)
         created = api.post(f"/v1/orgs/{seg(slug)}/projects", {"name": name})
-    output.emit(as_json, created, lambda c: c.print(Text.assemble(
-        "Created project ", (str(created.get("name")), "bold"), f" in {created.get('org')}; it will be served at ",
-        (str(created.get("url")), "bold"), "."), soft_wrap=True))
+    output.emit_line(as_json, created, "Created project ", (str(created.get("name")), "bold"),
+                     f" in {created.get('org')}; it will be served at ", (str(created.get("url")), "bold"), ".")
 
 
 @app.command("list")
@@ -133,6 +132,9 @@ def show(ctx: typer.Context, name: NameArg, org: OrgOption = None, as_json: Json
                        f"by {live.get('uploader') or '-'} at {output.when(live.get('createdAt'))}")
         else:
             serving = "no deployment yet"
+        from rich.table import Table
+        from rich.text import Text
+
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold")
         grid.add_column()
@@ -156,7 +158,8 @@ def delete(
     wait: Annotated[bool, typer.Option("--wait/--no-wait",
                                        help="Follow the teardown until it is done (default), or return at once.")]
     = True,
-    timeout: Annotated[float, typer.Option(min=1, help="Seconds to follow the teardown.")] = 600,
+    timeout: Annotated[float, typer.Option(min=1, metavar="SECONDS", help="Seconds to follow the teardown.")]
+    = 600,
     as_json: JsonFlag = False,
 ) -> None:
     """Delete a project and everything it holds (admins). Irreversible; asks you to type the name unless --yes."""
@@ -172,16 +175,15 @@ def delete(
         started = api.delete(project_path(slug, name), {"confirm": confirm})
         op_id = str(started.get("operationId"))
         if not wait:
-            output.emit(as_json, started, lambda c: c.print(Text.assemble(
-                "Deleting ", (name, "bold"), f" (operation {op_id}); it continues on the server."), soft_wrap=True))
+            output.emit_line(as_json, started, "Deleting ", (name, "bold"),
+                             f" (operation {op_id}); it continues on the server.")
             return
         op = follow_operation(api, slug, op_id, f"Deleting {name}", timeout=timeout)
     code = op.get("terminalCode")
     if code not in (None, "ok"):
         raise CliError(f"Deleting {name} ended with {code} in phase {op.get('phase')}", "operation_failed",
                        details=op)
-    output.emit(as_json, op, lambda c: c.print(Text.assemble("Deleted project ", (name, "bold"), f" of {slug}."),
-                                               soft_wrap=True))
+    output.emit_line(as_json, op, "Deleted project ", (name, "bold"), f" of {slug}.")
 
 
 def follow_operation(api: Api, org: str, op_id: str, label: str, *, timeout: float) -> dict[str, Any]:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import getpass
 import re
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import output
 from svc.cli.client import Api, CliError, seg
 from svc.cli.commands.projects import OrgOption, ProjectOption, project_path, target
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="A project's secrets (reach the worker as env.<NAME>; values are never shown).",
                   no_args_is_help=True)
@@ -79,9 +80,8 @@ def set_secret(ctx: typer.Context, name: NameArg, project: ProjectOption = None,
         slug, proj = target(api, org, project)
         value = read_value(f"value for {name}")
         meta = api.put(f"{project_path(slug, proj)}/secrets/{seg(name)}", {"value": value})
-    output.emit(as_json, meta, lambda c: c.print(Text.assemble(
-        "Set secret ", (str(meta.get("name")), "bold"), f" of {proj} (version {meta.get('version')})."),
-        soft_wrap=True))
+    output.emit_line(as_json, meta, "Set secret ", (str(meta.get("name")), "bold"),
+                     f" of {proj} (version {meta.get('version')}).")
 
 
 @app.command("list")
@@ -107,5 +107,5 @@ def delete_secret(ctx: typer.Context, name: NameArg, project: ProjectOption = No
     with Api.for_context(ctx) as api:
         slug, proj = target(api, org, project)
         api.delete(f"{project_path(slug, proj)}/secrets/{seg(name)}")
-    output.emit(as_json, {"deleted": True, "org": slug, "project": proj, "name": name},
-                lambda c: c.print(Text.assemble("Deleted secret ", (name, "bold"), f" of {proj}."), soft_wrap=True))
+    output.emit_line(as_json, {"deleted": True, "org": slug, "project": proj, "name": name},
+                     "Deleted secret ", (name, "bold"), f" of {proj}.")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from svc.cli import output
 from svc.cli.client import Api, seg
 from svc.cli.output import JsonFlag
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(help="Your personal access tokens (svc_pat_...).", no_args_is_help=True)
 
@@ -31,7 +32,8 @@ def list_tokens(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         c.print(output.table(["ID", "NAME", "TOKEN", "STATUS", "CREATED", "EXPIRES", "REVOKED"],
                              ([t.get("id"), t.get("name"), t.get("hint"), _status(t), output.when(t.get("createdAt")),
                                output.when(t.get("expiresAt")) or "never", output.when(t.get("revokedAt"))]
-                              for t in data.get("tokens") or []), empty="No access tokens."))
+                              for t in data.get("tokens") or []), empty="No access tokens.",
+                             shrink={"NAME": 8}, optional=("REVOKED", "CREATED")))
 
     output.emit(as_json, data, render)
 
@@ -41,7 +43,7 @@ def create(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="What the token is for, e.g. 'ci'.")],
     expires_in_days: Annotated[int | None, typer.Option(
-        "--expires-in-days", min=1, help="Days until it stops working (default: never).")] = None,
+        "--expires-in-days", min=1, metavar="DAYS", help="Days until it stops working (default: never).")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create an access token and print it once. Needs a browser/dev session, not another token."""
@@ -52,6 +54,8 @@ def create(
         created = api.post("/v1/me/tokens", body)
 
     def render(c: Console) -> None:
+        from rich.text import Text
+
         expiry = output.when(created.get("expiresAt")) or "never"
         c.print(Text(f"Created access token {created.get('name')!r} ({created.get('id')}, expires: {expiry})."),
                 soft_wrap=True)
@@ -70,5 +74,4 @@ def revoke(
     """Revoke an access token; it stops working at once."""
     with Api.for_context(ctx) as api:
         api.delete(f"/v1/me/tokens/{seg(token_id)}")
-    output.emit(as_json, {"revoked": True, "id": token_id},
-                lambda c: c.print(Text(f"Revoked access token {token_id}."), soft_wrap=True))
+    output.emit_line(as_json, {"revoked": True, "id": token_id}, f"Revoked access token {token_id}.")

@@ -1,0 +1,106 @@
+"""`svc --version`, help that reads naturally, and what a command loads when it starts (the start-up
+figures themselves are in docs/cli.md; these tests keep the heavy imports from coming back)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli.conftest import SVC, Cli, clean_env, free_port, uniq
+
+
+def test_version_prints_the_installed_package_version() -> None:
+    p = subprocess.run([SVC, "--version"], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"svc {importlib.metadata.version('svc')}\n"
+    assert p.stdout == "svc 0.1.0\n"
+
+
+def test_deploy_help_has_no_type_labels() -> None:
+    p = subprocess.run([SVC, "deploy", "--help"], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert p.returncode == 0, p.stderr
+    assert "Usage: svc deploy [OPTIONS] [DIR]" in p.stdout
+    assert re.search(r"-p, --project NAME\s", p.stdout) and re.search(r"--org ORG\s", p.stdout)
+    for label in ("<bool>", "<str>", "<path>", "{DIR}"):
+        assert label not in p.stdout
+
+
+_EVERY_HELP = """
+import sys, typer
+from svc.cli import main
+command = typer.main.get_command(main.build(list(main.COMMANDS)))
+main.tidy(command)
+
+def walk(cmd, path):
+    ctx = cmd.make_context(" ".join(path), [], resilient_parsing=True)
+    yield " ".join(path), cmd.get_help(ctx)
+    for name, sub in getattr(cmd, "commands", {}).items():
+        yield from walk(sub, [*path, name])
+
+import json
+print(json.dumps(dict(walk(command, ["svc"]))))
+"""
+
+
+def test_no_help_text_shows_a_type_label() -> None:
+    """Every command and group, in one process (`svc serve --help` is the server's, not checked here)."""
+    p = subprocess.run([sys.executable, "-c", _EVERY_HELP], capture_output=True, text=True, timeout=60,
+                       env=clean_env())
+    assert p.returncode == 0, p.stderr
+    helps: dict[str, str] = json.loads(p.stdout)
+    assert len(helps) > 40 and "svc projects delete" in helps and "svc access bypass new" in helps
+    for name, text in helps.items():
+        assert not re.search(r"<(bool|str|int|float|path|float range|int range)\b[^>]*>|\{[A-Z_]+\}", text), \
+            f"{name}:\n{text}"
+    assert "Usage: svc projects delete [OPTIONS] NAME\n" in helps["svc projects delete"]
+    assert re.search(r"--timeout SECONDS\s", helps["svc projects delete"])
+    assert re.search(r"--role ROLE\s+The role to give: viewer, member or admin", helps["svc members add"])
+
+
+_LOADED = """
+import sys
+sys.argv = ["svc", *sys.argv[1:]]
+from svc.cli.main import main
+try:
+    main()
+except SystemExit:
+    pass
+packages = {"httpx", "rich", "pydantic", "platformdirs", "fastapi", "sqlalchemy", "uvicorn"}
+server = ("svc.app", "svc.db", "svc.domains", "svc.models", "svc.settings", "svc.cli.serve", "svc.cli.loopback")
+loaded = [m for m, module in sys.modules.items() if module is not None]  # None: marked missing on purpose
+found = {m.split(".")[0] for m in loaded if m.split(".")[0] in packages}
+found |= {s for s in server for m in loaded if m == s or m.startswith(s + ".")}
+print("loaded:", *sorted(found), file=sys.__stderr__)
+"""
+
+
+def _loaded(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """The heavy modules a run of `svc ARGS` loaded (it runs in a child Python, like the console script)."""
+    p = subprocess.run([sys.executable, "-c", _LOADED, *args], capture_output=True, text=True, timeout=60,
+                       env=env or clean_env())
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith("loaded:"), p.stderr
+    return set(line.split()[1:])
+
+
+def test_help_loads_no_http_client_no_rich_and_no_server() -> None:
+    assert _loaded("--help") == set()
+    assert _loaded("deploy", "--help") == set()
+    assert _loaded("--version") == set()
+
+
+def test_whoami_loads_only_the_http_client(tmp_path: Path) -> None:
+    env = clean_env() | {"XDG_CONFIG_HOME": str(tmp_path), "SVC_API_URL": f"http://127.0.0.1:{free_port()}"}
+    assert _loaded("whoami", env=env) == {"httpx"}  # nothing answers: an error line, no Rich
+    assert _loaded("whoami", "--json", env=env | {"SVC_TOKEN": "t"}) == {"httpx"}
+
+
+def test_whoami_against_the_server(cli: Cli) -> None:
+    """Signed in: the JSON answer needs no Rich; the table for people does, and nothing else heavy."""
+    cli.login(uniq("fast"))
+    assert _loaded("whoami", "--json", env=cli.env()) == {"httpx"}
+    assert _loaded("whoami", env=cli.env()) == {"httpx", "rich"}

@@ -1,0 +1,107 @@
+"""A wrong API address is reported as what it is: nothing answers there (`connection_failed`), or what
+answers is not an svc API (`not_svc_api`), with a hint to check SVC_API_URL / --api-url or to start the
+server; never as "not signed in" (no session is ever stored for a wrong address)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Cli, Result, free_port
+from tests.cli.fake_http import HTML_404, FakeHttp
+
+
+def _one_error(r: Result) -> str:
+    """The stderr of a failed command: one `error:` line, then a `hint:` line; returns the hint."""
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 2, r.err
+    assert lines[0].startswith("error: ") and lines[1].startswith("hint: "), r.err
+    return lines[1]
+
+
+def test_nothing_listening_at_svc_api_url_is_not_reported_as_not_signed_in(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    cli = Cli(dead, tmp_path / "me")  # no session stored for this address, as for any mistyped one
+    for args in (("whoami",), ("whoami", "--json"), ("projects", "list"), ("orgs", "list", "--json")):
+        r = cli.fails("connection_failed", *args, exit_code=2)
+        assert f"error: Cannot reach the svc API at {dead}: connection refused" in r.err
+        hint = _one_error(r)
+        assert f"SVC_API_URL is set to {dead}" in hint and "`svc serve`" in hint and "`make run`" in hint
+        assert "not signed in" not in r.err.lower()
+
+    # The hint names where the address came from.
+    r = cli.fails("connection_failed", "--api-url", dead, "whoami", exit_code=2, env=cli.env(SVC_API_URL=""))
+    assert f"--api-url ({dead})" in _one_error(r)
+
+
+def test_a_host_name_that_does_not_resolve(tmp_path: Path) -> None:
+    url = "http://no-such-svc-host.invalid:8080"  # .invalid never resolves (RFC 2606)
+    r = Cli(url, tmp_path / "me").fails("connection_failed", "whoami", "--json", exit_code=2)
+    assert f"Cannot reach the svc API at {url}: the host name no-such-svc-host.invalid does not resolve" in r.err
+    assert "SVC_API_URL" in _one_error(r)
+
+
+@pytest.mark.parametrize("token", [None, "svc_ses_anything"])
+def test_a_web_page_at_the_address_does_not_look_like_an_svc_api(tmp_path: Path, token: str | None) -> None:
+    """Signed out, svc asks /v1/config before saying "not signed in"; with a token, /v1/me answers."""
+    with FakeHttp() as web:
+        cli = Cli(web.url, tmp_path / "me")
+        env = cli.env(**({"SVC_TOKEN": token} if token else {}))
+        for args in (("whoami",), ("whoami", "--json")):
+            r = cli.fails("not_svc_api", *args, exit_code=2, env=env)
+            assert f"error: The server at {web.url} does not look like an svc API" in r.err
+            assert "HTTP 404 Not Found with an HTML page" in r.err
+            assert f"SVC_API_URL is set to {web.url}" in _one_error(r)
+        assert {s.path for s in web.seen} == {"/v1/me" if token else "/v1/config"}
+
+
+def test_other_answers_that_are_not_an_svc_api(tmp_path: Path) -> None:
+    not_found_json = (404, {"content-type": "application/json"}, json.dumps({"detail": "Not Found"}).encode())
+    with FakeHttp(default=not_found_json) as other:
+        cli = Cli(other.url, tmp_path / "a")
+        r = cli.fails("not_svc_api", "orgs", "list", exit_code=2, env=cli.env(SVC_TOKEN="t"))
+        assert "HTTP 404 Not Found with a body of type application/json, not the API's Error body" in r.err
+    page = (200, {"content-type": "text/html"}, b"<html>welcome</html>")
+    with FakeHttp(default=page) as site:
+        cli = Cli(site.url, tmp_path / "b")
+        r = cli.fails("not_svc_api", "whoami", exit_code=2)
+        assert "HTTP 200 with an HTML page" in r.err
+    moved = (301, {"location": "https://svc.example.com/v1/config"}, b"")
+    with FakeHttp(default=moved) as redirecting:
+        cli = Cli(redirecting.url, tmp_path / "c")
+        r = cli.fails("not_svc_api", "whoami", exit_code=2)
+        assert "a redirect (HTTP 301) to https://svc.example.com/v1/config" in r.err
+        assert "use it as --api-url / SVC_API_URL" in _one_error(r)
+
+
+def test_a_proxy_error_in_front_of_the_api_is_not_called_a_wrong_address(tmp_path: Path) -> None:
+    bad_gateway = (502, {"content-type": "text/html"}, b"<html>502 Bad Gateway</html>")
+    with FakeHttp(default=bad_gateway) as proxy:
+        cli = Cli(proxy.url, tmp_path / "me")
+        r = cli.fails("http_502", "whoami", env=cli.env(SVC_TOKEN="t"))
+        assert "error: The server answered HTTP 502 Bad Gateway (http_502)" in r.err
+        assert "proxy" in _one_error(r)
+
+
+def test_signed_out_at_a_real_svc_api_is_still_not_signed_in(tmp_path: Path) -> None:
+    config = (200, {"content-type": "application/json"}, b'{"identityProvider": null}')
+    with FakeHttp(routes={("GET", "/v1/config"): config}, default=HTML_404) as api:
+        r = Cli(api.url, tmp_path / "me").fails("not_signed_in", "whoami", "--json")
+        assert f"Not signed in to {api.url}" in r.err and "svc login" in _one_error(r)
+
+
+def test_timeouts_are_named_as_such() -> None:
+    """(A real timeout takes 10 to 30 seconds; the wording is checked on the client's own function.)"""
+    import httpx
+
+    from svc.cli.client import FROM_OPTION, unreachable
+
+    connect = unreachable(httpx.ConnectTimeout("timed out"), "http://10.255.255.1:8080", FROM_OPTION)
+    assert connect.code == "connection_failed" and connect.exit_code == 2
+    assert connect.message == ("Cannot reach the svc API at http://10.255.255.1:8080: "
+                               "no connection within 10 s (timeout)")
+    assert connect.hint is not None and "--api-url (http://10.255.255.1:8080)" in connect.hint
+    read = unreachable(httpx.ReadTimeout("timed out"), "http://10.255.255.1:8080", FROM_OPTION)
+    assert read.message.endswith("it accepted the connection but sent no answer within 30 s (timeout)")
