@@ -60,7 +60,7 @@ class OperationKind(StrEnum):
 
 
 class TeardownPhase(StrEnum):
-    """A project teardown's phases, in order (domains/operations/teardown.py)."""
+    """A project teardown's phases, in order (domains/operations/jobs.py)."""
 
     routing = "routing"
     files = "files"

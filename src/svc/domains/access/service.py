@@ -163,7 +163,7 @@ async def exchange_code(uow: UnitOfWork, *, host: str, code: str | None) -> Exch
     route = await route_for_host(session, host)
     if route is None:
         return None
-    claims = cookies.new_claims(project=route.project_id, host=host, mode="org", subject=grant.user_id,
+    claims = cookies.new_claims(project=route.project_id, host=host, mode=AccessMode.org, subject=grant.user_id,
                                 generation=route.access_generation, now=now)
     log.info("access code exchanged: host=%s user=%s", host, grant.user_id)
     return Exchanged(cookie=cookies.issue(keys, claims), next_path=safe_next(grant.next_path) or "/")
@@ -280,6 +280,6 @@ async def password_matches(stored: str | None, password: str) -> bool:
 
 
 def password_cookie(keys: Keyring, route: Route, now: datetime) -> str:
-    return cookies.issue(keys, cookies.new_claims(project=route.project_id, host=route.host, mode="password",
+    return cookies.issue(keys, cookies.new_claims(project=route.project_id, host=route.host, mode=AccessMode.password,
                                                   subject=cookies.PASSWORD_SUBJECT,
                                                   generation=route.access_generation, now=now))

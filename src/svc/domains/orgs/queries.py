@@ -9,7 +9,7 @@ from sqlalchemy import Row, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres, plain_rows
-from svc.models import Membership, Org, User
+from svc.models import Membership, Org, Role, User
 
 
 async def lock_org(session: AsyncSession, org_id: str) -> None:
@@ -60,4 +60,4 @@ async def role_in(session: AsyncSession, org_id: str, user_id: str) -> str | Non
 async def admin_count(session: AsyncSession, org_id: str) -> int:
     return int(await session.scalar(
         select(func.count()).select_from(Membership)
-        .where(Membership.org_id == org_id, Membership.role == "admin")) or 0)
+        .where(Membership.org_id == org_id, Membership.role == Role.admin)) or 0)
