@@ -1,6 +1,45 @@
+"""The edge: the web server in front (nginx) that serves each host's live deployment.
+
+Two ports meet here. `Edge` is what use cases see of it (ctx.edge): converge now, after a commit.
+`RoutingSource` is what the edge reads of the store, the desired state, implemented by the
+projects area and handed to the edge by svc.app, so the edge imports no area."""
+
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Route:
+    """One routed host: an active hostname of an active project."""
+
+    host: str
+    project_id: str
+    project_name: str
+    org_id: str
+    org_slug: str
+    # The live deployment's artifact; None while the project has no deployment.
+    digest: str | None
+    access_mode: str
+    access_generation: int
+
+
+class RoutingSource(Protocol):
+    async def generation(self) -> int:
+        """A counter that moves with every change the edge must follow (cheap: polled)."""
+        ...
+
+    async def routes(self) -> list[Route]:
+        """Every routed host, by host name."""
+        ...
+
+    async def site(self, digest: str) -> Path:
+        """The unpacked artifact of `digest` in this process's data directory (its root holds
+        assets/), fetched from the blob store and unpacked when missing. Raises when it cannot
+        be had (the edge keeps serving what it served and tries again)."""
+        ...
 
 
 class Edge(Protocol):

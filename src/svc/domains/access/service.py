@@ -1,6 +1,6 @@
 """Access policy rules: the policy and bypass secret of a project, the org login round trip's
 one-time codes, the edge's check, and the password page's sign-in. Services receive the unit of
-work and flush; the unit of work commits. Every policy change moves the edge (projects.routing)."""
+work and flush; the unit of work commits. Every policy change moves the edge (uow.edge_changed)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,14 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.adapters.edge.port import Route
 from svc.auth.principal import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.access import cookies, errors, queries
 from svc.domains.access.schemas import MAX_NEXT, AccessPolicy
 from svc.domains.audit.service import record
 from svc.domains.orgs import queries as org_queries
-from svc.domains.projects.routing import Route, edge_changed, route_for_host
+from svc.domains.projects import service as projects
 from svc.domains.ratelimits import service as ratelimits
 from svc.kit.clock import as_utc, utcnow
 from svc.kit.crypto import Keyring
@@ -79,7 +80,7 @@ def policy_view(project: Project) -> AccessPolicy:
 async def _changed(uow: UnitOfWork, project: Project) -> None:
     """Every policy change: old cookies and cached checks stop working; the edge converges."""
     project.access_generation = project.access_generation + 1
-    await edge_changed(uow)
+    await uow.edge_changed()
     await uow.session.flush()
 
 
@@ -130,7 +131,7 @@ async def authorize(uow: UnitOfWork, principal: Principal, *, to: str, next_path
     host = normalize_host(to)
     if host is None:
         raise errors.BadHost(details={"field": "to"})
-    route = await route_for_host(session, host)
+    route = await projects.route_for_host(uow, host)
     if route is None:
         raise errors.UnknownHostname(details={"host": host})
     if await org_queries.role_in(session, route.org_id, principal.user.id) is None:
@@ -160,7 +161,7 @@ async def exchange_code(uow: UnitOfWork, *, host: str, code: str | None) -> Exch
     now = utcnow()
     if grant is None or as_utc(grant.expires_at) <= now or grant.host != host:
         return None
-    route = await route_for_host(session, host)
+    route = await projects.route_for_host(uow, host)
     if route is None:
         return None
     claims = cookies.new_claims(project=route.project_id, host=host, mode=AccessMode.org, subject=grant.user_id,
@@ -186,7 +187,7 @@ async def check(uow: UnitOfWork, *, host: str, uri: str | None, cookie_values: l
     """None when the request may pass (a valid bypass secret, or any one of the svc_access values
     the browser sent); else the login URL for the X-Svc-Login header."""
     session, keys, settings = uow.session, uow.ctx.keys, uow.ctx.settings
-    route = await route_for_host(session, host)
+    route = await projects.route_for_host(uow, host)
     if route is None or route.access_mode not in PROTECTED_ACCESS_MODES:
         return None
     if bypass and len(bypass) <= 256:
@@ -208,7 +209,7 @@ async def check(uow: UnitOfWork, *, host: str, uri: str | None, cookie_values: l
 
 
 async def is_routed(uow: UnitOfWork, host: str) -> bool:
-    return await route_for_host(uow.session, host) is not None
+    return await projects.route_for_host(uow, host) is not None
 
 
 async def forget_project_grants(session: AsyncSession, project_id: str) -> None:
@@ -230,7 +231,7 @@ class PasswordHost:
 async def password_host(uow: UnitOfWork, host: str, next_path: str) -> PasswordHost:
     """The route of a host in password mode; a host in another mode sends the browser on to
     `next_path` (nothing to enter); a host svc does not route is UnknownHostname."""
-    route = await route_for_host(uow.session, host)
+    route = await projects.route_for_host(uow, host)
     if route is None:
         raise errors.UnknownHostname(details={"host": host})
     if route.access_mode != AccessMode.password:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from functools import partial
+from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -26,7 +27,6 @@ from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.deployments.schemas import GitInfo
 from svc.domains.projects import queries as project_queries
 from svc.domains.projects.errors import OperationInFlight, ProjectNotFound
-from svc.domains.projects.routing import edge_changed
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -88,7 +88,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     # In this order after the commit: the site in place, then the edge serving it, then clean-up.
     uow.after_commit(partial(artifacts.publish_site, ctx, received.digest, received.bundle, received.staging,
                              received.unpacked.files))
-    await edge_changed(uow)
+    await uow.edge_changed()
     uow.after_commit(received.discard)
     return deployment_view(row, live_id=row.id, uploader=access.principal.user.subject)
 
@@ -133,12 +133,23 @@ async def rollback(uow: UnitOfWork, access: OrgAccess, project_name: str, versio
     previous = await queries.by_id(session, project.live_deployment_id)
     project.live_deployment_id = row.id
     project.manifest = row.manifest
-    await edge_changed(uow)
+    await uow.edge_changed()
     await record(session, "deployment.rollback", actor=access.principal.user, org=access.org,
                  target=project.name, data={"version": version, "from": previous.version if previous else None})
     await session.flush()
     [view] = await views(session, [row], live_id=row.id)
     return view
+
+
+async def site_of(ctx: AppContext, digest: str) -> Path:
+    """The unpacked site of a live digest in this process's data dir (for the edge), fetched and
+    unpacked from the blob store when missing."""
+    return await artifacts.ensure_site(ctx, digest)
+
+
+def sweep_partials(ctx: AppContext) -> int:
+    """At start (blocking): what a killed process left half-done, never visible, is removed."""
+    return artifacts.sweep_partials(ctx)
 
 
 async def unshared_digests(session: AsyncSession, project_id: str) -> list[str]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 from svc.domains.access import service as access
 from svc.domains.deployments import service as deployments
 from svc.domains.operations import queries
-from svc.domains.projects import routing
 from svc.domains.projects import service as projects
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
@@ -47,12 +46,12 @@ async def teardown_step(run: JobRun) -> None:
     if op is None or op.phase != phase.value:
         return  # another run of this job moved it on meanwhile
     if phase is TeardownPhase.routing:
-        await routing.edge_changed(run.uow)
+        await run.uow.edge_changed()
     elif phase is TeardownPhase.grants:
         await access.forget_project_grants(session, project_id)
     elif phase is TeardownPhase.metadata:
         await projects.delete_project_row(session, project_id)
-        await routing.edge_changed(run.uow)
+        await run.uow.edge_changed()
     following = _ORDER[_ORDER.index(phase) + 1]
     op.phase = following.value
     if following is TeardownPhase.done:

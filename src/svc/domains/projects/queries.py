@@ -1,12 +1,13 @@
-"""SQL for projects and their hostnames."""
+"""SQL for projects, their hostnames, and what the edge routes (the routing table and its counter)."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.adapters.edge.port import Route
 from svc.db import is_postgres
-from svc.models import Hostname, HostnameKind, Project
+from svc.models import Deployment, EdgeState, Hostname, HostnameKind, HostnameStatus, Org, Project, ProjectState
 
 
 async def by_name(session: AsyncSession, org_id: str, name: str, *, lock: bool = False) -> Project | None:
@@ -54,3 +55,28 @@ async def delete_project(session: AsyncSession, project_id: str) -> None:
     """The row; its deployments, hostnames and secrets follow by foreign-key cascade."""
     await session.execute(delete(Project).where(Project.id == project_id)
                           .execution_options(synchronize_session=False))
+
+
+def _routes() -> Select[*tuple[str, str, str, str, str, str | None, str, int]]:
+    return (
+        select(Hostname.host, Project.id, Project.name, Org.id, Org.slug, Deployment.digest, Project.access_mode,
+               Project.access_generation)
+        .join(Project, Project.id == Hostname.project_id)
+        .join(Org, Org.id == Project.org_id)
+        .outerjoin(Deployment, Deployment.id == Project.live_deployment_id)
+        .where(Hostname.status == HostnameStatus.active, Project.state == ProjectState.active))
+
+
+async def routing_table(session: AsyncSession) -> list[Route]:
+    """Every routed host: active hostnames of active projects, with the live deployment's digest."""
+    rows = await session.execute(_routes().order_by(Hostname.host))
+    return [Route(*row) for row in rows.all()]
+
+
+async def route_for_host(session: AsyncSession, host: str) -> Route | None:
+    row = (await session.execute(_routes().where(Hostname.host == host))).first()
+    return Route(*row) if row else None
+
+
+async def edge_generation(session: AsyncSession) -> int:
+    return int(await session.scalar(select(EdgeState.generation).where(EdgeState.id == 1)) or 0)

@@ -3,10 +3,14 @@ Services receive the unit of work and flush; the unit of work commits."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.adapters.edge.port import Route
 from svc.auth.roles import OrgAccess
+from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.deployments import queries as deployment_queries
 from svc.domains.deployments import service as deployments
@@ -18,7 +22,6 @@ from svc.domains.orgs import holdings
 from svc.domains.orgs import queries as org_queries
 from svc.domains.orgs.service import project_limit
 from svc.domains.projects import errors, queries, schemas
-from svc.domains.projects.routing import edge_changed
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import (
@@ -35,9 +38,33 @@ from svc.models import (
     TeardownPhase,
 )
 from svc.settings import Settings
-from svc.uow import UnitOfWork
+from svc.uow import Tx, UnitOfWork, unit_of_work
 
 RESOURCES = ("db", "storage", "email", "auth", "ai")
+
+
+async def route_for_host(uow: UnitOfWork, host: str) -> Route | None:
+    """The route of a host svc serves, or None."""
+    return await queries.route_for_host(uow.session, host)
+
+
+class EdgeRouting:
+    """What the edge reads of the store (svc.adapters.edge.port.RoutingSource), each read in a
+    unit of work of its own."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    async def generation(self) -> int:
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            return await queries.edge_generation(uow.session)
+
+    async def routes(self) -> list[Route]:
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            return await queries.routing_table(uow.session)
+
+    async def site(self, digest: str) -> Path:
+        return await deployments.site_of(self.ctx, digest)
 
 
 def default_hostname(settings: Settings, org: Org, name: str) -> str:
@@ -87,7 +114,7 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
         raise errors.HostnameTaken(details={"hostname": host}) from None
     if count + 1 == limit:
         await limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
-    await edge_changed(uow)
+    await uow.edge_changed()
     return project_view(project, org, host, settings)
 
 
@@ -154,7 +181,7 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
         raise errors.OperationInFlight() from None
     # Unrouted at once: the edge stops serving the project as soon as it converges.
     project.state = ProjectState.deleting
-    await edge_changed(uow)
+    await uow.edge_changed()
     uow.enqueue(JobKind.project_teardown, {"operation_id": op.id})
     await record(session, "project.delete", actor=access.principal.user, org=access.org, target=project.name,
                  data={"operation": op.id})
