@@ -150,7 +150,17 @@ class EdgeHttp:
 # --- a fake of the API's edge endpoints (docs/edge.md), so these tests do not depend on the access area ---
 
 GOOD_COOKIE = "svc_access=good"
-BYPASS = "let-me-in"
+BYPASS = "svc_byp_fake-bypass-secret-3f9c1d"
+
+
+def access_values(cookie_header: str | None) -> list[str]:
+    """Every svc_access value of a Cookie header, as the real check reads them."""
+    values = []
+    for part in (cookie_header or "").split(";"):
+        name, eq, value = part.strip().partition("=")
+        if eq and name == "svc_access" and value:
+            values.append(value)
+    return values
 
 
 @dataclass
@@ -165,15 +175,19 @@ def _check_app(state: FakeCheck) -> Starlette:
         h = request.headers
         state.checks.append({"host": h.get("x-svc-host"), "uri": h.get("x-svc-uri"), "cookie": h.get("cookie"),
                              "bypass": h.get("svc-access-bypass"), "method": request.method})
-        if GOOD_COOKIE in (h.get("cookie") or "") or h.get("svc-access-bypass") == BYPASS:
+        if "good" in access_values(h.get("cookie")) or h.get("svc-access-bypass") == BYPASS:
             return Response(status_code=204, headers={"Cache-Control": "no-store"})
         login = f"http://svc.test/access/authorize?to={h.get('x-svc-host')}&next={h.get('x-svc-uri')}"
+        if "no-login-url" in (h.get("x-svc-uri") or ""):  # a 401 that names no login page
+            return Response(status_code=401, headers={"Cache-Control": "no-store"})
         return Response(status_code=401, headers={"X-Svc-Login": login, "Cache-Control": "no-store"})
 
     async def edge_path(request: Request) -> Response:
         state.proxied.append({"path": request.url.path, "query": request.url.query,
                               "host": request.headers.get("x-svc-host"), "method": request.method})
-        return PlainTextResponse(f"svc page {request.url.path} for {request.headers.get('x-svc-host')}")
+        # As the API's pages do.
+        return PlainTextResponse(f"svc page {request.url.path} for {request.headers.get('x-svc-host')}",
+                                 headers={"Cache-Control": "no-store"})
 
     return Starlette(routes=[HttpRoute("/v1/edge/check", check),
                              HttpRoute("/v1/edge/{rest:path}", edge_path, methods=["GET", "POST"])])

@@ -1,13 +1,23 @@
 """Protected hosts (access mode org/password) through auth_request, against a fake of the API's
-/v1/edge/check (204 for the cookie `svc_access=good` or the bypass header, else 401 + X-Svc-Login):
-the redirect to the login URL, allowed answers cached per host + generation + cookie + bypass,
-401s never cached, a policy change (generation bump) invalidating cached answers at once."""
+/v1/edge/check (204 for a `svc_access=good` cookie or the bypass header, else 401 + X-Svc-Login):
+the redirect to the login URL, allowed answers cached per host + generation + svc_access cookie +
+a fingerprint of the bypass header (in memory; no site cookie, no bypass secret kept anywhere),
+headers with several svc_access cookies asked about every time, 401s never cached, a policy
+change (generation bump) invalidating cached answers at once."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import stat
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
+from svc.edge import config
+from svc.edge.config import memory_dir
 from tests.edge.conftest import Running, edge_settings, started_edge
 from tests.edge.helpers import BYPASS, GOOD_COOKIE, FakeCheck, create_project, deploy, set_access
 from tests.support.api import assert_error, running_svc
@@ -48,17 +58,23 @@ async def test_password_host_redirects_then_serves_with_a_cookie(running: Runnin
     assert len(checks) == 3
     r = await http.get(site.host, "/missing.txt", headers={"cookie": GOOD_COOKIE})
     assert_error(r, 404, "not_found")
-    # A different cookie header is a different key.
-    r = await http.get(site.host, "/", headers={"cookie": GOOD_COOKIE + "; theme=dark"})
+    # The site's own cookies do not decide access: same svc_access cookie, same cached answer
+    # (and the check still gets the whole Cookie header).
+    r = await http.get(site.host, "/", headers={"cookie": "theme=dark; " + GOOD_COOKIE + "; session=abc"})
     assert r.status_code == 200
-    assert len(checks) == 4
+    assert len(checks) == 3
 
-    # The bypass header passes (and is what the check is asked about).
-    r = await http.get(site.host, "/", headers={"svc-access-bypass": BYPASS})
-    assert (r.status_code, r.content) == (200, INDEX)
+    # The bypass header passes (asked once, then cached under a fingerprint of it), and its answer
+    # opens nothing for another bypass value or for a request without one.
+    for _ in range(2):
+        r = await http.get(site.host, "/", headers={"svc-access-bypass": BYPASS})
+        assert (r.status_code, r.content) == (200, INDEX)
     assert checks[-1]["bypass"] == BYPASS
-    r = await http.get(site.host, "/", headers={"svc-access-bypass": "wrong"})
-    assert r.status_code == 302
+    assert len(checks) == 4
+    for headers in ({"svc-access-bypass": "wrong"}, {"svc-access-bypass": BYPASS[:-1]},
+                    {"svc-access-bypass": BYPASS + "x"}, {}):
+        assert (await http.get(site.host, "/", headers=headers)).status_code == 302
+    assert len(checks) == 8
 
     # Public hosts never ask.
     before = len(checks)
@@ -147,3 +163,142 @@ async def test_cache_off_asks_every_time(tmp_path: Path, check: FakeCheck) -> No
         for _ in range(3):
             assert (await r.http.get(site.host, "/index.html", headers={"cookie": GOOD_COOKIE})).status_code == 200
         assert len(check.checks) == 3
+
+
+async def _protected_site(running: Running, mode: str = "password") -> str:
+    alice = await running.svc.login("alice")
+    site = await create_project(alice, "secret")
+    await deploy(running.ctx, site, {"index.html": INDEX})
+    await set_access(running.ctx, site, mode)
+    await running.edge.converge_now()
+    return site.host
+
+
+async def test_an_allowed_cookie_opens_nothing_for_another_visitor(running: Running) -> None:
+    host = await _protected_site(running)
+    http, checks = running.http, running.check.checks
+    assert (await http.get(host, "/", headers={"cookie": GOOD_COOKIE})).status_code == 200
+    assert (await http.get(host, "/", headers={"cookie": GOOD_COOKIE})).status_code == 200
+    assert len(checks) == 1
+    # Another visitor: another svc_access value, with or without the first one's other cookies.
+    for cookie in ("svc_access=other", "svc_access=goo", "svc_access=good2", "svc_access=", "xsvc_access=good",
+                   "svc_access=other; session=abc", "svc_access_x=good"):
+        before = len(checks)
+        r = await http.get(host, "/", headers={"cookie": cookie})
+        assert r.status_code == 302, cookie
+        assert len(checks) == before + 1, cookie
+    assert (await http.get(host, "/")).status_code == 302
+
+
+async def test_a_planted_svc_access_cookie_neither_hides_the_real_one_nor_gets_in(running: Running) -> None:
+    """A sibling host can plant its own svc_access cookie (sent first, with a longer path). The
+    visitor still gets in with the real one, and the planted value alone never reuses that answer."""
+    host = await _protected_site(running, "org")
+    http, checks = running.http, running.check.checks
+    both = "svc_access=planted; " + GOOD_COOKIE
+    for _ in range(2):
+        r = await http.get(host, "/", headers={"cookie": both})
+        assert (r.status_code, r.content) == (200, INDEX)
+        assert checks[-1]["cookie"] == both
+    assert len(checks) == 2  # a header naming svc_access twice is never answered from the cache
+    for cookie in ("svc_access=planted", "svc_access=planted; theme=dark", "svc_access=planted; svc_access=x"):
+        before = len(checks)
+        assert (await http.get(host, "/", headers={"cookie": cookie})).status_code == 302, cookie
+        assert len(checks) == before + 1
+    # The real cookie alone is cached as before.
+    assert (await http.get(host, "/", headers={"cookie": GOOD_COOKIE})).status_code == 200
+    assert (await http.get(host, "/", headers={"cookie": GOOD_COOKIE})).status_code == 200
+    assert len(checks) == 6
+
+
+async def test_a_cookie_nginx_reads_otherwise_is_never_stored(running: Running) -> None:
+    """The check strips any whitespace around a cookie; nginx reads `svc_access` only after a
+    space. An answer for such a header must not be stored under "no svc_access cookie"."""
+    host = await _protected_site(running)
+    http, checks = running.http, running.check.checks
+    for _ in range(2):
+        r = await http.get(host, "/", headers={"cookie": "a=1;\tsvc_access=good"})
+        assert (r.status_code, r.content) == (200, INDEX)
+    assert len(checks) == 2
+    for headers in ({}, {"cookie": "a=1"}, {"cookie": "a=1;\tsvc_access=forged"}):
+        assert (await http.get(host, "/", headers=headers)).status_code == 302
+    assert len(checks) == 5
+
+
+def _files_holding(root: Path, secrets: tuple[bytes, ...]) -> list[str]:
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            found += [f"{path}: {secret!r}" for secret in secrets if secret in data]
+    return found
+
+
+async def test_no_credential_is_kept_on_disk(running: Running) -> None:
+    host = await _protected_site(running)
+    http, checks = running.http, running.check.checks
+    cache = running.edge.options.check_cache_dir
+    assert cache is not None and memory_dir() is not None
+    assert cache.is_relative_to(memory_dir())  # type: ignore[arg-type]
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    data_dir = running.ctx.settings.data_dir
+    assert not cache.is_relative_to(data_dir.resolve())
+
+    app_cookie = "session=APPSECRET-77c1"
+    for _ in range(3):
+        r = await http.get(host, "/", headers={"cookie": f"{app_cookie}; {GOOD_COOKIE}; theme=dark"})
+        assert r.status_code == 200
+        r = await http.get(host, "/", headers={"svc-access-bypass": BYPASS, "cookie": app_cookie})
+        assert r.status_code == 200
+    assert len(checks) == 2  # each asked once, then answered from the cache
+    secrets = (b"APPSECRET", BYPASS.encode(), BYPASS[8:].encode())
+    assert _files_holding(data_dir, secrets) == []
+    assert _files_holding(cache, secrets) == []
+    # The cached answers are there, in memory, keyed by what decides access: the host, its access
+    # generation, the svc_access value, a fingerprint of the bypass header (16 hex digits).
+    keys = sorted(m.group(1) for p in cache.rglob("*") if p.is_file()
+                  and (m := re.search(rb"\nKEY: ([^\n]*)\n", p.read_bytes())))
+    assert len(keys) == 2, keys
+    prefix = re.escape(host) + r"\|\d+\|"
+    assert any(re.fullmatch(rf"{prefix}good\|".encode(), key) for key in keys), keys
+    assert any(re.fullmatch(rf"{prefix}\|[0-9a-f]{{16}}".encode(), key) for key in keys), keys
+    # A stopped edge leaves no cache behind.
+    await running.edge.stop()
+    assert not cache.exists()
+
+
+async def test_cache_off_without_a_memory_file_system(tmp_path: Path, check: FakeCheck,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """No credential goes to disk instead: the checks are asked every time."""
+    monkeypatch.setattr(config, "MEMORY_DIRS", (tmp_path / "not-shm",))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    async with running_svc(edge_settings(tmp_path / "data")) as svc, started_edge(svc, check) as r:
+        assert r.edge.options.check_cache_dir is None
+        alice = await svc.login("alice")
+        site = await create_project(alice, "secret")
+        await deploy(svc.ctx, site, {"index.html": INDEX})
+        await set_access(svc.ctx, site, "password")
+        await r.edge.converge_now()
+        for path in ("/", "/index.html"):
+            assert (await r.http.get(site.host, path, headers={"cookie": GOOD_COOKIE})).status_code == 200
+        assert len(check.checks) == 2
+        assert "proxy_cache" not in r.edge.layout.conf.read_text()
+
+
+async def test_a_request_body_is_not_announced_to_the_check(running: Running) -> None:
+    """The check is a GET without the request's body: it must not be told there is one (the API
+    would wait for it and take the next request on that connection for the rest)."""
+    host = await _protected_site(running)
+    asks = {"cookie": "svc_access=planted; " + GOOD_COOKIE}  # never answered from the cache
+
+    async def chunked() -> AsyncIterator[bytes]:
+        yield b"chunked "
+        yield b"body"
+
+    for body in (b"x" * 100, chunked()):
+        r = await running.http.request("POST", host, "/index.html", content=body, headers=asks)
+        assert r.status_code == 405
+        for _ in range(3):
+            r = await running.http.get(host, "/index.html", headers=asks)
+            assert (r.status_code, r.content) == (200, INDEX)
+    assert [c["method"] for c in running.check.checks] == ["GET"] * 8

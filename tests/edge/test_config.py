@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
 
-from svc.edge.config import EdgeConfigError, EdgeLayout, EdgeOptions, SiteRoute, config_id, render
+from svc.edge.config import (
+    EdgeConfigError,
+    EdgeLayout,
+    EdgeOptions,
+    SiteRoute,
+    config_id,
+    memory_dir,
+    new_check_cache_dir,
+    remove_check_cache_dir,
+    render,
+)
 
 
 def _options(**kw: object) -> EdgeOptions:
@@ -41,11 +52,45 @@ def test_paths_nginx_cannot_quote_are_refused(tmp_path: Path) -> None:
 
 def test_check_cache_and_protected_block_only_when_needed(tmp_path: Path) -> None:
     layout = EdgeLayout(tmp_path / "edge")
+    cache = tmp_path / "cache"
     public = SiteRoute(host="web-a.localhost", web_root=tmp_path, protected=False, access_generation=1)
     locked = SiteRoute(host="priv-a.localhost", web_root=tmp_path, protected=True, access_generation=7)
-    assert "auth_request" not in render(_options(), layout, [public])
-    text = render(_options(), layout, [public, locked])
+    assert "auth_request" not in render(_options(check_cache_dir=cache), layout, [public])
+    text = render(_options(check_cache_dir=cache), layout, [public, locked])
     assert "server_name priv-a.localhost;" in text
     assert "priv-a.localhost 7;" in text
     assert "proxy_cache_valid 204 5s;" in text
-    assert "proxy_cache " not in render(_options(check_cache_seconds=0), layout, [public, locked])
+    assert f'proxy_cache_path "{cache}" ' in text
+    assert "proxy_cache " not in render(_options(check_cache_seconds=0, check_cache_dir=cache), layout,
+                                        [public, locked])
+    # No memory file system to keep it in: no cache.
+    assert "proxy_cache" not in render(_options(), layout, [public, locked])
+
+
+def test_prepare_installs_the_pages_and_drops_the_old_disk_cache(tmp_path: Path) -> None:
+    layout = EdgeLayout(tmp_path / "edge")
+    old = layout.root / "check-cache" / "a" / "bc"
+    old.mkdir(parents=True)
+    (old / "entry").write_text("KEY: host|1|session=APPSECRET; svc_access=x|byp")
+    layout.prepare()
+    assert not (layout.root / "check-cache").exists()
+    assert {p.name for p in layout.pages.iterdir()} == {"unknown-host.html", "no-deployment.html", "not-found.html"}
+    assert "svc deploy" in (layout.pages / "no-deployment.html").read_text()
+
+
+def test_check_cache_dir_is_private_and_in_memory(tmp_path: Path) -> None:
+    base = memory_dir()
+    if base is None:
+        pytest.skip("no memory file system here")
+    edge_root = tmp_path / "edge"
+    first = new_check_cache_dir(edge_root)
+    assert first is not None and first.parent == base
+    assert stat.S_IMODE(first.stat().st_mode) == 0o700
+    (first / "left-behind").write_text("x")
+    try:
+        # The next start on the same data dir replaces what a killed one left.
+        again = new_check_cache_dir(edge_root)
+        assert again == first and list(again.iterdir()) == []
+    finally:
+        remove_check_cache_dir(first)
+    assert not first.exists()

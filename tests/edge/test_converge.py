@@ -9,13 +9,14 @@ import asyncio
 import os
 import shutil
 import signal
+import socket
 from pathlib import Path
 
 import httpx
 import pytest
 
 from svc.domains.deployments import artifacts
-from svc.edge import NginxEdge
+from svc.edge import EdgePortInUse, NginxEdge, edge_port_taken, start_edge
 from tests.edge.conftest import NGINX, Running, edge_settings, started_edge
 from tests.edge.helpers import FakeCheck, Site, bundle, create_project, deploy, rollback
 from tests.support import stores
@@ -275,3 +276,24 @@ async def test_second_process_on_the_same_store(tmp_path: Path, check: FakeCheck
                 await wait_for(lambda: serves(1), "the second edge to roll back")
     finally:
         await stores.drop_pg_database(url)
+
+
+async def test_edge_port_taken_by_another_program(tmp_path: Path, check: FakeCheck) -> None:
+    """Not an endless retry: start() fails at once with EdgePortInUse, and nothing is left running."""
+    assert NGINX is not None
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        settings = edge_settings(tmp_path / "data", edge_port=port)
+        assert edge_port_taken(settings)
+        async with running_svc(settings) as svc:
+            edge = NginxEdge(svc.ctx, api_url=check.url, binary=NGINX)
+            with pytest.raises(EdgePortInUse) as caught:
+                await edge.start()
+            assert caught.value.address == f"127.0.0.1:{port}"
+            assert not edge.process.running
+            assert edge.options.check_cache_dir is None or not edge.options.check_cache_dir.exists()
+            with pytest.raises(EdgePortInUse):
+                await start_edge(svc.ctx, api_url=check.url)
+    assert not edge_port_taken(settings)

@@ -148,14 +148,24 @@ async def _kill_9_scenario(tmp_path: Path) -> None:
         r = httpx.get(f"{edge}/", headers={"host": site.host})
         assert r.status_code == 302
         assert r.headers["location"] == f"http://{site.host}:{edge_port}/__svc/password?next=/"
+        assert r.headers.get_list("cache-control") == ["private, no-store"]
         r = httpx.get(f"{edge}/__svc/password?next=/", headers={"host": site.host})
         assert r.status_code == 200 and "password" in r.text.lower()
+        assert r.headers.get_list("cache-control") == ["private, no-store"]  # the API's own no-store replaced
         r = httpx.post(f"{edge}/__svc/password", headers={"host": site.host},
                        data={"password": "correct horse", "next": "/"})
         assert r.status_code == 303, r.text
+        assert r.headers.get_list("cache-control") == ["private, no-store"]
         cookie = r.headers["set-cookie"].split(";", 1)[0]
         r = httpx.get(f"{edge}/", headers={"host": site.host, "cookie": cookie})
         assert (r.status_code, r.content) == (200, b"v1")
+        assert r.headers.get_list("cache-control") == ["private, no-store"]
+        # The real check reads every svc_access cookie: one planted by a sibling host, sent first,
+        # neither hides the real one nor gets in on its own (asked every time, never cached).
+        for _ in range(2):
+            r = httpx.get(f"{edge}/", headers={"host": site.host, "cookie": f"svc_access=planted; {cookie}"})
+            assert (r.status_code, r.content) == (200, b"v1")
+        assert httpx.get(f"{edge}/", headers={"host": site.host, "cookie": "svc_access=planted"}).status_code == 302
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     out = log.read_text()

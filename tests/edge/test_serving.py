@@ -1,6 +1,6 @@
 """What a browser gets from the edge (real nginx, real HTTP): the live deployment's files by Host,
-index.html, Content-Type, ETag/304, Range, gzip, and JSON errors for unknown hosts, projects
-without a deployment and missing files."""
+index.html, Content-Type, ETag/304, Range, gzip; for unknown hosts, projects without a deployment
+and missing files, a page for browsers and the JSON Error envelope for API clients."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ INDEX = b"<!doctype html><title>home</title><h1>Hello from v1</h1>" + b"<p>paddi
 CSS = b"body { color: rebeccapurple; }\n" * 50
 JS = b"export const answer = 42;\n" * 40
 DATA = bytes(range(256)) * 40  # 10 KiB of binary
+# What browsers send on a navigation.
+BROWSER = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"}
+API_CLIENTS: tuple[dict[str, str], ...] = ({}, {"accept": "application/json"}, {"accept": "*/*"})
 
 
 async def test_serves_the_live_deployment(running: Running) -> None:
@@ -88,7 +91,7 @@ async def test_etag_range_and_gzip(running: Running) -> None:
     assert r.status_code == 304
 
 
-async def test_errors_are_json(running: Running) -> None:
+async def test_errors_are_json_for_api_clients(running: Running) -> None:
     alice = await running.svc.login("alice")
     empty = await create_project(alice, "empty")
     site = await create_project(alice, "web")
@@ -96,26 +99,66 @@ async def test_errors_are_json(running: Running) -> None:
     await running.edge.converge_now()
     http = running.http
 
-    for path in ("/", "/index.html", "/x.css", "/__svc/password"):
-        r = await http.get("nobody-here.localhost", path)
-        body = assert_error(r, 404, "unknown_hostname")
-        assert r.headers["content-type"] == "application/json"
-    assert running.check.proxied == []  # unknown hosts never reach the API
+    for accept in API_CLIENTS:
+        for path in ("/", "/index.html", "/x.css", "/__svc/password"):
+            r = await http.get("nobody-here.localhost", path, headers=accept)
+            assert r.content == (b'{"code":"unknown_hostname","message":"No project is served at this hostname",'
+                                 b'"details":null}')
+            assert_error(r, 404, "unknown_hostname")
+            assert r.headers["content-type"] == "application/json"
+        assert running.check.proxied == []  # unknown hosts never reach the API
 
-    for path in ("/", "/about.html"):
-        r = await http.get(empty.host, path)
-        body = assert_error(r, 404, "not_found")
-        assert body["message"] == "This project has no deployment yet"
-        assert r.headers["content-type"] == "application/json"
+        for path in ("/", "/about.html"):
+            r = await http.get(empty.host, path, headers=accept)
+            assert r.content == b'{"code":"not_found","message":"This project has no deployment yet","details":null}'
+            assert_error(r, 404, "not_found")
+            assert r.headers["content-type"] == "application/json"
 
-    for path in ("/missing.html", "/assets/", "/nope/"):
-        r = await http.get(site.host, path)
-        body = assert_error(r, 404, "not_found")
-        assert r.headers["content-type"] == "application/json"
-        assert "no deployment" not in body["message"]
+        for path in ("/missing.html", "/assets/", "/nope/"):
+            r = await http.get(site.host, path, headers=accept)
+            assert r.content == b'{"code":"not_found","message":"No such file in this deployment","details":null}'
+            assert_error(r, 404, "not_found")
+            assert r.headers["content-type"] == "application/json"
 
     r = await http.request("POST", site.host, "/index.html", content=b"x=1")
     assert_error(r, 405, "method_not_allowed")
+
+
+async def test_browsers_get_pages(running: Running) -> None:
+    alice = await running.svc.login("alice")
+    empty = await create_project(alice, "empty")
+    site = await create_project(alice, "web")
+    await deploy(running.ctx, site, {"index.html": INDEX})
+    await running.edge.converge_now()
+    http = running.http
+
+    for accept in (BROWSER, {"accept": "text/html"}, {"accept": "TEXT/HTML;q=0.9"}):
+        for path in ("/", "/x.css", "/__svc/password"):
+            r = await http.get("nobody-here.localhost", path, headers=accept)
+            assert r.status_code == 404
+            assert r.headers["content-type"] == "text/html; charset=utf-8"
+            assert "<title>Unknown host</title>" in r.text
+            assert "No project is served at this address" in r.text
+        for path in ("/", "/about.html"):
+            r = await http.get(empty.host, path, headers=accept)
+            assert r.status_code == 404
+            assert r.headers["content-type"] == "text/html; charset=utf-8"
+            assert "<h1>No deployment yet</h1>" in r.text
+            assert "<code>svc deploy</code>" in r.text
+        r = await http.get(site.host, "/missing.html", headers=accept)
+        assert r.status_code == 404
+        assert "<h1>Not found</h1>" in r.text
+    assert running.check.proxied == []
+    # Self-contained: no scripts, nothing loaded from elsewhere.
+    r = await http.get(empty.host, "/", headers=BROWSER)
+    assert r.text.startswith("<!doctype html>")
+    assert "<script" not in r.text and "src=" not in r.text and "http" not in r.text
+    assert r.headers["content-security-policy"].startswith("default-src 'none'")
+    assert "accept" in r.headers["vary"].lower()
+    # HEAD: the status and type without the page.
+    r = await http.request("HEAD", empty.host, "/", headers=BROWSER)
+    assert (r.status_code, r.content) == (404, b"")
+    assert r.headers["content-type"] == "text/html; charset=utf-8"
 
 
 async def test_deployment_404_page(running: Running) -> None:
@@ -123,10 +166,12 @@ async def test_deployment_404_page(running: Running) -> None:
     site = await create_project(alice, "web")
     await deploy(running.ctx, site, {"index.html": INDEX, "404.html": b"<h1>lost?</h1>"})
     await running.edge.converge_now()
-    r = await running.http.get(site.host, "/missing")
-    assert r.status_code == 404
-    assert r.content == b"<h1>lost?</h1>"
-    assert r.headers["content-type"].startswith("text/html")
+    # The deployment's own page wins, for browsers and API clients alike.
+    for accept in (*API_CLIENTS, BROWSER):
+        r = await running.http.get(site.host, "/missing", headers=accept)
+        assert r.status_code == 404
+        assert r.content == b"<h1>lost?</h1>"
+        assert r.headers["content-type"].startswith("text/html")
 
 
 async def test_svc_paths_go_to_the_api(running: Running) -> None:

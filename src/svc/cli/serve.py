@@ -10,10 +10,12 @@ from pathlib import Path
 import typer
 import uvicorn
 from rich.console import Console
-from starlette.types import ASGIApp
+from rich.markup import escape
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc.app import create_app, default_adapters
-from svc.edge import INSTALL_HINT, find_nginx
+from svc.auth.invalidation import StoreInUse
+from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken, find_nginx
 from svc.settings import Settings
 
 console = Console(stderr=True, soft_wrap=True)
@@ -35,6 +37,68 @@ class _RedactSecrets(logging.Filter):
         return True
 
 
+class _StartupErrors:
+    """The app, except that the startup failures svc explains in one line (the SQLite data dir is
+    served by another svc, the edge port is taken) are kept from uvicorn, which would print a
+    traceback: `error` holds the exception and serve() prints its line."""
+
+    EXPLAINED = (StoreInUse, EdgePortInUse)
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.error: Exception | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        held: list[Message] = []
+
+        async def hold_failure(message: Message) -> None:
+            # Starlette reports a failed startup (with the traceback), then raises the exception.
+            if message["type"] == "lifespan.startup.failed":
+                held.append(message)
+            else:
+                await send(message)
+
+        try:
+            await self.app(scope, receive, hold_failure)
+        except self.EXPLAINED as exc:
+            self.error = exc
+            await send({"type": "lifespan.startup.failed", "message": ""})
+            return
+        finally:
+            if self.error is None:
+                for message in held:
+                    await send(message)
+
+
+class _DropStartupFailed(logging.Filter):
+    """uvicorn's "Application startup failed. Exiting." when svc prints the reason itself."""
+
+    def __init__(self, startup: _StartupErrors) -> None:
+        super().__init__()
+        self.startup = startup
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.startup.error is None or not record.getMessage().startswith("Application startup failed")
+
+
+def _startup_error(exc: Exception) -> str:
+    if isinstance(exc, EdgePortInUse):
+        return _edge_port_error(exc.address)
+    return str(exc)
+
+
+def _edge_port_error(address: str) -> str:
+    return f"the edge port {address} is in use; stop what uses it or choose another with --edge-port"
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/bold red] {escape(message)}")
+    return typer.Exit(1)
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address the API listens on"),
     port: int = typer.Option(8080, help="Port of the API"),
@@ -48,10 +112,14 @@ def serve(
     if edge_port is not None:
         settings = settings.model_copy(update={"edge_port": edge_port})
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    adapters = default_adapters(settings)
     nginx = find_nginx(settings.nginx_binary) if settings.edge_enabled else None
+    # Else nginx would retry binding for seconds and exit, again and again (the start checks again).
+    if nginx is not None and edge_port_taken(settings):
+        raise _fail(_edge_port_error(edge_address(settings)))
+    adapters = default_adapters(settings)
     # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
-    app = create_app(settings, adapters, run_edge=nginx is not None, edge_api=f"http://{_connect_host(host)}:{port}")
+    app = _StartupErrors(create_app(settings, adapters, run_edge=nginx is not None,
+                                    edge_api=f"http://{_connect_host(host)}:{port}"))
     store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")
@@ -72,8 +140,15 @@ def serve(
     logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
     # aiosqlite's debug lines repeat each statement's parameters (hashes, invite mail bodies).
     logging.getLogger("aiosqlite").setLevel(max(logging.INFO, logging.getLogger().level))
+    logging.getLogger("uvicorn.error").addFilter(_DropStartupFailed(app))
     config = server_config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
-    asyncio.run(uvicorn.Server(config).serve())
+    try:
+        asyncio.run(uvicorn.Server(config).serve())
+    except SystemExit:  # uvicorn exits when the startup failed
+        if app.error is None:
+            raise
+    if app.error is not None:
+        raise _fail(_startup_error(app.error))
 
 
 def server_config(app: ASGIApp, *, host: str, port: int, log_level: str = "info",

@@ -1,26 +1,42 @@
 """The edge: a private nginx in front of every project, generated from the state store and
-supervised by svc (docs/edge.md). config.py renders nginx.conf, process.py runs nginx,
-converge.py implements the Edge port (svc.adapters.edge.port)."""
+supervised by svc (docs/edge.md). config.py renders nginx.conf (from templates/nginx.conf.j2),
+process.py runs nginx, converge.py implements the Edge port (svc.adapters.edge.port)."""
 
 from __future__ import annotations
 
 import logging
 
 from svc.context import AppContext
-from svc.edge.config import EdgeConfigError
+from svc.edge.config import EdgeConfigError, EdgeLayout, listen_address
 from svc.edge.converge import NginxEdge
-from svc.edge.process import EdgeProcessError, find_nginx
+from svc.edge.process import EdgePortInUse, EdgeProcessError, find_nginx, port_in_use, stale_master
+from svc.settings import Settings
 
 log = logging.getLogger("svc.edge")
 
 INSTALL_HINT = "install nginx (Debian: apt-get install nginx-light; `make run` does it) or set SVC_NGINX_BINARY"
 
-__all__ = ["INSTALL_HINT", "NginxEdge", "find_nginx", "start_edge"]
+__all__ = ["INSTALL_HINT", "EdgePortInUse", "NginxEdge", "edge_address", "edge_port_taken", "find_nginx",
+           "start_edge"]
+
+
+def edge_address(settings: Settings) -> str:
+    """host:port the edge listens on."""
+    return listen_address(settings.edge_host, settings.edge_port)
+
+
+def edge_port_taken(settings: Settings) -> bool:
+    """Whether another program listens on the edge's address, checked before anything starts. An
+    nginx that a previous svc on this data dir left running does not count: the edge replaces it."""
+    if stale_master(EdgeLayout(settings.data_dir.resolve() / "edge")) is not None:
+        return False
+    return port_in_use(settings.edge_host, settings.edge_port)
 
 
 async def start_edge(ctx: AppContext, *, api_url: str) -> NginxEdge | None:
     """Start this process's edge; None (logged) when nginx is missing or the edge cannot be set up.
-    `api_url` is where nginx reaches this svc's API (http://host:port)."""
+    `api_url` is where nginx reaches this svc's API (http://host:port). Raises EdgePortInUse when
+    another program listens on the edge's address: svc does not run beside an edge it cannot start."""
     binary = find_nginx(ctx.settings.nginx_binary)
     if binary is None:
         log.warning("the edge is off: nginx (%s) was not found; %s", ctx.settings.nginx_binary, INSTALL_HINT)
@@ -28,6 +44,8 @@ async def start_edge(ctx: AppContext, *, api_url: str) -> NginxEdge | None:
     edge = NginxEdge(ctx, api_url=api_url, binary=binary)
     try:
         await edge.start()
+    except EdgePortInUse:
+        raise
     except (EdgeConfigError, EdgeProcessError, OSError) as exc:
         log.error("the edge is off: %s", exc)
         await edge.stop()

@@ -1,6 +1,8 @@
 """Renders the edge's nginx.conf (one file: settings, the host maps and the server blocks) from the
-routing table. Pure: the same routes and options always give the same text, so "changed" is a
-string comparison and the config id (a hash of the text) tells which config a worker serves.
+routing table, with the Jinja2 template templates/nginx.conf.j2. Pure: the same routes and options
+always give the same text, so "changed" is a string comparison and the config id (a hash of the
+text) tells which config a worker serves. Values are checked and quoted here (valid_host(),
+quote()); the template only lays them out.
 
 Layout of a request (docs/edge.md):
 - `map $host $svc_root` (with `hostnames`) gives the web root of the host's live deployment,
@@ -8,19 +10,28 @@ Layout of a request (docs/edge.md):
   `<edge>/void/unknown` for a host nobody routes.
 - Public hosts and unknown hosts: the default server. Protected hosts (access mode org/password):
   one server block listing them, with `auth_request` against the API's /v1/edge/check and the
-  204 answers cached per host + access generation + cookie + bypass header.
-- 404s: the deployment's own /404.html when it has one, else a JSON Error envelope whose code and
-  message come from `map $svc_root $svc_404`.
+  204 answers cached in memory per host + access generation + svc_access cookie + a fingerprint
+  of the bypass header.
+- 404s: the deployment's own /404.html when it has one, else the edge's: a page (templates/pages/,
+  installed into <edge>/pages/) for browsers, the JSON Error envelope for API clients, picked by
+  `map $svc_root` and `map $http_accept`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import jinja2
 
 # Host names the edge routes: lowercase DNS names (the projects area validates them; this keeps
 # anything else out of the config text).
@@ -32,6 +43,13 @@ STATUS_PATH = "/config"
 CHECK_PATH = "/__svc/_check"
 _ID_PLACEHOLDER = "@@SVC_CONFIG_ID@@"
 MIME_TYPES = Path("/etc/nginx/mime.types")
+TEMPLATES = Path(__file__).parent / "templates"
+# The edge's own 404 pages for browsers (file names under templates/pages/ and <edge>/pages/).
+PAGES = {"unknown_host": "unknown-host.html", "no_deployment": "no-deployment.html", "not_found": "not-found.html"}
+PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+# Where the check cache may live: memory file systems only (its files hold their keys).
+MEMORY_DIRS = (Path("/dev/shm"),)  # noqa: S108 - a private directory is made in it (new_check_cache_dir)
+_MEMORY_FS = frozenset({"tmpfs", "ramfs"})
 
 # Text types compressed on the fly when the client accepts gzip (text/html always is).
 GZIP_TYPES = (
@@ -104,8 +122,13 @@ class EdgeLayout:
         return self.root / "tmp"
 
     @property
-    def check_cache(self) -> Path:
+    def old_check_cache(self) -> Path:
+        """Where earlier versions kept the check cache, on disk (removed at start)."""
         return self.root / "check-cache"
+
+    @property
+    def pages(self) -> Path:
+        return self.root / "pages"
 
     @property
     def void_unknown(self) -> Path:
@@ -116,11 +139,75 @@ class EdgeLayout:
         return self.root / "void" / "none"
 
     def prepare(self) -> None:
-        for path in (self.root, self.temp, self.check_cache, self.void_unknown, self.void_none):
+        for path in (self.root, self.temp, self.void_unknown, self.void_none, self.pages):
             path.mkdir(parents=True, exist_ok=True)
-        # The check cache's keys (written into its files) hold cookies and bypass headers.
         self.root.chmod(0o700)
-        self.check_cache.chmod(0o700)
+        # Its keys held whole Cookie headers and bypass secrets, on disk.
+        shutil.rmtree(self.old_check_cache, ignore_errors=True)
+        install_pages(self)
+
+
+def _mount_types() -> list[tuple[Path, str]]:
+    """(mount point, file system type) of every mount, longest mount point first (Linux)."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    mounts = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 3:
+            # Spaces and such are octal-escaped in /proc/self/mounts.
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+            mounts.append((Path(point), fields[2]))
+    return sorted(mounts, key=lambda m: len(m[0].parts), reverse=True)
+
+
+def memory_dir() -> Path | None:
+    """A writable directory on a memory file system (tmpfs: /dev/shm, else $XDG_RUNTIME_DIR), or None."""
+    candidates = list(MEMORY_DIRS)
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        candidates.append(Path(os.environ["XDG_RUNTIME_DIR"]))
+    mounts = _mount_types()
+    for candidate in candidates:
+        if not (candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)):
+            continue
+        resolved = candidate.resolve()
+        fs = next((kind for point, kind in mounts if resolved.is_relative_to(point)), None)
+        if fs in _MEMORY_FS:
+            return candidate
+    return None
+
+
+def new_check_cache_dir(edge_root: Path) -> Path | None:
+    """A new, empty directory (mode 0700) for the check cache on a memory file system; None when
+    there is none (the check cache is then off). Its name is derived from the edge directory, so the
+    one a killed svc left behind is replaced by the next start on the same data dir; when that name
+    is not ours to replace, a random one is made."""
+    base = memory_dir()
+    if base is None:
+        return None
+    tag = hashlib.sha256(str(edge_root).encode()).hexdigest()[:16]
+    path = base / f"svc-edge-{os.geteuid()}-{tag}"
+    try:
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        path.mkdir(mode=0o700)
+    except OSError:
+        # Another user's, or a race: a directory only this process made.
+        try:
+            return Path(tempfile.mkdtemp(prefix=f"{path.name}-", dir=base))
+        except OSError:
+            return None
+    return path
+
+
+def remove_check_cache_dir(path: Path | None) -> None:
+    if path is not None:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path)
 
 
 @dataclass(frozen=True)
@@ -146,6 +233,8 @@ class EdgeOptions:
     # "user group" for the workers when nginx starts as root (else None: workers keep the user).
     user: str | None = None
     mime_types: Path | None = MIME_TYPES
+    # The check cache's directory, on a memory file system (new_check_cache_dir()); None: no cache.
+    check_cache_dir: Path | None = None
 
 
 def valid_host(host: str) -> bool:
@@ -196,255 +285,79 @@ def _bucket_size(names: list[str]) -> int:
     return size
 
 
-def _types_block(options: EdgeOptions) -> list[str]:
-    if options.mime_types is not None and options.mime_types.is_file():
-        lines = [f"    include {quote(str(options.mime_types))};", "    types {"]
-        lines += [f"        {mime} {exts};" for mime, exts in EXTRA_TYPES.items()]
-    else:
-        lines = ["    types {"]
-        lines += [f"        {mime} {exts};" for mime, exts in FALLBACK_TYPES.items()]
-    return [*lines, "    }"]
-
-
-def _proxy_to_api(api_host: str) -> list[str]:
-    return [
-        "            proxy_http_version 1.1;",
-        '            proxy_set_header Connection "";',
-        f"            proxy_set_header Host {quote(api_host)};",
-        "            proxy_set_header X-Svc-Host $host;",
-        "            proxy_set_header X-Forwarded-For $remote_addr;",
-        "            proxy_set_header X-Forwarded-Proto $scheme;",
-        "            proxy_redirect off;",
-    ]
-
-
-def _site_locations(api_host: str, *, protected: bool) -> list[str]:
-    """The locations every project server has: static files, /__svc/ to the API, the 404 chain."""
-    auth_off = ["            auth_request off;"] if protected else []
-    return [
-        "        location / {",
-        "        }",
-        "        location /__svc/ {",
-        *auth_off,
-        "            proxy_pass http://svc_api/v1/edge/;",
-        *_proxy_to_api(api_host),
-        "        }",
-        # The deployment's own /404.html when it has one (status stays 404), else JSON.
-        "        location @svc_404 {",
-        "            try_files /404.html @svc_404_json;",
-        "        }",
-        "        location @svc_404_json {",
-        *auth_off,
-        "            types { }",
-        "            default_type application/json;",
-        "            return 404 $svc_404;",
-        "        }",
-        "        location @svc_405 {",
-        *auth_off,
-        "            types { }",
-        "            default_type application/json;",
-        f"            return 405 {_single(METHOD_BODY)};",
-        "        }",
-        "        location @svc_5xx {",
-        *auth_off,
-        "            types { }",
-        "            default_type application/json;",
-        f"            return 500 {_single(INTERNAL_BODY)};",
-        "        }",
-    ]
-
-
-def _error_pages() -> list[str]:
-    return [
-        "        error_page 404 @svc_404;",
-        # A directory without index.html.
-        "        error_page 403 =404 @svc_404;",
-        "        error_page 405 =405 @svc_405;",
-        "        error_page 500 502 503 504 =500 @svc_5xx;",
-    ]
+@functools.cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+        # nginx.conf: no escaping (values are quoted by quote() above); the pages: HTML escaping.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False,
+                                            default=False),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
 def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) -> str:
-    """The whole nginx.conf. Routes with invalid host names are left out (the caller logs them)."""
+    """The whole nginx.conf (templates/nginx.conf.j2). Routes with invalid host names are left out
+    (the caller logs them)."""
     routes = sorted((r for r in routes if valid_host(r.host)), key=lambda r: r.host)
     api_server, api_host = api_address(options.api_url)
-    listen = listen_address(options.listen_host, options.listen_port)
     unknown, none = quote(str(layout.void_unknown)), quote(str(layout.void_none))
     hosts = [r.host for r in routes]
     protected = [r for r in routes if r.protected]
     bucket = _bucket_size([*hosts, str(layout.void_unknown), str(layout.void_none)])
-    hash_max = max(1024, 4 * len(hosts))
+    mime_types = options.mime_types if options.mime_types is not None and options.mime_types.is_file() else None
+    cache = None
+    if protected and options.check_cache_seconds > 0 and options.check_cache_dir is not None:
+        cache = {"path": quote(str(options.check_cache_dir)), "seconds": options.check_cache_seconds}
     t = layout.temp
-
-    out = [
-        "# Generated by svc from the state store; rewritten on every change. Do not edit.",
-        f"# config {_ID_PLACEHOLDER}",
-        f"worker_processes {options.worker_processes};",
-        f"pid {quote(str(layout.pid))};",
-        f"error_log {quote(str(layout.error_log))} warn;",
-        f"lock_file {quote(str(layout.root / 'nginx.lock'))};",
-        "pcre_jit on;",
-    ]
-    if options.user:
-        out.append(f"user {options.user};")
-    out += [
-        "events {",
-        "    worker_connections 4096;",
-        "}",
-        "http {",
-        *_types_block(options),
-        "    default_type application/octet-stream;",
-        "    charset utf-8;",
-        "    charset_types text/plain text/css text/xml text/javascript text/markdown "
-        "application/javascript;",
-        "    server_tokens off;",
-        "    sendfile on;",
-        "    tcp_nopush on;",
-        "    tcp_nodelay on;",
-        "    etag on;",
-        # Revalidate on every use (the ETag makes that a cheap 304), so a deploy or rollback
-        # shows at once in browsers, as on Vercel and Cloudflare Pages.
-        '    add_header Cache-Control "public, max-age=0, must-revalidate";',
-        "    absolute_redirect off;",
-        "    keepalive_timeout 65s;",
-        "    keepalive_requests 10000;",
-        "    reset_timedout_connection on;",
-        "    client_header_timeout 15s;",
-        "    client_body_timeout 15s;",
-        "    send_timeout 60s;",
-        "    client_header_buffer_size 1k;",
-        "    large_client_header_buffers 4 8k;",
-        "    client_max_body_size 64k;",
-        "    client_body_buffer_size 16k;",
-        "    open_file_cache max=10000 inactive=30s;",
-        "    open_file_cache_valid 30s;",
-        "    gzip on;",
-        "    gzip_vary on;",
-        "    gzip_comp_level 5;",
-        "    gzip_min_length 256;",
-        f"    gzip_types {GZIP_TYPES};",
-        f"    client_body_temp_path {quote(str(t / 'body'))};",
-        f"    proxy_temp_path {quote(str(t / 'proxy'))};",
-        f"    fastcgi_temp_path {quote(str(t / 'fastcgi'))};",
-        f"    uwsgi_temp_path {quote(str(t / 'uwsgi'))};",
-        f"    scgi_temp_path {quote(str(t / 'scgi'))};",
-    ]
-    if options.access_log:
-        # The path only: query strings may carry one-time codes.
-        out += ["    log_format svc '$remote_addr [$time_iso8601] \"$request_method $host$uri\" $status "
-                "$body_bytes_sent $request_time';",
-                f"    access_log {quote(str(layout.access_log))} svc;"]
-    else:
-        out.append("    access_log off;")
-    out += [
-        f"    map_hash_bucket_size {bucket};",
-        f"    map_hash_max_size {hash_max};",
-        f"    server_names_hash_bucket_size {bucket};",
-        f"    server_names_hash_max_size {hash_max};",
-        "    map $host $svc_root {",
-        "        hostnames;",
-        f"        default {unknown};",
-    ]
-    for r in routes:
-        root = quote(str(r.web_root)) if r.web_root is not None else none
-        out.append(f"        {r.host} {root};")
-    out += [
-        "    }",
-        "    map $svc_root $svc_404 {",
-        f"        default {_single(NOT_FOUND_BODY)};",
-        f"        {unknown} {_single(UNKNOWN_HOST_BODY)};",
-        f"        {none} {_single(NO_DEPLOYMENT_BODY)};",
-        "    }",
-        "    upstream svc_api {",
-        f"        server {api_server};",
-        "        keepalive 16;",
-        "    }",
-    ]
-    if protected and options.check_cache_seconds > 0:
-        out.append(f"    proxy_cache_path {quote(str(layout.check_cache))} levels=1:2 keys_zone=svc_check:4m "
-                   "max_size=64m inactive=2m use_temp_path=off;")
-    if protected:
-        out.append("    map $host $svc_access_gen {")
-        out.append("        hostnames;")
-        out.append("        default 0;")
-        out += [f"        {r.host} {r.access_generation};" for r in protected]
-        out.append("    }")
-
-    # Public and unknown hosts.
-    out += [
-        "    server {",
-        f"        listen {listen} default_server;",
-        '        server_name "";',
-        "        root $svc_root;",
-        "        index index.html;",
-        f"        if ($svc_root = {unknown}) {{",
-        "            return 404;",
-        "        }",
-        *_error_pages(),
-        *_site_locations(api_host, protected=False),
-        "    }",
-    ]
-    if protected:
-        out += [
-            "    server {",
-            f"        listen {listen};",
-            "        server_name " + " ".join(r.host for r in protected) + ";",
-            "        root $svc_root;",
-            "        index index.html;",
-            f"        auth_request {CHECK_PATH};",
-            "        auth_request_set $svc_login $upstream_http_x_svc_login;",
-            "        error_page 401 = @svc_login;",
-            *_error_pages(),
-            *_site_locations(api_host, protected=True),
-            f"        location = {CHECK_PATH} {{",
-            "            internal;",
-            "            proxy_pass http://svc_api/v1/edge/check;",
-            "            proxy_method GET;",
-            "            proxy_pass_request_body off;",
-            "            proxy_pass_request_headers off;",
-            *_proxy_to_api(api_host),
-            "            proxy_set_header X-Svc-Uri $request_uri;",
-            "            proxy_set_header Cookie $http_cookie;",
-            "            proxy_set_header Svc-Access-Bypass $http_svc_access_bypass;",
-        ]
-        if options.check_cache_seconds > 0:
-            out += [
-                "            proxy_cache svc_check;",
-                '            proxy_cache_key "$host|$svc_access_gen|$http_cookie|$http_svc_access_bypass";',
-                f"            proxy_cache_valid 204 {options.check_cache_seconds}s;",
-                "            proxy_ignore_headers X-Accel-Expires Expires Cache-Control Set-Cookie Vary;",
-            ]
-        out += [
-            "        }",
-            "        location @svc_login {",
-            "            auth_request off;",
-            "            types { }",
-            "            default_type application/json;",
-            '            if ($svc_login = "") {',
-            f"                return 401 {_single(UNAUTHORIZED_BODY)};",
-            "            }",
-            "            return 302 $svc_login;",
-            "        }",
-            "    }",
-        ]
-    # The status probe: which config the workers that accept new connections run.
-    out += [
-        "    server {",
-        f"        listen {listen};",
-        f"        server_name {STATUS_HOST};",
-        f"        location = {STATUS_PATH} {{",
-        "            default_type text/plain;",
-        f'            return 200 "{_ID_PLACEHOLDER}";',
-        "        }",
-        "        location / {",
-        "            return 404;",
-        "        }",
-        "    }",
-        "}",
-        "",
-    ]
-    text = "\n".join(out)
+    text = _env().get_template("nginx.conf.j2").render(
+        config_id=_ID_PLACEHOLDER,
+        worker_processes=options.worker_processes,
+        pid=quote(str(layout.pid)),
+        error_log=quote(str(layout.error_log)),
+        lock_file=quote(str(layout.root / "nginx.lock")),
+        user=" ".join(quote(part) for part in options.user.split()) if options.user else None,
+        mime_types=quote(str(mime_types)) if mime_types else None,
+        types=EXTRA_TYPES if mime_types else FALLBACK_TYPES,
+        gzip_types=GZIP_TYPES,
+        temp={name: quote(str(t / name)) for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")},
+        access_log=quote(str(layout.access_log)) if options.access_log else None,
+        bucket=bucket,
+        hash_max=max(1024, 4 * len(hosts)),
+        routes=[{"host": r.host, "root": quote(str(r.web_root)) if r.web_root is not None else none}
+                for r in routes],
+        void_unknown=unknown,
+        void_none=none,
+        bodies={"not_found": _single(NOT_FOUND_BODY), "unknown_host": _single(UNKNOWN_HOST_BODY),
+                "no_deployment": _single(NO_DEPLOYMENT_BODY), "method": _single(METHOD_BODY),
+                "unauthorized": _single(UNAUTHORIZED_BODY), "internal": _single(INTERNAL_BODY)},
+        pages=PAGES,
+        pages_root=quote(str(layout.pages)),
+        page_csp=PAGE_CSP,
+        api_server=api_server,
+        api_host=quote(api_host),
+        listen=listen_address(options.listen_host, options.listen_port),
+        protected=[{"host": r.host, "access_generation": int(r.access_generation)} for r in protected],
+        check_cache=cache,
+        check_path=CHECK_PATH,
+        status_host=STATUS_HOST,
+        status_path=STATUS_PATH,
+    )
     return text.replace(_ID_PLACEHOLDER, hashlib.sha256(text.encode()).hexdigest()[:16])
+
+
+def page_texts() -> dict[str, str]:
+    """The edge's own HTML pages (templates/pages/), by file name."""
+    env = _env()
+    return {name: env.get_template(f"pages/{name}").render() for name in PAGES.values()}
+
+
+def install_pages(layout: EdgeLayout) -> None:
+    """Write the edge's pages into layout.pages (each file replaced atomically)."""
+    layout.pages.mkdir(parents=True, exist_ok=True)
+    for name, text in page_texts().items():
+        tmp = layout.pages / f".{name}.new"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, layout.pages / name)
 
 
 def config_id(text: str) -> str | None:

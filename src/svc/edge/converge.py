@@ -14,19 +14,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import grp
 import logging
 import os
 import pwd
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 from svc.context import AppContext
 from svc.domains.deployments import artifacts
 from svc.domains.projects.routing import Route, edge_generation, routing_table
-from svc.edge.config import EdgeLayout, EdgeOptions, SiteRoute, config_id, listen_address, render, valid_host
-from svc.edge.process import EdgeProcessError, NginxProcess
+from svc.edge.config import (
+    EdgeLayout,
+    EdgeOptions,
+    SiteRoute,
+    config_id,
+    listen_address,
+    new_check_cache_dir,
+    remove_check_cache_dir,
+    render,
+    valid_host,
+)
+from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess
 
 log = logging.getLogger("svc.edge")
 
@@ -68,7 +78,8 @@ class NginxEdge:
                                    check_cache_seconds=settings.edge_check_cache_seconds,
                                    worker_processes=worker_processes, access_log=access_log,
                                    user=_worker_user(data_dir))
-        self.process = NginxProcess(binary, self.layout, _probe_host(settings.edge_host), settings.edge_port)
+        self.process = NginxProcess(binary, self.layout, _probe_host(settings.edge_host), settings.edge_port,
+                                    listen_host=settings.edge_host)
         self.description = f"nginx on {listen_address(settings.edge_host, settings.edge_port)}"
         self._lock = asyncio.Lock()
         self._stopping = asyncio.Event()
@@ -82,12 +93,18 @@ class NginxEdge:
     # --- lifecycle ---
 
     async def start(self) -> None:
-        """Converge once and start nginx. A failing nginx (port taken, ...) is logged and retried
-        by the supervisor; svc keeps running."""
+        """Converge once and start nginx. EdgePortInUse when another program listens on the edge's
+        address; another failing start is logged and retried by the supervisor (svc keeps running)."""
         self.layout.prepare()
-        # Answers cached by a previous run were keyed by a generation this run may not share.
-        shutil.rmtree(self.layout.check_cache, ignore_errors=True)
-        self.layout.prepare()
+        # An nginx a killed svc left running still uses the check cache directory replaced below.
+        await self.process.stop_stale()
+        # A fresh check cache: answers cached by a previous run were keyed by a generation this run
+        # may not share. In memory, as its files hold their keys (cookie values).
+        cache_dir = new_check_cache_dir(self.layout.root) if self.options.check_cache_seconds > 0 else None
+        if cache_dir is None and self.options.check_cache_seconds > 0:
+            log.warning("the edge's check cache is off (no memory file system such as /dev/shm to keep it in): "
+                        "protected projects ask the API on every request")
+        self.options = dataclasses.replace(self.options, check_cache_dir=cache_dir)
         with contextlib.suppress(OSError):
             self._text = self.layout.conf.read_text()
         await self._converge()
@@ -96,6 +113,9 @@ class NginxEdge:
         try:
             async with self._lock:
                 await self.process.start(self._config_id())
+        except EdgePortInUse:
+            await self.stop()
+            raise
         except (EdgeProcessError, OSError) as exc:
             log.error("the edge (%s) did not start; retrying: %s", self.description, exc)
         self._tasks = [asyncio.create_task(self._supervise(), name="svc-edge-supervisor"),
@@ -110,6 +130,7 @@ class NginxEdge:
                 await task
         async with self._lock:
             await self.process.stop()
+        remove_check_cache_dir(self.options.check_cache_dir)
 
     # --- the Edge port ---
 

@@ -13,24 +13,65 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import shutil
 import signal
+import socket
 import time
 from pathlib import Path
 
-from svc.edge.config import STATUS_HOST, STATUS_PATH, EdgeLayout
+from svc.edge.config import STATUS_HOST, STATUS_PATH, EdgeLayout, listen_address
 
 log = logging.getLogger("svc.edge")
 
 START_SECONDS = 10.0
 RELOAD_SECONDS = 15.0
 STOP_SECONDS = 5.0
+PORT_GRACE_SECONDS = 1.0
 
 
 class EdgeProcessError(RuntimeError):
     """nginx would not start, take a config or answer."""
+
+
+class EdgePortInUse(EdgeProcessError):
+    """The edge's listen address is taken by another program (not an nginx of this data dir)."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(f"the edge address {address} is in use")
+        self.address = address
+
+
+# What nginx says when it cannot bind (it retries for ~2.5 s, then exits).
+_BIND_IN_USE = "(98: Address already in use)"
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether another socket listens on host:port (a bind as nginx does it, SO_REUSEADDR
+    included, so connections in TIME_WAIT do not count). Other bind errors are left to nginx."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def stale_master(layout: EdgeLayout) -> int | None:
+    """The pid of an nginx master running this very config (found by the pid file and checked by
+    its command line): one a previous svc on this data dir left running."""
+    try:
+        pid = int(layout.pid.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    cmd = _cmdline(pid)
+    if cmd.startswith("nginx: master process") and str(layout.conf) in cmd:
+        return pid
+    return None
 
 
 def find_nginx(binary: str) -> str | None:
@@ -49,6 +90,22 @@ def _tail(path: Path, limit: int = 2000) -> str:
     return data.decode("utf-8", "replace").strip()
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read(64 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def _cmdline(pid: int) -> str:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -57,28 +114,8 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
 
 
-def _children(ppid: int) -> list[int]:
-    """Pids whose parent is `ppid` (Linux /proc); [] where /proc is missing."""
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and fields[1] == str(ppid):
-            found.append(int(name))
-    return found
-
-
-def _group_members(pgid: int) -> list[int] | None:
-    """nginx processes in process group `pgid` (Linux /proc); None where /proc is missing."""
+def _processes() -> list[tuple[int, int, int]] | None:
+    """(pid, parent pid, process group id) of every process (Linux /proc); None where /proc is missing."""
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -91,10 +128,24 @@ def _group_members(pgid: int) -> list[int] | None:
             stat = Path(f"/proc/{name}/stat").read_text()
         except OSError:
             continue
+        # The command name (in parentheses) may hold spaces and parentheses: fields start after the last ")".
         fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and _cmdline(int(name)).startswith("nginx"):
-            found.append(int(name))
+        if len(fields) > 2:
+            found.append((int(name), int(fields[1]), int(fields[2])))
     return found
+
+
+def _children(ppid: int) -> list[int]:
+    """Pids whose parent is `ppid`; [] where /proc is missing."""
+    return [pid for pid, parent, _ in _processes() or [] if parent == ppid]
+
+
+def _group_members(pgid: int) -> list[int] | None:
+    """nginx processes in process group `pgid`; None where /proc is missing."""
+    processes = _processes()
+    if processes is None:
+        return None
+    return [pid for pid, _, group in processes if group == pgid and _cmdline(pid).startswith("nginx")]
 
 
 def _kill_group(pgid: int) -> None:
@@ -112,11 +163,14 @@ def _kill_group(pgid: int) -> None:
 
 
 class NginxProcess:
-    def __init__(self, binary: str, layout: EdgeLayout, probe_host: str, probe_port: int) -> None:
+    def __init__(self, binary: str, layout: EdgeLayout, probe_host: str, probe_port: int,
+                 listen_host: str | None = None) -> None:
         self.binary = binary
         self.layout = layout
         self.probe_host = probe_host
         self.probe_port = probe_port
+        # The address the config listens on (checked free before nginx starts); default: the probe's.
+        self.listen_host = listen_host if listen_host is not None else probe_host
         self._proc: asyncio.subprocess.Process | None = None
 
     @property
@@ -142,12 +196,8 @@ class NginxProcess:
     async def stop_stale(self) -> None:
         """An nginx of this data dir left by an svc that died without stopping it: found by the pid
         file and checked to be the master of this very config before it is stopped."""
-        try:
-            pid = int(self.layout.pid.read_text().strip())
-        except (OSError, ValueError):
-            return
-        cmd = _cmdline(pid)
-        if not (cmd.startswith("nginx: master process") and str(self.layout.conf) in cmd):
+        pid = stale_master(self.layout)
+        if pid is None:
             return
         log.warning("stopping the edge nginx (pid %s) a previous svc left running", pid)
         with contextlib.suppress(ProcessLookupError):
@@ -157,12 +207,19 @@ class NginxProcess:
                 break
             await asyncio.sleep(0.05)
         _kill_group(pid)
+        # Its workers hold the listening socket until they are gone.
+        for _ in range(int(STOP_SECONDS / 0.05)):
+            if not _group_members(pid):
+                break
+            await asyncio.sleep(0.05)
 
     async def start(self, config_id: str) -> None:
         """Start nginx on the config file and wait until it serves `config_id`."""
         if self.running:
             return
         await self.stop_stale()
+        await self._check_port()
+        logs = {path: _size(path) for path in (self.layout.stderr_log, self.layout.error_log)}
         with self.layout.stderr_log.open("ab") as err:
             self._proc = await asyncio.create_subprocess_exec(
                 self.binary, "-p", str(self.layout.root), "-c", str(self.layout.conf), "-g", "daemon off;",
@@ -170,10 +227,23 @@ class NginxProcess:
                 start_new_session=True)
         try:
             await self._wait_serving(config_id, old_workers=set(), seconds=START_SECONDS)
-        except EdgeProcessError:
+        except EdgeProcessError as exc:
             await self.kill()
+            # Taken between the check above and nginx's bind.
+            if any(_BIND_IN_USE in _read_from(path, offset) for path, offset in logs.items()):
+                raise EdgePortInUse(listen_address(self.listen_host, self.probe_port)) from exc
             raise
         log.info("edge nginx started (pid %s)", self._proc.pid)
+
+    async def _check_port(self) -> None:
+        """EdgePortInUse when another program listens on the edge's address (nginx would retry
+        binding for seconds, then exit, and the supervisor would start it again, endlessly). A
+        short grace covers processes of ours still on their way out (a killed nginx's workers)."""
+        deadline = time.monotonic() + PORT_GRACE_SECONDS
+        while port_in_use(self.listen_host, self.probe_port):
+            if time.monotonic() > deadline:
+                raise EdgePortInUse(listen_address(self.listen_host, self.probe_port))
+            await asyncio.sleep(0.05)
 
     async def wait(self) -> int:
         """Until the master exits; returns its exit code."""

@@ -1,0 +1,75 @@
+"""`svc serve` that cannot start says why in one line and exits non-zero, no traceback: the edge
+port taken by another program, the SQLite data directory served by another `svc serve`."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from svc.edge import find_nginx
+from tests.cli.conftest import SVC, clean_env, free_port, process
+
+# Well within this, a failing start exits (nginx itself would retry binding for ~2.5 s, then the
+# supervisor would start it again, endlessly).
+EXIT_SECONDS = 60
+
+
+def _serve(data_dir: Path, api_port: int, edge_port: int) -> list[str]:
+    return [SVC, "serve", "--host", "127.0.0.1", "--port", str(api_port), "--edge-port", str(edge_port)]
+
+
+def _env(data_dir: Path, api_port: int) -> dict[str, str]:
+    return clean_env() | {"SVC_DATA_DIR": str(data_dir), "SVC_ENABLE_DEV_AUTH": "true",
+                          "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}"}
+
+
+def _run_until_exit(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(args, env=env, capture_output=True, text=True, timeout=EXIT_SECONDS,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"svc serve did not exit: {exc.stdout!r} {exc.stderr!r}")
+
+
+def _error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+@pytest.mark.skipif(find_nginx("nginx") is None, reason="nginx is not installed (make test installs it)")
+def test_edge_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        edge_port = other.getsockname()[1]
+        api_port = free_port()
+        done = _run_until_exit(_serve(tmp_path / "data", api_port, edge_port), _env(tmp_path / "data", api_port))
+        # Still held by the other program: svc did not take it over.
+        assert other.getsockname()[1] == edge_port
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "Traceback" not in output
+    lines = _error_lines(output)
+    assert len(lines) == 1, output
+    assert f"127.0.0.1:{edge_port}" in lines[0] and "--edge-port" in lines[0], lines
+    # The API never came up.
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", api_port)) != 0
+
+
+def test_data_dir_in_use(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    first_port = free_port()
+    first = [*_serve(data_dir, first_port, free_port()), "--log-level", "warning"]
+    with process(first, _env(data_dir, first_port), tmp_path / "first.log", f"http://127.0.0.1:{first_port}/v1/config"):
+        second_port = free_port()
+        done = _run_until_exit(_serve(data_dir, second_port, free_port()), _env(data_dir, second_port))
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "Traceback" not in output
+    lines = _error_lines(output)
+    assert len(lines) == 1, output
+    assert str(data_dir) in lines[0], lines
+    assert "Application startup failed" not in output
