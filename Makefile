@@ -22,6 +22,7 @@ run: setup
 
 lint: setup
 	$(BIN)/ruff check src tests bench
+	$(BIN)/lint-imports
 
 types: setup
 	$(BIN)/mypy

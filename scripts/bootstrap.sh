@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages svc needs at run or test time (the edge server and friends join as their areas land).
-APT_PACKAGES=(nginx-light chromium)
+# Debian packages svc needs at run, test or bench time (the edge server, the browser the tests drive,
+# the load generator of bench/; more join as their areas land).
+APT_PACKAGES=(nginx-light chromium wrk)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

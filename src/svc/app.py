@@ -25,7 +25,7 @@ from svc.domains.access import edge_router as access_edge
 from svc.domains.access import pages as access_pages
 from svc.domains.access.router import router as access_router
 from svc.domains.credentials.router import router as credentials_router
-from svc.domains.deployments import artifacts as deployment_artifacts
+from svc.domains.deployments import service as deployments
 from svc.domains.deployments.router import is_bundle_upload
 from svc.domains.deployments.router import router as deployments_router
 from svc.domains.identity.idp_router import router as idp_router
@@ -38,6 +38,7 @@ from svc.domains.notifications.router import router as notifications_router
 from svc.domains.operations import jobs as operation_jobs
 from svc.domains.operations.router import router as operations_router
 from svc.domains.orgs.router import router as orgs_router
+from svc.domains.projects import service as projects
 from svc.domains.projects.router import router as projects_router
 from svc.domains.secrets.router import router as secrets_router
 from svc.edge import start_edge
@@ -162,16 +163,16 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         if ctx.adapters.blobs is None:
             ctx.adapters.blobs = build_blob_store(settings)
         # What a killed process left half-done (staging dirs, temporary uploads): never visible, removed here.
-        await asyncio.to_thread(deployment_artifacts.sweep_partials, ctx)
+        await asyncio.to_thread(deployments.sweep_partials, ctx)
         worker = Worker(ctx, registry)
         app.state.worker = worker
         stop = asyncio.Event()
         tasks = [asyncio.create_task(worker.run(stop), name="svc-worker")] if run_workers else []
         edge = None
-        if run_edge and settings.edge_enabled:
-            edge = await start_edge(ctx, api_url=edge_api or settings.public_url)
-            ctx.edge = edge
         try:
+            if run_edge and settings.edge_enabled:
+                edge = await start_edge(settings, projects.EdgeRouting(ctx), api_url=edge_api or settings.public_url)
+                ctx.edge = edge
             yield {}
         finally:
             stop.set()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from svc.context import AppContext
+from svc.domains.projects.service import EdgeRouting
 from svc.edge import NginxEdge, find_nginx
 from svc.settings import Settings
 from tests.edge.helpers import EdgeHttp, FakeCheck, fake_check_server, free_port
@@ -38,7 +39,7 @@ class Running:
 def edge_settings(data_dir: Path, database_url: str | None = None, **extra: object) -> Settings:
     values: dict[str, object] = dict(
         data_dir=data_dir, database_url=database_url, enable_dev_auth=True, public_url="http://svc.test",
-        job_poll_seconds=0.05, mail_interval_seconds=0.2, edge_port=free_port(), edge_converge_seconds=0.1,
+        job_poll_seconds=0.05, edge_port=free_port(), edge_converge_seconds=0.1,
         edge_check_cache_seconds=60, free_project_limit=10)
     return Settings(**(values | extra))  # type: ignore[arg-type]
 
@@ -46,7 +47,7 @@ def edge_settings(data_dir: Path, database_url: str | None = None, **extra: obje
 @asynccontextmanager
 async def started_edge(svc: Svc, check: FakeCheck) -> AsyncIterator[Running]:
     assert NGINX is not None
-    edge = NginxEdge(svc.ctx, api_url=check.url, binary=NGINX)
+    edge = NginxEdge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
     await edge.start()
     svc.ctx.edge = edge
     http = EdgeHttp(svc.ctx.settings.edge_port)

@@ -21,7 +21,8 @@ from typing import Any
 
 import httpx
 import uvicorn
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -29,11 +30,16 @@ from starlette.routing import Route as HttpRoute
 
 from svc.context import AppContext
 from svc.domains.deployments import artifacts
-from svc.domains.projects.routing import bump_edge
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Deployment, Project
+from svc.models import Deployment, EdgeState, Project
 from tests.support.api import User
+
+
+async def _bump_edge(session: AsyncSession) -> None:
+    """Move the edge's counter as a change made by another process would: the edge under test
+    sees it on its poll (these helpers do not converge it themselves)."""
+    await session.execute(update(EdgeState).where(EdgeState.id == 1).values(generation=EdgeState.generation + 1))
 
 
 def free_port() -> int:
@@ -99,7 +105,7 @@ async def deploy(ctx: AppContext, site: Site, files: dict[str, bytes], *, unpack
         session.add(row)
         project.next_version = version + 1
         project.live_deployment_id = row.id
-        await bump_edge(session)
+        await _bump_edge(session)
     return version
 
 
@@ -109,7 +115,7 @@ async def rollback(ctx: AppContext, site: Site, version: int) -> None:
         dep = (await session.execute(select(Deployment).where(Deployment.project_id == project.id,
                                                               Deployment.version == version))).scalar_one()
         project.live_deployment_id = dep.id
-        await bump_edge(session)
+        await _bump_edge(session)
 
 
 async def set_access(ctx: AppContext, site: Site, mode: str) -> None:
@@ -118,7 +124,7 @@ async def set_access(ctx: AppContext, site: Site, mode: str) -> None:
         project = (await session.execute(select(Project).where(Project.id == site.project_id))).scalar_one()
         project.access_mode = mode
         project.access_generation += 1
-        await bump_edge(session)
+        await _bump_edge(session)
 
 
 class EdgeHttp:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from svc.domains.deployments import artifacts
+from svc.domains.projects.service import EdgeRouting
 from svc.edge import EdgePortInUse, NginxEdge, edge_port_taken, start_edge
 from tests.edge.conftest import NGINX, Running, edge_settings, started_edge
 from tests.edge.helpers import FakeCheck, Site, bundle, create_project, deploy, rollback
@@ -184,7 +185,7 @@ async def test_nginx_left_by_a_dead_svc_is_replaced(tmp_path: Path, check: FakeC
         alice = await svc.login("alice")
         site = await create_project(alice, "web")
         await deploy(svc.ctx, site, files(1))
-        first = NginxEdge(svc.ctx, api_url=check.url, binary=NGINX)
+        first = NginxEdge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
         await first.start()
         old_master = first.process.pid
         assert old_master is not None
@@ -288,12 +289,12 @@ async def test_edge_port_taken_by_another_program(tmp_path: Path, check: FakeChe
         settings = edge_settings(tmp_path / "data", edge_port=port)
         assert edge_port_taken(settings)
         async with running_svc(settings) as svc:
-            edge = NginxEdge(svc.ctx, api_url=check.url, binary=NGINX)
+            edge = NginxEdge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
             with pytest.raises(EdgePortInUse) as caught:
                 await edge.start()
             assert caught.value.address == f"127.0.0.1:{port}"
             assert not edge.process.running
             assert edge.options.check_cache_dir is None or not edge.options.check_cache_dir.exists()
             with pytest.raises(EdgePortInUse):
-                await start_edge(svc.ctx, api_url=check.url)
+                await start_edge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url)
     assert not edge_port_taken(settings)

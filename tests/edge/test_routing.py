@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from svc.domains.deployments import artifacts
-from svc.domains.projects.routing import routing_table
+from svc.domains.projects.service import EdgeRouting
 from tests.edge.conftest import started_edge
 from tests.edge.helpers import FakeCheck, create_project, deploy, set_access
 from tests.support.api import Svc, assert_error
@@ -25,8 +25,7 @@ async def test_routing_table_drives_the_edge(svc: Svc, check: FakeCheck) -> None
     r = await alice.client.request("DELETE", f"/v1/orgs/{gone.org}/projects/gone", json={"confirm": "gone"})
     assert r.status_code == 202
 
-    async with svc.ctx.db.transaction(write=False) as session:
-        routes = {r.host: r for r in await routing_table(session)}
+    routes = {r.host: r for r in await EdgeRouting(svc.ctx).routes()}
     assert set(routes) == {web.host, empty.host, locked.host, other.host}
     assert routes[empty.host].digest is None
     assert routes[web.host].digest is not None and routes[web.host].digest != routes[other.host].digest

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from svc.context import AppContext
+from svc.adapters.edge.port import RoutingSource
 from svc.edge.config import EdgeConfigError, EdgeLayout, listen_address
 from svc.edge.converge import NginxEdge
 from svc.edge.process import EdgePortInUse, EdgeProcessError, find_nginx, port_in_use, stale_master
@@ -33,15 +33,15 @@ def edge_port_taken(settings: Settings) -> bool:
     return port_in_use(settings.edge_host, settings.edge_port)
 
 
-async def start_edge(ctx: AppContext, *, api_url: str) -> NginxEdge | None:
+async def start_edge(settings: Settings, routing: RoutingSource, *, api_url: str) -> NginxEdge | None:
     """Start this process's edge; None (logged) when nginx is missing or the edge cannot be set up.
     `api_url` is where nginx reaches this svc's API (http://host:port). Raises EdgePortInUse when
     another program listens on the edge's address: svc does not run beside an edge it cannot start."""
-    binary = find_nginx(ctx.settings.nginx_binary)
+    binary = find_nginx(settings.nginx_binary)
     if binary is None:
-        log.warning("the edge is off: nginx (%s) was not found; %s", ctx.settings.nginx_binary, INSTALL_HINT)
+        log.warning("the edge is off: nginx (%s) was not found; %s", settings.nginx_binary, INSTALL_HINT)
         return None
-    edge = NginxEdge(ctx, api_url=api_url, binary=binary)
+    edge = NginxEdge(settings, routing, api_url=api_url, binary=binary)
     try:
         await edge.start()
     except EdgePortInUse:

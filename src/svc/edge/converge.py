@@ -4,7 +4,7 @@
   (nginx died: kill its leftovers, start it again on the last good config) and the poller
   (edge_state.generation moved, or a site was missing last time: converge).
 - converge_now(): read the routing table, make sure each live digest's site exists locally
-  (artifacts.ensure_site: fetched from the blob store and unpacked when this data dir lacks it),
+  (RoutingSource.site: fetched from the blob store and unpacked when this data dir lacks it),
   render; when the text changed, `nginx -t` the new file, move it into place (atomic rename) and
   reload gracefully, returning once only workers of the new config accept connections. A refused
   config is logged and the previous one keeps serving.
@@ -22,9 +22,7 @@ import pwd
 from collections.abc import Iterable
 from pathlib import Path
 
-from svc.context import AppContext
-from svc.domains.deployments import artifacts
-from svc.domains.projects.routing import Route, edge_generation, routing_table
+from svc.adapters.edge.port import Route, RoutingSource
 from svc.edge.config import (
     EdgeLayout,
     EdgeOptions,
@@ -37,10 +35,11 @@ from svc.edge.config import (
     valid_host,
 )
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess
+from svc.models import PROTECTED_ACCESS_MODES
+from svc.settings import Settings
 
 log = logging.getLogger("svc.edge")
 
-PROTECTED_MODES = frozenset({"org", "password"})
 MAX_BACKOFF = 10.0
 
 
@@ -67,10 +66,13 @@ def _probe_host(host: str) -> str:
 
 
 class NginxEdge:
-    def __init__(self, ctx: AppContext, *, api_url: str, binary: str, worker_processes: int = 1,
-                 access_log: bool = False) -> None:
-        settings = ctx.settings
-        self.ctx = ctx
+    """The Edge port with nginx. Reads the desired state through `routing` (the store's routing
+    table, implemented by the projects area and handed in by svc.app): the edge imports no area."""
+
+    def __init__(self, settings: Settings, routing: RoutingSource, *, api_url: str, binary: str,
+                 worker_processes: int = 1, access_log: bool = False) -> None:
+        self.settings = settings
+        self.routing = routing
         data_dir = settings.data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
         self.layout = EdgeLayout(data_dir / "edge")
@@ -152,9 +154,8 @@ class NginxEdge:
 
     async def _converge(self) -> None:
         async with self._lock:
-            async with self.ctx.db.transaction(write=False) as session:
-                generation = await edge_generation(session)
-                routes = await routing_table(session)
+            generation = await self.routing.generation()
+            routes = await self.routing.routes()
             sites, complete = await self._sites(routes)
             text = render(self.options, self.layout, sites)
             self._generation = generation
@@ -203,7 +204,7 @@ class NginxEdge:
                     root = previous if previous is not None and previous.is_dir() else None
             if root is not None:
                 self._roots[route.host] = root
-            out.append(SiteRoute(host=route.host, web_root=root, protected=route.access_mode in PROTECTED_MODES,
+            out.append(SiteRoute(host=route.host, web_root=root, protected=route.access_mode in PROTECTED_ACCESS_MODES,
                                  access_generation=route.access_generation))
         return out, complete
 
@@ -211,7 +212,7 @@ class NginxEdge:
         """The digest's unpacked site in this process's data dir, fetched from the blob store when
         missing (a second svc process, a wiped data dir); None (logged) when it cannot be had."""
         try:
-            path = await artifacts.ensure_site(self.ctx, digest)
+            path = await self.routing.site(digest)
         except Exception as exc:
             log.warning("edge: the site of %s is not available here (%s: %s); retrying", digest,
                         type(exc).__name__, exc)
@@ -226,12 +227,11 @@ class NginxEdge:
 
     async def _poll(self) -> None:
         while not self._stopping.is_set():
-            await self._sleep(self.ctx.settings.edge_converge_seconds)
+            await self._sleep(self.settings.edge_converge_seconds)
             if self._stopping.is_set():
                 return
             try:
-                async with self.ctx.db.transaction(write=False) as session:
-                    generation = await edge_generation(session)
+                generation = await self.routing.generation()
                 if generation != self._generation or self._incomplete:
                     await self._converge()
             except asyncio.CancelledError:
