@@ -33,10 +33,10 @@ from urllib.parse import urlsplit
 
 import jinja2
 
-# Host names the edge routes: lowercase DNS names (the projects area validates them; this keeps
-# anything else out of the config text).
-_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-_HOST = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
+# Host names the edge routes: lowercase DNS names (svc.kit.hosts: the projects area validates them;
+# the edge checks again to keep anything else out of the config text).
+from svc.kit.hosts import valid_host
+
 # The status probe's Host: not a DNS name (underscore), so no project can own it.
 STATUS_HOST = "_svc-edge-status"
 STATUS_PATH = "/config"
@@ -235,10 +235,6 @@ class EdgeOptions:
     mime_types: Path | None = MIME_TYPES
     # The check cache's directory, on a memory file system (new_check_cache_dir()); None: no cache.
     check_cache_dir: Path | None = None
-
-
-def valid_host(host: str) -> bool:
-    return len(host) <= 253 and bool(_HOST.match(host))
 
 
 def quote(value: str) -> str:

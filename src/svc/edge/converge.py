@@ -32,9 +32,9 @@ from svc.edge.config import (
     new_check_cache_dir,
     remove_check_cache_dir,
     render,
-    valid_host,
 )
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess
+from svc.kit.hosts import valid_host
 from svc.models import PROTECTED_ACCESS_MODES
 from svc.settings import Settings
 
