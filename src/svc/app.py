@@ -25,6 +25,7 @@ from svc.domains.access import edge_router as access_edge
 from svc.domains.access import pages as access_pages
 from svc.domains.access.router import router as access_router
 from svc.domains.credentials.router import router as credentials_router
+from svc.domains.deployments import jobs as deployment_jobs
 from svc.domains.deployments import service as deployments
 from svc.domains.deployments.router import is_bundle_upload
 from svc.domains.deployments.router import router as deployments_router
@@ -66,6 +67,7 @@ def build_registry(settings: Settings) -> JobRegistry:
     registry = JobRegistry()
     mail_jobs.register(registry)
     operation_jobs.register(registry)
+    deployment_jobs.register(registry)
     return registry
 
 

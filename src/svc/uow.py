@@ -120,6 +120,8 @@ class UnitOfWork:
         hostname, teardown). A counter moves in this transaction, so every svc process's edge
         converges to it on its next poll; this process's edge converges once it is committed,
         before the answer, so a 2xx means "live here"."""
+        if not self._writing:
+            raise RuntimeError("edge_changed needs the write transaction (begin_write first)")
         await self.session.execute(update(EdgeState).where(EdgeState.id == 1)
                                    .values(generation=EdgeState.generation + 1, changed_at=utcnow())
                                    .execution_options(synchronize_session=False))
@@ -166,14 +168,17 @@ class UnitOfWork:
 
     async def rollback(self) -> None:
         session = self._session
-        if self._writing and session is not None:
-            try:
-                await session.finish(commit=False)
-            except Exception:
-                log.warning("rollback failed; the connection is discarded", exc_info=True)
-        await self._close()
-        self._after_commit.clear()
-        await _run(self._after_rollback, "after rollback")
+        try:
+            if self._writing and session is not None:
+                try:
+                    await session.finish(commit=False)
+                except Exception:
+                    log.warning("rollback failed; the connection is discarded", exc_info=True)
+        finally:
+            # Even when cancelled mid-rollback: the connection goes back, the clean-up runs.
+            await self._close()
+            self._after_commit.clear()
+            await _run(self._after_rollback, "after rollback")
 
     async def _close(self) -> None:
         session, self._session = self._session, None
@@ -194,8 +199,9 @@ async def _run(effects: list[Effect], when: str) -> None:
         try:
             await effect()
         except Exception:
+            what = getattr(effect, "func", effect)  # a functools.partial: name its function
             log.exception("an effect %s failed (%s); its periodic path catches up",
-                          when, getattr(effect, "__qualname__", effect))
+                          when, getattr(what, "__qualname__", type(what).__name__))
 
 
 def unit_of_work(ctx: AppContext, tx: Tx = Tx.WRITE) -> UnitOfWork:

@@ -128,5 +128,9 @@ class Worker:
         except Exception as exc:
             log.warning("job %s (%s) attempt %d failed: %s", job_id, kind, attempt, type(exc).__name__,
                         exc_info=True)
-            async with unit_of_work(self.ctx) as uow:
-                await queries.fail(uow.session, job_id, self.name, f"{type(exc).__name__}: {exc}")
+            try:
+                async with unit_of_work(self.ctx) as uow:
+                    await queries.fail(uow.session, job_id, self.name, f"{type(exc).__name__}: {exc}")
+            except Exception:
+                # The rest of the batch still runs; this job is retried when its lease runs out.
+                log.warning("could not record the failure of job %s", job_id, exc_info=True)

@@ -87,3 +87,4 @@ class JobKind(StrEnum):
 
     mail_send = "mail.send"
     project_teardown = "project.teardown"
+    artifact_collect = "artifact.collect"

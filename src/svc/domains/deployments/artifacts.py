@@ -5,8 +5,8 @@ deployment of that digest, in any project.
 
 A deploy keeps the bundle in the blob store before its row commits (the durable copy every process
 can unpack from) and moves the unpacked site into place once it committed; if the transaction
-fails, the bundle it added is removed again unless a committed deployment uses it (`keep_bundle`,
-`publish_site`, `forget_bundle`).
+fails, the bundle it added is collected after a grace period unless a committed deployment uses it
+by then (`keep_bundle`, `publish_site`, `collect_later`, jobs.py).
 
 Temporary files (SVC_DATA_DIR/tmp/) and staging directories carry the writer's pid and a
 per-process token; `sweep_partials` (run at start) removes those a killed process left."""
@@ -15,22 +15,29 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import shutil
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from svc.adapters.blobs.port import BlobMissing as BlobMissing  # ensure_site raises it
 from svc.context import AppContext
-from svc.domains.deployments import queries
 from svc.domains.deployments.bundle import Extractor, Limits
 from svc.domains.deployments.errors import ArtifactCorrupt
+from svc.kit.clock import utcnow
 from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
+from svc.models import JobKind
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 
+log = logging.getLogger("svc.deployments")
+
 STAGING = ".staging"
+# How long the bundle of a failed deploy is kept before it is collected (artifact.collect job).
+COLLECT_AFTER = timedelta(minutes=10)
 TMP_PREFIXES = ("upload", "fetch", "get")
 _READ_CHUNK = 1024 * 1024
 
@@ -125,19 +132,23 @@ async def publish_site(ctx: AppContext, digest: str, bundle: Path, staging: Path
     """Once the deployment committed: move its unpacked site into place. The bundle is put again if
     it went missing meanwhile (a failed deploy of the same digest removed the copy it believed its
     own), so a committed deployment always has its blob."""
-    key = blob_key(digest)
-    if not await ctx.blobs.exists(key):
-        await ctx.blobs.put_file(key, bundle)
+    # The site first: it needs only the local disk, and the edge serves it from there.
     await asyncio.to_thread(place_site, staging, files, site_dir(ctx, digest))
+    key = blob_key(digest)
+    try:
+        if not await ctx.blobs.exists(key):
+            await ctx.blobs.put_file(key, bundle)
+    except Exception:
+        log.exception("the bundle of %s could not be checked in the blob store after its deployment "
+                      "committed; other processes cannot unpack it until it is deployed again", digest)
 
 
-async def forget_bundle(ctx: AppContext, digest: str) -> None:
-    """After a failed deploy that added the bundle: remove it, unless a committed deployment (of
-    another upload of the same bytes) uses it."""
-    async with unit_of_work(ctx, Tx.READ) as uow:
-        used = await queries.digest_used(uow.session, digest)
-    if not used:
-        await ctx.blobs.delete(blob_key(digest))
+async def collect_later(ctx: AppContext, digest: str) -> None:
+    """After a failed deploy that added the bundle: have it removed once COLLECT_AFTER has passed,
+    unless a committed deployment uses it by then. Not at once: another upload of the same bytes
+    may be about to commit, relying on the bundle it found in the store."""
+    async with unit_of_work(ctx, Tx.WRITE) as uow:
+        uow.enqueue(JobKind.artifact_collect, {"digest": digest}, run_at=utcnow() + COLLECT_AFTER)
 
 
 def unpack_file(bundle: Path, staging: Path, bounds: Limits, digest: str) -> list[str]:

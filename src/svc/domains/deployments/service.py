@@ -7,7 +7,7 @@ streams in (validated and unpacked as it arrives) with nothing of the store held
 upload never holds SQLite's write lock or an idle PostgreSQL transaction; the bundle goes to the
 blob store; one short write transaction records the version. Once it committed the site moves
 into place and this process's edge converges (the 201 means "live"); if it did not, the bundle it
-added is removed again (artifacts.py)."""
+added is collected after a grace period unless a deployment uses it by then (artifacts.py, jobs.py)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     except Exception as e:
         raise ServiceUnavailable("The artifact store is not available; try again") from e
     if added:
-        uow.after_rollback(partial(artifacts.forget_bundle, ctx, received.digest))
+        uow.after_rollback(partial(artifacts.collect_later, ctx, received.digest))
     await uow.begin_write()
     row = await _record(uow, access, project.name, received, git)
     # In this order after the commit: the site in place, then the edge serving it, then clean-up.

@@ -26,6 +26,6 @@ async def count(session: AsyncSession, key: str, window_start: int) -> int:
 
 
 async def forget_before(session: AsyncSession, window_start: int) -> None:
-    """Counters of windows that no longer matter (housekeeping, indexed)."""
+    """Counters of windows that no longer matter, of every key (housekeeping, indexed)."""
     await session.execute(delete(RateCounter).where(RateCounter.window_start < window_start)
                           .execution_options(synchronize_session=False))

@@ -18,6 +18,9 @@ from svc.domains.ratelimits import queries
 from svc.kit.clock import utcnow
 from svc.uow import Tx, unit_of_work
 
+# The longest window a limit may have (the housekeeping below relies on it).
+LONGEST_WINDOW = 24 * 3600
+
 
 @dataclass(frozen=True)
 class Limit:
@@ -26,6 +29,10 @@ class Limit:
     key: str
     tries: int
     window: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.window <= LONGEST_WINDOW:
+            raise ValueError(f"a rate limit's window is 1 to {LONGEST_WINDOW} seconds")
 
 
 def _digest(key: str) -> str:
@@ -48,9 +55,9 @@ async def hit(ctx: AppContext, limits: list[Limit]) -> int | None:
             if previous * overlap + current > limit.tries:
                 seconds = _until_allowed(current, previous, limit, now - start)
                 wait = seconds if wait is None else max(wait, seconds)
-        # Housekeeping: windows older than the longest one can never count again.
-        longest = max((limit.window for limit in limits), default=0)
-        await queries.forget_before(session, int(now) - 2 * longest)
+        # Housekeeping: no limit's window is longer than LONGEST_WINDOW, so older counters of any key
+        # can never count again.
+        await queries.forget_before(session, int(now) - 2 * LONGEST_WINDOW)
     return wait
 
 

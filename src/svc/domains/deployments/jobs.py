@@ -1,0 +1,22 @@
+"""`artifact.collect`: remove the bundle (and any unpacked site) a failed deploy left, once its grace
+period passed, unless a committed deployment uses the digest by then. Reads, then removes with
+nothing of the store held (Tx.READ_THEN_WRITE); safe to run twice."""
+
+from __future__ import annotations
+
+from svc.domains.deployments import artifacts, queries
+from svc.jobs.registry import JobRegistry, JobRun
+from svc.models import JobKind
+from svc.uow import Tx
+
+
+def register(registry: JobRegistry) -> None:
+    registry.handler(JobKind.artifact_collect, collect, tx=Tx.READ_THEN_WRITE)
+
+
+async def collect(run: JobRun) -> None:
+    digest = str(run.payload["digest"])
+    if await queries.digest_used(run.session, digest):
+        return
+    await run.uow.close_reads()
+    await artifacts.remove_artifact(run.ctx, digest)
