@@ -38,9 +38,12 @@ async def uploader(session: AsyncSession, row: Deployment | None) -> User | None
     return await session.get(User, row.uploader_id) if row is not None and row.uploader_id else None
 
 
-async def digest_used(session: AsyncSession, digest: str) -> bool:
-    """Whether any committed deployment, of any project, has this artifact."""
-    return await session.scalar(select(Deployment.id).where(Deployment.digest == digest).limit(1)) is not None
+async def digest_used(session: AsyncSession, digest: str, *, besides: str | None = None) -> bool:
+    """Whether any committed deployment (of a project other than `besides`) has this artifact."""
+    stmt = select(Deployment.id).where(Deployment.digest == digest)
+    if besides is not None:
+        stmt = stmt.where(Deployment.project_id != besides)
+    return await session.scalar(stmt.limit(1)) is not None
 
 
 async def unshared_digests(session: AsyncSession, project_id: str) -> list[str]:

@@ -31,7 +31,7 @@ from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import Deployment, Project, ProjectState
-from svc.uow import UnitOfWork
+from svc.uow import Tx, UnitOfWork, unit_of_work
 
 BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
 
@@ -157,7 +157,12 @@ async def unshared_digests(session: AsyncSession, project_id: str) -> list[str]:
     return await queries.unshared_digests(session, project_id)
 
 
-async def remove_artifacts(ctx: AppContext, digests: list[str]) -> None:
-    """For a project's teardown (outside any transaction): remove each artifact's site and bundle."""
+async def remove_artifacts(ctx: AppContext, project_id: str, digests: list[str]) -> None:
+    """For a project's teardown (outside any transaction): remove each artifact's site and bundle,
+    asking again just before each one whether another project's deployment has come to use it
+    meanwhile (the list was read before the removals began)."""
     for digest in digests:
+        async with unit_of_work(ctx, Tx.READ) as uow:
+            if await queries.digest_used(uow.session, digest, besides=project_id):
+                continue
         await artifacts.remove_artifact(ctx, digest)

@@ -40,7 +40,7 @@ async def teardown_step(run: JobRun) -> None:
     if phase is TeardownPhase.files:
         digests = await deployments.unshared_digests(run.session, project_id)
         await run.uow.close_reads()
-        await deployments.remove_artifacts(run.ctx, digests)
+        await deployments.remove_artifacts(run.ctx, project_id, digests)
     session = await run.uow.begin_write()
     op = await queries.by_id(session, op_id, lock=True)
     if op is None or op.phase != phase.value:
