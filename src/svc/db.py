@@ -11,7 +11,6 @@ under concurrency.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -163,17 +162,6 @@ async def migrate(db: Database, revision: str = "head") -> None:
 
     async with db.engine.execution_options(sqlite_begin="IMMEDIATE").begin() as conn:
         await conn.run_sync(_upgrade)
-
-
-def run_migrations_blocking(settings: Settings) -> None:
-    async def _go() -> None:
-        db = open_database(settings)
-        try:
-            await migrate(db)
-        finally:
-            await db.dispose()
-
-    asyncio.run(_go())
 
 
 async def plain_rows(session: AsyncSession, statement: Executable,

@@ -193,6 +193,8 @@ class UnitOfWork:
 
 
 async def _run(effects: list[Effect], when: str) -> None:
+    if not effects:  # most units of work (every read request) have none
+        return
     todo = list(effects)
     effects.clear()
     for effect in todo:

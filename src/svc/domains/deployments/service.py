@@ -152,11 +152,6 @@ def sweep_partials(ctx: AppContext) -> int:
     return artifacts.sweep_partials(ctx)
 
 
-async def unshared_digests(session: AsyncSession, project_id: str) -> list[str]:
-    """For a project's teardown: its artifacts no other project uses."""
-    return await queries.unshared_digests(session, project_id)
-
-
 async def remove_artifacts(ctx: AppContext, project_id: str, digests: list[str]) -> None:
     """For a project's teardown (outside any transaction): remove each artifact's site and bundle,
     asking again just before each one whether another project's deployment has come to use it

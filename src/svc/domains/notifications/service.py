@@ -29,10 +29,6 @@ async def latest(uow: UnitOfWork, org_id: str, limit: int) -> list[Notification]
     return await queries.latest(uow.session, org_id, limit)
 
 
-async def latest_for_project(session: AsyncSession, org_id: str, project: str, limit: int) -> list[Notification]:
-    return await queries.latest(session, org_id, limit, project=project)
-
-
 async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int, plan: str,
                         settings: Settings) -> Notification:
     """An org has used all of a plan limit (spec: notifications record limit events). Recorded in

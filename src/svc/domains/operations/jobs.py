@@ -14,6 +14,7 @@ Phases (svc.models.states.TeardownPhase):
 from __future__ import annotations
 
 from svc.domains.access import service as access
+from svc.domains.deployments import queries as deployment_queries
 from svc.domains.deployments import service as deployments
 from svc.domains.operations import queries
 from svc.domains.projects import service as projects
@@ -38,7 +39,7 @@ async def teardown_step(run: JobRun) -> None:
     if phase is TeardownPhase.done:
         return
     if phase is TeardownPhase.files:
-        digests = await deployments.unshared_digests(run.session, project_id)
+        digests = await deployment_queries.unshared_digests(run.session, project_id)
         await run.uow.close_reads()
         await deployments.remove_artifacts(run.ctx, project_id, digests)
     session = await run.uow.begin_write()

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import StringConstraints
 
@@ -56,9 +56,3 @@ class MemberAdd(ApiInput):
 
 class MemberRole(ApiInput):
     role: Role
-
-
-class Holdings(ApiModel):
-    """Counts and a few names per kind, for org_not_empty."""
-
-    kinds: dict[str, Any]

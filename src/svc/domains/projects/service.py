@@ -15,8 +15,9 @@ from svc.domains.audit.service import record
 from svc.domains.deployments import queries as deployment_queries
 from svc.domains.deployments import service as deployments
 from svc.domains.identity.schemas import User as UserView
+from svc.domains.notifications import queries as notification_queries
 from svc.domains.notifications.schemas import Notification as NotificationView
-from svc.domains.notifications.service import latest_for_project, limit_reached
+from svc.domains.notifications.service import limit_reached
 from svc.domains.operations import queries as operation_queries
 from svc.domains.orgs import holdings
 from svc.domains.orgs import queries as org_queries
@@ -155,7 +156,7 @@ async def overview(uow: UnitOfWork, project: Project, org: Org, settings: Settin
     declared = project.manifest or {}
     resources = {name: schemas.Resource(declared=declared.get(name) is True, provisioned=False)
                  for name in RESOURCES}
-    notes = await latest_for_project(session, org.id, project.name, 5)
+    notes = await notification_queries.latest(session, org.id, 5, project=project.name)
     return schemas.ProjectOverview(project=detail, serving=serving, recent_deployments=recent_views,
                                    resources=resources,
                                    notifications=[NotificationView.model_validate(n) for n in notes])

@@ -62,11 +62,13 @@ async def hit(ctx: AppContext, limits: list[Limit]) -> int | None:
 
 
 def _until_allowed(current: int, previous: int, limit: Limit, elapsed: float) -> int:
-    """Seconds until the weighted count falls to the limit again (at the latest: the next window,
-    where the current count becomes the previous one and starts to fade)."""
+    """Seconds until the weighted count falls to the limit again, told as at most one window: the
+    approximation can put it a little later (a count fading in the next window), and a client that
+    comes back then is simply told again."""
     if current <= limit.tries and previous > 0:
         # previous * (1 - e/W) + current <= tries  <=>  e >= W * (1 - (tries - current) / previous)
-        at = limit.window * (1 - (limit.tries - current) / previous)
-        return max(1, math.ceil(at - elapsed))
-    # Into the next window, where this window's count fades from `current`.
-    return max(1, math.ceil(limit.window - elapsed + limit.window * max(0.0, 1 - limit.tries / current)))
+        seconds = limit.window * (1 - (limit.tries - current) / previous) - elapsed
+    else:
+        # Into the next window, where this window's count fades from `current`.
+        seconds = limit.window - elapsed + limit.window * max(0.0, 1 - limit.tries / current)
+    return min(limit.window, max(1, math.ceil(seconds)))
