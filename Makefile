@@ -11,7 +11,7 @@ export SVC_PUBLIC_URL ?= http://localhost:$(PORT)
 
 .PHONY: setup run test lint types unit bench clean
 
-$(BIN)/.synced: pyproject.toml uv.lock scripts/bootstrap.sh
+$(BIN)/.synced: pyproject.toml uv.lock package.json package-lock.json scripts/bootstrap.sh
 	./scripts/bootstrap.sh
 	touch $@
 

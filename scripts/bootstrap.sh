@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 # Debian packages svc needs at run, test or bench time (the edge server, the browser the tests drive,
 # the load generator of bench/; more join as their areas land).
 APT_PACKAGES=(nginx-light chromium wrk)
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -27,3 +28,13 @@ if [ ! -x .venv/bin/uv ]; then
   .venv/bin/pip install --quiet "uv==${UV_VERSION}"
 fi
 .venv/bin/uv sync --frozen --quiet --compile-bytecode
+
+# The dashboard's front-end packages (htmx, Pico), pinned by package-lock.json, served by svc itself
+# from src/svc/web/static/vendor/ (no CDN).
+if command -v npm >/dev/null 2>&1; then
+  npm ci --no-audit --no-fund --loglevel=error >/dev/null
+  mkdir -p src/svc/web/static/vendor
+  cp node_modules/htmx.org/dist/htmx.min.js node_modules/@picocss/pico/css/pico.min.css src/svc/web/static/vendor/
+else
+  echo "bootstrap: npm is missing: the dashboard will be unstyled (run as root to install it)" >&2
+fi

@@ -32,7 +32,6 @@ from svc.domains.deployments.router import router as deployments_router
 from svc.domains.identity.idp_router import router as idp_router
 from svc.domains.identity.router import dev_router
 from svc.domains.identity.router import router as identity_router
-from svc.domains.invites.page import router as invite_page_router
 from svc.domains.invites.router import router as invites_router
 from svc.domains.mail import jobs as mail_jobs
 from svc.domains.notifications.router import router as notifications_router
@@ -44,13 +43,13 @@ from svc.domains.projects.router import router as projects_router
 from svc.domains.secrets.router import router as secrets_router
 from svc.edge import start_edge
 from svc.errors import BadRequest, error_response, install_error_handlers
-from svc.home import install_home
 from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
 from svc.kit.crypto import Keyring, load_or_create_secret_key
 from svc.kit.files import PRIVATE_UMASK, make_private
-from svc.openapi import DOCS_URL, install_openapi
+from svc.openapi import install_openapi
 from svc.settings import Settings
+from svc.web import install_dashboard
 
 log = logging.getLogger("svc")
 
@@ -190,12 +189,12 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                   openapi_url="/v1/openapi.json", docs_url=None, redoc_url=None)
     install_error_handlers(app)
     install_openapi(app)
-    install_home(app, docs_url=DOCS_URL, openapi_url=app.openapi_url or "/v1/openapi.json")
     if settings.enable_dev_auth:
         app.include_router(dev_router)
     for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,
                    projects_router, operations_router, deployments_router, secrets_router, access_router,
-                   access_edge.router, access_pages.router, invite_page_router):
+                   access_edge.router, access_pages.router):
         app.include_router(router)
+    install_dashboard(app)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)
     return app

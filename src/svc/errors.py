@@ -254,6 +254,23 @@ def validation_message(errors: list[dict[str, Any]]) -> str:
     return str(errors[0]["message"]) + (f" (and {more} more: see details.errors)" if more else "")
 
 
+def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
+    """The framework's own refusals (no such route, method not allowed, a malformed request) as the envelope."""
+    cls = _STATUS_CODES.get(exc.status_code)
+    if cls is None:
+        cls = BadRequest if exc.status_code < 500 else Internal
+    message = cls.default_message
+    if exc.status_code == 404:
+        message = "No such route"
+    elif exc.status_code == 400 and isinstance(exc.detail, str) and exc.detail:
+        message = exc.detail  # the framework's or svc's own words on a malformed request
+    resp = error_response(cls(message))
+    resp.status_code = exc.status_code
+    for k, v in (exc.headers or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_app_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, AppError)
@@ -266,19 +283,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_http(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        cls = _STATUS_CODES.get(exc.status_code)
-        if cls is None:
-            cls = BadRequest if exc.status_code < 500 else Internal
-        message = cls.default_message
-        if exc.status_code == 404:
-            message = "No such route"
-        elif exc.status_code == 400 and isinstance(exc.detail, str) and exc.detail:
-            message = exc.detail  # the framework's or svc's own words on a malformed request
-        resp = error_response(cls(message))
-        resp.status_code = exc.status_code
-        for k, v in (exc.headers or {}).items():
-            resp.headers[k] = v
-        return resp
+        return http_error_response(exc)
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unhandled error on %s %s: %s", request.method, request.url.path, type(exc).__name__,

@@ -88,6 +88,7 @@ def _is_public(path: str, method: str) -> bool:
 # --- /v1/docs: Swagger UI, from the swagger-ui-bundle package, nothing from another host ---
 
 DOCS_URL = "/v1/docs"
+DASHBOARD_DOCS_URL = "/docs"
 DOCS_ASSETS = "/v1/docs/assets"
 DOCS_DOCUMENT = "/v1/docs/openapi.json"
 _ASSET_DIR = Path(swagger_ui_bundle.swagger_ui_path)
@@ -121,6 +122,9 @@ def install_docs(app: FastAPI) -> None:
         return HTMLResponse(body, headers={
             "Content-Security-Policy": _DOCS_CSP.format(nonce=nonce), "Cache-Control": "no-cache",
             "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"})
+
+    # The dashboard's "API docs" link: the same page at the short address.
+    app.add_api_route(DASHBOARD_DOCS_URL, docs, include_in_schema=False, methods=["GET"])
 
     @app.get(DOCS_DOCUMENT, include_in_schema=False)
     async def docs_document() -> JSONResponse:

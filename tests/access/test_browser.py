@@ -10,17 +10,9 @@ Chromium resolves *.localhost to 127.0.0.1, so http://<project>-<org>.localhost:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import gzip
 import io
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import tarfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,6 +23,7 @@ import pytest
 
 from svc.edge import find_nginx
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.serve import Server, svc_serve
 
 SITE_HTML = b"<!doctype html><title>Members area</title><h1 id='secret'>The members-only page</h1>\n"
 PASSWORD = "browser pass 42"
@@ -47,12 +40,6 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _bundle(files: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -62,64 +49,6 @@ def _bundle(files: dict[str, bytes]) -> bytes:
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
     return gzip.compress(buf.getvalue(), mtime=0)
-
-
-@dataclass
-class Server:
-    api: str
-    edge_port: int
-    log: Path
-
-    def edge(self, host: str) -> str:
-        return f"http://{host}:{self.edge_port}"
-
-
-async def _wait_until(check: object, what: str, log: Path, seconds: float = 30.0) -> None:
-    assert callable(check)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while True:
-        with contextlib.suppress(httpx.HTTPError):
-            if await check():
-                return
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} did not come up; svc serve said:\n{log.read_text()[-4000:]}")
-        await asyncio.sleep(0.1)
-
-
-@contextlib.asynccontextmanager
-async def svc_serve(tmp_path: Path) -> AsyncIterator[Server]:
-    port, edge_port = _free_port(), _free_port()
-    api = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
-    env.update(SVC_DATA_DIR=str(tmp_path / "data"), SVC_ENABLE_DEV_AUTH="true", SVC_PUBLIC_URL=api,
-               SVC_EDGE_PORT=str(edge_port), SVC_EDGE_CONVERGE_SECONDS="0.2")
-    log = tmp_path / "serve.log"
-    svc = shutil.which("svc", path=str(Path(sys.executable).parent)) or "svc"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([svc, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port",
-                                 str(edge_port)], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    server = Server(api=api, edge_port=edge_port, log=log)
-    try:
-        async with httpx.AsyncClient(timeout=5) as http:
-            async def api_up() -> bool:
-                return (await http.get(f"{api}/v1/config")).status_code == 200
-
-            async def edge_up() -> bool:  # a host nobody routes: the edge's own 404
-                r = await http.get(f"http://127.0.0.1:{edge_port}/", headers={"host": "nobody.localhost"})
-                return r.status_code == 404 and r.json().get("code") == "unknown_hostname"
-
-            await _wait_until(api_up, "the svc API", log)
-            await _wait_until(edge_up, "the edge", log)
-        yield server
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.to_thread(proc.wait, 20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            await asyncio.to_thread(proc.wait, 10)
 
 
 @dataclass

@@ -45,17 +45,22 @@ def check_role(org: Org | None, role_name: str | None, principal: Principal, min
 OrgSlugPath = Annotated[str, Path(alias="orgSlug", max_length=64)]
 
 
+async def org_access(request: Request, token: str | None, org_slug: str, minimum: Role) -> OrgAccess:
+    """The caller (by session or access token) in the org, with at least `minimum`: the one rule, for
+    the API (bearer token) and the dashboard (session cookie) alike."""
+    if token is None:
+        raise Unauthorized()
+    # Credential, org and role in one query: this runs on every org-scoped request. A read
+    # request usually finds them in the credential cache instead (auth/cache.py).
+    resolved = await resolve(request_session(request), token, org_slug, cache=read_cache(request))
+    if resolved is None:
+        raise Unauthorized("The token is invalid, expired or revoked")
+    return check_role(resolved.org, resolved.role, resolved.principal, minimum)
+
+
 def require_role(minimum: Role) -> Callable[..., Awaitable[OrgAccess]]:
     async def dependency(request: Request, org_slug: OrgSlugPath) -> OrgAccess:
-        # Credential, org and role in one query: this runs on every org-scoped request. A read
-        # request usually finds them in the credential cache instead (auth/cache.py).
-        token = bearer_token(request)
-        if token is None:
-            raise Unauthorized()
-        resolved = await resolve(request_session(request), token, org_slug, cache=read_cache(request))
-        if resolved is None:
-            raise Unauthorized("The token is invalid, expired or revoked")
-        return check_role(resolved.org, resolved.role, resolved.principal, minimum)
+        return await org_access(request, bearer_token(request), org_slug, minimum)
 
     return dependency
 

@@ -19,6 +19,7 @@ from svc.deps import Ctx, Uow, api_router, transaction
 from svc.domains.access import cookies, errors, pages, service
 from svc.kit.hosts import normalize_host
 from svc.kit.pages import error_page, wants_html
+from svc.kit.paths import safe_next
 from svc.uow import Tx
 
 router = api_router(include_in_schema=False)
@@ -68,7 +69,7 @@ async def edge_check(request: Request, uow: Uow) -> Response:
 @router.get("/v1/edge/password")
 async def password_form(request: Request, uow: Uow, ctx: Ctx) -> Response:
     host = _host(request)
-    next_path = service.safe_next(request.query_params.get("next")) or "/"
+    next_path = safe_next(request.query_params.get("next")) or "/"
     try:
         found = await service.password_host(uow, host, next_path)
     except errors.UnknownHostname as err:
@@ -91,7 +92,7 @@ async def password_sign_in(request: Request, uow: Uow, ctx: Ctx) -> Response:
                           strict_parsing=False)
     except (UnicodeDecodeError, ValueError):
         return error_page(request, errors.NotAForm("The form is not valid"), title="Bad request")
-    next_path = service.safe_next((fields.get("next") or [""])[0]) or "/"
+    next_path = safe_next((fields.get("next") or [""])[0]) or "/"
     try:
         cookie = await service.password_sign_in(
             uow, host=host, password=(fields.get("password") or [""])[0], next_path=next_path,

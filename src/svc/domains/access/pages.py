@@ -12,11 +12,11 @@ from fastapi.responses import HTMLResponse, Response
 
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.access import errors, service
-from svc.domains.access.schemas import MAX_NEXT
 from svc.domains.identity.idp_service import provider_for_page
 from svc.errors import AppError
 from svc.kit.hosts import MAX_HOST, normalize_host
 from svc.kit.pages import SIGNIN_SCRIPT, SIGNIN_SECTION, error_page, page, signin_config
+from svc.kit.paths import MAX_NEXT, safe_next
 
 router = api_router(include_in_schema=False)
 
@@ -108,7 +108,7 @@ async def authorize_page(request: Request, uow: Uow, ctx: Ctx,
     host = normalize_host(to)
     if host is None:
         return error_page(request, errors.BadHost("The link names no valid project hostname"), title="Bad link")
-    if service.safe_next(next) is None:
+    if safe_next(next) is None:
         return error_page(request, errors.BadNext(), title="Bad link")
     if not await service.is_routed(uow, host):
         return error_page(request, errors.UnknownHostname(details={"host": host}), title="Unknown site")

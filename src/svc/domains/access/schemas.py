@@ -8,11 +8,11 @@ from pydantic import Field, StringConstraints
 
 from svc.kit.api import ApiInput, ApiModel
 from svc.kit.hosts import MAX_HOST
+from svc.kit.paths import MAX_NEXT
 from svc.models import AccessMode
 
 PASSWORD_MIN = 8
 PASSWORD_MAX = 256
-MAX_NEXT = 2048  # access_grants.next_path
 
 Password = Annotated[str, StringConstraints(min_length=PASSWORD_MIN, max_length=PASSWORD_MAX)]
 

@@ -8,7 +8,6 @@ import asyncio
 import hashlib
 import hmac
 import logging
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +21,7 @@ from svc.adapters.edge.port import Route
 from svc.auth.principal import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.access import cookies, errors, queries
-from svc.domains.access.schemas import MAX_NEXT, AccessPolicy
+from svc.domains.access.schemas import AccessPolicy
 from svc.domains.audit.service import record
 from svc.domains.orgs import queries as org_queries
 from svc.domains.projects import service as projects
@@ -30,6 +29,7 @@ from svc.domains.ratelimits import service as ratelimits
 from svc.kit.clock import as_utc, utcnow
 from svc.kit.crypto import Keyring
 from svc.kit.hosts import normalize_host
+from svc.kit.paths import safe_next
 from svc.kit.tokens import token_hash
 from svc.models import PROTECTED_ACCESS_MODES, AccessGrant, AccessMode, Project
 from svc.settings import Settings
@@ -48,20 +48,9 @@ TRIES_PER_HOST = 100
 TRIES_WINDOW = 60
 BYPASS_PREFIX = "svc_byp_"
 
-_NEXT_CHARS = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII: no spaces or control characters
 
 
 # --- inputs shared by the API and the edge endpoints ---
-
-
-def safe_next(value: str | None) -> str | None:
-    """A path (with query) on the same host, or None: it starts with exactly one '/', and holds no
-    backslash, space or control character (a browser reads '//x' and '/\\x' as another host)."""
-    if not value or len(value) > MAX_NEXT or not value.startswith("/") or not _NEXT_CHARS.match(value):
-        return None
-    if value.startswith("//") or "\\" in value:
-        return None
-    return value
 
 
 def _sha256(secret: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -70,4 +71,11 @@ async def _ensure_personal_org(session: AsyncSession, user: User) -> None:
         # A concurrent first login created it: drop ours.
         await session.delete(org)
     await session.flush()
+
+
+
+async def sign_out(uow: UnitOfWork, token: str) -> None:
+    """End the session server-side: its row goes, so the token stops working at once everywhere
+    (the credential cache is cleared by the write, auth/invalidation.py)."""
+    await uow.session.execute(delete(UserSession).where(UserSession.token_hash == token_hash(token)))
 

@@ -25,18 +25,22 @@ class ProjectAccess:
     project: Project
 
 
-def require_project(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
+async def project_access(request: Request, access: OrgAccess, project_name: str) -> ProjectAccess:
     """A project being deleted can be looked at but not changed: every write to it (deploy,
-    rollback, secrets, access policy, a second delete) is 409 op_in_flight."""
+    rollback, secrets, access policy, a second delete) is 409 op_in_flight. For the API and the
+    dashboard alike."""
+    project = await queries.by_name(request_session(request), access.org.id, project_name)
+    if project is None:
+        raise ProjectNotFound()
+    if project.state != ProjectState.active and request.method not in READ_METHODS:
+        raise OperationInFlight("The project is being deleted")
+    return ProjectAccess(access=access, project=project)
 
+
+def require_project(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
     async def dependency(request: Request, access: Annotated[OrgAccess, Depends(require_role(minimum))],
                          project_name: ProjectNamePath) -> ProjectAccess:
-        project = await queries.by_name(request_session(request), access.org.id, project_name)
-        if project is None:
-            raise ProjectNotFound()
-        if project.state != ProjectState.active and request.method not in READ_METHODS:
-            raise OperationInFlight("The project is being deleted")
-        return ProjectAccess(access=access, project=project)
+        return await project_access(request, access, project_name)
 
     return dependency
 

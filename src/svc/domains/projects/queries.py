@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import Select, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,6 +26,18 @@ async def of_org_with_hosts(session: AsyncSession, org_id: str) -> list[tuple[Pr
         .join(Hostname, (Hostname.project_id == Project.id) & (Hostname.kind == HostnameKind.default))
         .where(Project.org_id == org_id).order_by(Project.name))
     return [(project, host) for project, host in rows.all()]
+
+
+async def of_org_with_live(session: AsyncSession,
+                           org_id: str) -> list[tuple[Project, str, int | None, datetime | None]]:
+    """The org's projects by name with their default hostname and live deployment's version and
+    time, in one query (the dashboard's project list)."""
+    rows = await session.execute(
+        select(Project, Hostname.host, Deployment.version, Deployment.created_at)
+        .join(Hostname, (Hostname.project_id == Project.id) & (Hostname.kind == HostnameKind.default))
+        .outerjoin(Deployment, Deployment.id == Project.live_deployment_id)
+        .where(Project.org_id == org_id).order_by(Project.name))
+    return [(project, host, version, at) for project, host, version, at in rows.all()]
 
 
 async def count_in_org(session: AsyncSession, org_id: str) -> int:

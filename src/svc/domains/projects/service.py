@@ -3,6 +3,8 @@ Services receive the unit of work and flush; the unit of work commits."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
@@ -126,6 +128,21 @@ def project_view(project: Project, org: Org, host: str, settings: Settings) -> s
 
 async def list_projects(uow: UnitOfWork, org: Org, settings: Settings) -> list[schemas.Project]:
     return [project_view(p, org, host, settings) for p, host in await queries.of_org_with_hosts(uow.session, org.id)]
+
+
+@dataclass(frozen=True)
+class ProjectSummary:
+    """A row of the dashboard's project list: the project, its state and what it serves."""
+
+    project: schemas.Project
+    state: str
+    live_version: int | None
+    live_since: datetime | None
+
+
+async def summaries(uow: UnitOfWork, org: Org, settings: Settings) -> list[ProjectSummary]:
+    return [ProjectSummary(project_view(p, org, host, settings), p.state, version, at)
+            for p, host, version, at in await queries.of_org_with_live(uow.session, org.id)]
 
 
 async def project_detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectDetail:

@@ -1,0 +1,28 @@
+"""Form posts read through the API's own request models, so a field is checked by the same rule
+and refused in the same words in the dashboard as in the API."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from fastapi import Request
+from pydantic import BaseModel, ValidationError
+
+from svc.errors import BadRequest, validation_entry, validation_message
+from svc.web.session import CSRF_FIELD
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+async def fields(request: Request) -> dict[str, str]:
+    """The form's text fields (the CSRF token left out); an empty field is absent."""
+    form = await request.form()
+    return {k: v for k, v in form.items() if isinstance(v, str) and k != CSRF_FIELD and v != ""}
+
+
+def parse(model: type[Model], data: dict[str, Any]) -> Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        entries = [validation_entry(e) for e in exc.errors()[:20]]
+        raise BadRequest(validation_message(entries), details={"errors": entries}) from None

@@ -1,0 +1,94 @@
+"""Projects: the org's list (with what each serves, and the plan's limit shown before it is hit),
+create, the overview (the API's ProjectOverview), and delete with the teardown's progress live.
+
+This module is the pattern for a dashboard page (docs/architecture.md, "How to add a dashboard
+page"): routes from `page_router()`, access from web/deps.py, input through the API's own request
+models (web/forms.py), the same service call as the API route, then `render.render` or, after a
+change, `render.redirect` with a one-time notice."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Path, Request, Response
+from fastapi.responses import RedirectResponse
+
+from svc.deps import Ctx, Uow
+from svc.domains.operations import service as operations
+from svc.domains.orgs import service as orgs
+from svc.domains.projects import schemas, service
+from svc.models import OperationKind, TeardownPhase
+from svc.web import render
+from svc.web.deps import OrgMember, OrgViewer, ProjectAdmin, ProjectViewer
+from svc.web.forms import fields, parse
+from svc.web.routing import page_router
+
+router = page_router()
+
+OpIdPath = Annotated[str, Path(alias="opId", max_length=64)]
+
+TEARDOWN_STEPS = [
+    (TeardownPhase.routing, "Stop serving"),
+    (TeardownPhase.files, "Remove deployed files"),
+    (TeardownPhase.grants, "Revoke grants"),
+    (TeardownPhase.metadata, "Remove records"),
+    (TeardownPhase.done, "Done"),
+]
+
+
+@router.get("/orgs/{orgSlug}")
+async def org_home(access: OrgViewer) -> Response:
+    return RedirectResponse(f"/orgs/{access.org.slug}/projects", status_code=303)
+
+
+@router.get("/orgs/{orgSlug}/projects")
+async def project_list(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) -> Response:
+    rows = await service.summaries(uow, access.org, ctx.settings)
+    limit = orgs.project_limit(ctx.settings, access.org.plan)
+    return await render.render(request, "projects/list.html", title="Projects", rows=rows, limit=limit,
+                               plan=access.org.plan, can_create=access.role != "viewer")
+
+
+@router.post("/orgs/{orgSlug}/projects")
+async def create_project(request: Request, access: OrgMember, uow: Uow, ctx: Ctx) -> Response:
+    body = parse(schemas.ProjectCreate, {"name": (await fields(request)).get("name", "")})
+    project = await service.create_project(uow, access, body.name, ctx.settings)
+    return render.redirect(request, f"/orgs/{access.org.slug}/projects/{project.name}",
+                           flash=f"Project {project.name} created: deploy to {project.url}")
+
+
+@router.get("/orgs/{orgSlug}/projects/{projectName}")
+async def overview(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx) -> Response:
+    view = await service.overview(uow, p.project, p.access.org, ctx.settings)
+    return await render.render(request, "projects/overview.html", title=p.project.name, view=view,
+                               project=p.project.name, role=p.access.role)
+
+
+@router.get("/orgs/{orgSlug}/projects/{projectName}/settings")
+async def settings_page(request: Request, p: ProjectViewer) -> Response:
+    return await render.render(request, "projects/settings.html", title=f"{p.project.name}: settings",
+                               project=p.project.name, role=p.access.role, state=p.project.state)
+
+
+@router.post("/orgs/{orgSlug}/projects/{projectName}/delete")
+async def delete_project(request: Request, p: ProjectAdmin, uow: Uow) -> Response:
+    body = parse(schemas.ProjectDelete, {"confirm": (await fields(request)).get("confirm", "")})
+    op = await service.start_teardown(uow, p.access, p.project, body.confirm)
+    return render.redirect(request, f"/orgs/{p.access.org.slug}/operations/{op.id}")
+
+
+def _progress(op: schemas.Operation) -> dict[str, Any]:
+    phases = [phase for phase, _ in TEARDOWN_STEPS]
+    at = phases.index(TeardownPhase(op.phase)) if op.phase in phases else 0
+    return {"op": op, "steps": TEARDOWN_STEPS, "at": at, "finished": op.finished_at is not None,
+            "kind": "Deleting" if op.kind == OperationKind.teardown else op.kind}
+
+
+@router.get("/orgs/{orgSlug}/operations/{opId}")
+async def operation_page(request: Request, access: OrgViewer, uow: Uow, op_id: OpIdPath) -> Response:
+    row = await operations.get_operation(uow, access, op_id)
+    values = _progress(schemas.Operation.model_validate(row))
+    if render.is_htmx(request):  # the progress box polls itself until the operation ends
+        return await render.render_part(request, "projects/_operation.html", **values, org_slug=access.org.slug)
+    return await render.render(request, "projects/operation.html", title=f"{values['kind']} {row.project_name}",
+                               project_name=row.project_name, org_slug=access.org.slug, **values)

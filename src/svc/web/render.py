@@ -1,0 +1,143 @@
+"""Pages from templates: one Jinja2 environment, the frame every page shares (who is signed in,
+their orgs for the switcher, the org and project in view, the CSRF token, a one-time notice), and
+the response: HTML, gzipped when it pays, never cached, under a strict Content-Security-Policy
+(scripts and styles from svc's own /static only)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
+
+from svc import __version__
+from svc.auth.principal import Principal
+from svc.context import AppContext
+from svc.deps import request_uow
+from svc.domains.orgs import service as orgs
+from svc.kit.clock import human_date, relative, rfc3339, utcnow
+from svc.web.assets import Assets
+from svc.web.session import CSRF_FIELD, csrf_token
+
+TEMPLATES = Path(__file__).parent / "templates"
+FLASH_COOKIE = "svc_flash"
+GZIP_MIN_BYTES = 1400
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "Cache-Control": "no-store", "Referrer-Policy": "same-origin",
+           "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Vary": "Accept-Encoding, HX-Request"}
+
+
+def _time(when: datetime | None) -> str:
+    """<time> with the instant for machines, "3 minutes ago" for people and the date on hover."""
+    if when is None:
+        return "never"
+    return Markup('<time datetime="{}" title="{}">{}</time>').format(
+        escape(rfc3339(when)), escape(human_date(when)), escape(relative(when, utcnow())))
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["ago"] = _time
+    env.filters["short"] = lambda digest, n=12: (digest or "")[:n]
+    return env
+
+
+ENV = _environment()
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+def _ctx(request: Request) -> AppContext:
+    ctx: AppContext = request.app.state.ctx
+    return ctx
+
+
+def assets_of(request: Request) -> Assets:
+    assets: Assets = request.app.state.assets
+    return assets
+
+
+def _take_flash(request: Request) -> str | None:
+    value = request.cookies.get(FLASH_COOKIE)
+    if not value or "." not in value:
+        return None
+    encoded, signature = value.rsplit(".", 1)
+    if not _ctx(request).keys.verify("flash " + encoded, signature):
+        return None
+    try:
+        return base64.urlsafe_b64decode(encoded.encode()).decode()[:300]
+    except ValueError:
+        return None
+
+
+def _html(request: Request, text: str, status: int, headers: dict[str, str] | None = None) -> HTMLResponse:
+    body = text.encode()
+    all_headers = {**HEADERS, **(headers or {})}
+    if len(body) >= GZIP_MIN_BYTES and "gzip" in request.headers.get("accept-encoding", ""):
+        body = gzip.compress(body, 6, mtime=0)
+        all_headers["Content-Encoding"] = "gzip"
+    return HTMLResponse(body, status_code=status, headers=all_headers)
+
+
+async def frame(request: Request) -> dict[str, Any]:
+    """What base.html needs: the signed-in user and their orgs (the switcher), the org in view."""
+    ctx = _ctx(request)
+    viewer: Principal | None = getattr(request.state, "viewer", None)
+    memberships = []
+    if viewer is not None:
+        memberships = await orgs.memberships_of(request_uow(request), viewer.user, ctx.settings)
+    slug = getattr(request.state, "org_slug", None)
+    current = next((m for m in memberships if m.slug == slug), None)
+    assets = assets_of(request)
+    return {
+        "service_name": ctx.settings.service_name, "version": __version__, "user": viewer.user if viewer else None,
+        "orgs": memberships, "org": current, "path": request.url.path,
+        "csrf": csrf_token(request, ctx.settings, ctx.keys), "csrf_field": CSRF_FIELD,
+        "asset": assets.url, "flash": _take_flash(request), "dev_auth": ctx.settings.enable_dev_auth,
+    }
+
+
+async def render(request: Request, template: str, *, status: int = 200, headers: dict[str, str] | None = None,
+                 **values: Any) -> HTMLResponse:
+    """A whole page, or (for an htmx request that names a block) just that part."""
+    page = {**await frame(request), **values}
+    response = _html(request, ENV.get_template(template).render(page), status, headers)
+    if page["flash"]:
+        response.delete_cookie(FLASH_COOKIE, path="/")
+    return response
+
+
+async def render_part(request: Request, template: str, *, status: int = 200,
+                      headers: dict[str, str] | None = None, **values: Any) -> HTMLResponse:
+    """A fragment for htmx to swap in (no frame, no memberships query)."""
+    ctx = _ctx(request)
+    page = {"csrf": csrf_token(request, ctx.settings, ctx.keys), "csrf_field": CSRF_FIELD,
+            "asset": assets_of(request).url, **values}
+    return _html(request, ENV.get_template(template).render(page), status, headers)
+
+
+def redirect(request: Request, url: str, *, flash: str | None = None) -> Response:
+    """After a change: the next page (post/redirect/get). htmx follows HX-Redirect; a plain form
+    post follows the 303. `flash` is a one-time notice the next page shows (signed, never a secret)."""
+    response: Response
+    if is_htmx(request):
+        response = Response(status_code=200, headers={"HX-Redirect": url})
+    else:
+        response = RedirectResponse(url, status_code=303)
+    if flash:
+        encoded = base64.urlsafe_b64encode(flash.encode()).decode()
+        response.set_cookie(FLASH_COOKIE, f"{encoded}.{_ctx(request).keys.sign('flash ' + encoded)}", max_age=60,
+                            path="/", httponly=True, samesite="lax",
+                            secure=_ctx(request).settings.public_url.startswith("https://"))
+    return response

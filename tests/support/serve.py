@@ -1,0 +1,83 @@
+"""A real `svc serve` (SQLite, dev login on) with its edge (nginx) on free ports, for the tests that
+drive it from outside: browsers, the CLI. Stopped with SIGTERM, killed if it will not stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    api: str
+    edge_port: int
+    log: Path
+
+    def edge(self, host: str) -> str:
+        return f"http://{host}:{self.edge_port}"
+
+
+async def _wait_until(check: object, what: str, log: Path, seconds: float = 30.0) -> None:
+    assert callable(check)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if await check():
+                return
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not come up; svc serve said:\n{log.read_text()[-4000:]}")
+        await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def svc_serve(tmp_path: Path, **settings: str) -> AsyncIterator[Server]:
+    """`settings`: more SVC_* variables for the server."""
+    port, edge_port = free_port(), free_port()
+    api = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
+    env.update(SVC_DATA_DIR=str(tmp_path / "data"), SVC_ENABLE_DEV_AUTH="true", SVC_PUBLIC_URL=api,
+               SVC_EDGE_PORT=str(edge_port), SVC_EDGE_CONVERGE_SECONDS="0.2", **settings)
+    log = tmp_path / "serve.log"
+    svc = shutil.which("svc", path=str(Path(sys.executable).parent)) or "svc"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([svc, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port",
+                                 str(edge_port)], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    server = Server(api=api, edge_port=edge_port, log=log)
+    try:
+        async with httpx.AsyncClient(timeout=5) as http:
+            async def api_up() -> bool:
+                return (await http.get(f"{api}/v1/config")).status_code == 200
+
+            async def edge_up() -> bool:  # a host nobody routes: the edge's own 404
+                r = await http.get(f"http://127.0.0.1:{edge_port}/", headers={"host": "nobody.localhost"})
+                return r.status_code == 404 and r.json().get("code") == "unknown_hostname"
+
+            await _wait_until(api_up, "the svc API", log)
+            await _wait_until(edge_up, "the edge", log)
+        yield server
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.to_thread(proc.wait, 20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await asyncio.to_thread(proc.wait, 10)
