@@ -86,10 +86,14 @@ def _ms(text: str) -> float:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-def run_wrk(url: str, token: str | None, seconds: float, connections: int, pin: list[str]) -> Result:
+def bearer(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def run_wrk(url: str, headers: dict[str, str], seconds: float, connections: int, pin: list[str]) -> Result:
     cmd = [*pin, "wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency"]
-    if token:
-        cmd += ["-H", f"Authorization: Bearer {token}"]
+    for name, value in headers.items():
+        cmd += ["-H", f"{name}: {value}"]
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True, timeout=seconds + 30).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
@@ -102,11 +106,11 @@ def run_wrk(url: str, token: str | None, seconds: float, connections: int, pin: 
     return Result(rps=rps, p50_ms=p50, p99_ms=p99, errors=errors, tool="wrk", requests=requests)
 
 
-async def _python_load(url: str, token: str | None, seconds: float, connections: int) -> Result:
+async def _python_load(url: str, headers: dict[str, str], seconds: float, connections: int) -> Result:
     """Fallback when wrk cannot be had: keep-alive HTTP/1.1 connections over asyncio streams."""
     u = httpx.URL(url)
-    auth = f"Authorization: Bearer {token}\r\n" if token else ""
-    request = f"GET {u.raw_path.decode()} HTTP/1.1\r\nHost: {u.host}:{u.port}\r\n{auth}\r\n".encode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    request = f"GET {u.raw_path.decode()} HTTP/1.1\r\nHost: {u.host}:{u.port}\r\n{extra}\r\n".encode()
     latencies: list[float] = []
     errors = 0
     deadline = time.perf_counter() + seconds
@@ -139,11 +143,11 @@ async def _python_load(url: str, token: str | None, seconds: float, connections:
                   requests=len(latencies))
 
 
-def run_python(url: str, token: str | None, seconds: float, connections: int, pin: list[str]) -> Result:
+def run_python(url: str, headers: dict[str, str], seconds: float, connections: int, pin: list[str]) -> Result:
     # Pinned like wrk would be: this process moves itself to the load generator's core.
     if pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(pin[-1])})
-    return asyncio.run(_python_load(url, token, seconds, connections))
+    return asyncio.run(_python_load(url, headers, seconds, connections))
 
 
 def ensure_wrk() -> bool:
@@ -164,10 +168,10 @@ def server_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measured(load: Any, server_pid: int, url: str, token: str | None, seconds: float, connections: int,
+def measured(load: Any, server_pid: int, url: str, headers: dict[str, str], seconds: float, connections: int,
              pin: list[str]) -> Result:
     before = server_cpu_seconds(server_pid)
-    result: Result = load(url, token, seconds, connections, pin)
+    result: Result = load(url, headers, seconds, connections, pin)
     after = server_cpu_seconds(server_pid)
     if before is not None and after is not None and result.requests:
         result.cpu_ms = 1000 * (after - before) / result.requests
@@ -231,12 +235,12 @@ def main() -> None:
                 "members": (f"{base}/v1/orgs/{ORG}/members", token),
             }
             for url, tok in targets.values():
-                load(url, tok, args.warmup, args.connections, load_pin)
+                load(url, bearer(tok), args.warmup, args.connections, load_pin)
             # Alternate the targets over several rounds, so a neighbour's burst of load on a shared
             # machine hits both alike; the ratio is the median of the rounds' ratios.
             rounds: list[dict[str, Result]] = []
             for _ in range(args.rounds):
-                rounds.append({name: measured(load, server.pid, url, tok, args.duration, args.connections, load_pin)
+                rounds.append({name: measured(load, server.pid, url, bearer(tok), args.duration, args.connections, load_pin)
                                for name, (url, tok) in targets.items()})
         finally:
             server.terminate()

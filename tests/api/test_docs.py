@@ -114,21 +114,27 @@ async def test_docs_and_front_page_are_not_operations_of_the_api(svc: Svc) -> No
     assert paths and not [p for p in paths if p == "/" or p.startswith("/v1/docs")]
 
 
-async def test_the_front_page_says_what_answers_there(svc: Svc) -> None:
+async def test_the_front_page_sends_a_browser_to_sign_in_and_says_what_answers_there(svc: Svc) -> None:
     for headers in (HTML, {}, {"accept": "*/*"}):  # a browser, curl
         r = await svc.anon.get("/", headers=headers)
-        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), headers
-        assert "default-src 'none'" in r.headers["content-security-policy"]
-        text = r.text
-        assert "<h1>svc</h1>" in text and "control API" in text and f"svc version {__version__}" in text
-        assert not refs(text).loaded  # no script, style sheet or image from anywhere
-        assert {"/v1/docs", "/v1/openapi.json"} <= set(refs(text).links)
-        assert "svc login" in text and "export SVC_API_URL=http://svc.test" in text
-        assert "svc login --dev" in text  # dev sign-in is on in these tests
-        assert "http://" not in text.replace("http://svc.test", "")  # nothing from elsewhere
+        assert r.status_code == 303 and r.headers["location"] == "/signin", headers
+    r = await svc.anon.get("/signin", headers=HTML)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'; script-src 'self'" in r.headers["content-security-policy"]
+    text = r.text
+    assert "Sign in to svc" in text and "control API" in text and f"svc version {__version__}" in text
+    loaded = refs(text).loaded
+    assert loaded and all(url.startswith("/static/") for _, url in loaded), loaded  # svc's own files only
+    for _, url in loaded:
+        asset = await svc.anon.get(url)
+        assert asset.status_code == 200 and "immutable" in asset.headers["cache-control"], url
+    assert {"/docs", "/v1/openapi.json"} <= set(refs(text).links)
+    assert "svc login" in text and "export SVC_API_URL=http://svc.test" in text
+    assert "svc login --dev" in text  # dev sign-in is on in these tests
+    assert "http://" not in text.replace("http://svc.test", "")  # nothing from elsewhere
     # Every link on it leads somewhere.
-    for href in refs((await svc.anon.get("/", headers=HTML)).text).links:
-        assert (await svc.anon.get(href, headers=HTML)).status_code == 200, href
+    for href in refs(text).links:
+        assert (await svc.anon.get(href, headers=HTML, follow_redirects=True)).status_code == 200, href
 
 
 async def test_a_json_client_gets_the_front_page_as_json(svc: Svc) -> None:

@@ -124,7 +124,8 @@ def serve(
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")
     console.print(f"mail: {adapters.mail.description}")
-    console.print(f"API:       {api_url}/v1  (OpenAPI: {api_url}/v1/openapi.json, docs: {api_url}/v1/docs)")
+    console.print(f"dashboard: {api_url}/")
+    console.print(f"API:       {api_url}/v1  (OpenAPI: {api_url}/v1/openapi.json, docs: {api_url}/docs)")
     sample = settings.edge_url(f"<project>-<org>.{settings.app_domain}")
     if not settings.edge_enabled:
         console.print("edge:      off (SVC_EDGE_ENABLED=false): deployments are not served by this process")

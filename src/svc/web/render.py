@@ -44,7 +44,7 @@ def _time(when: datetime | None) -> str:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True),
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True), auto_reload=False,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["ago"] = _time
     env.filters["short"] = lambda digest, n=12: (digest or "")[:n]
@@ -101,7 +101,8 @@ async def frame(request: Request) -> dict[str, Any]:
     current = next((m for m in memberships if m.slug == slug), None)
     assets = assets_of(request)
     return {
-        "service_name": ctx.settings.service_name, "version": __version__, "user": viewer.user if viewer else None,
+        "service_name": ctx.settings.service_name, "version": __version__, "public_url": ctx.settings.public_url,
+        "user": viewer.user if viewer else None,
         "orgs": memberships, "org": current, "path": request.url.path,
         "csrf": csrf_token(request, ctx.settings, ctx.keys), "csrf_field": CSRF_FIELD,
         "asset": assets.url, "flash": _take_flash(request), "dev_auth": ctx.settings.enable_dev_auth,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Select, delete, func, select
+from sqlalchemy import Row, Select, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
@@ -28,16 +28,17 @@ async def of_org_with_hosts(session: AsyncSession, org_id: str) -> list[tuple[Pr
     return [(project, host) for project, host in rows.all()]
 
 
-async def of_org_with_live(session: AsyncSession,
-                           org_id: str) -> list[tuple[Project, str, int | None, datetime | None]]:
-    """The org's projects by name with their default hostname and live deployment's version and
-    time, in one query (the dashboard's project list)."""
+async def summaries_of_org(session: AsyncSession, org_id: str) -> list[Row[tuple[str, str, str, str, int | None,
+                                                                                  datetime | None]]]:
+    """(name, state, default host, created, live version, live since) of the org's projects by name,
+    in one query of plain columns (the dashboard's project list: no ORM objects to build)."""
     rows = await session.execute(
-        select(Project, Hostname.host, Deployment.version, Deployment.created_at)
+        select(Project.name, Project.state, Hostname.host, Project.created_at, Deployment.version,
+               Deployment.created_at)
         .join(Hostname, (Hostname.project_id == Project.id) & (Hostname.kind == HostnameKind.default))
         .outerjoin(Deployment, Deployment.id == Project.live_deployment_id)
         .where(Project.org_id == org_id).order_by(Project.name))
-    return [(project, host, version, at) for project, host, version, at in rows.all()]
+    return list(rows.all())
 
 
 async def count_in_org(session: AsyncSession, org_id: str) -> int:

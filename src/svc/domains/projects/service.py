@@ -132,17 +132,19 @@ async def list_projects(uow: UnitOfWork, org: Org, settings: Settings) -> list[s
 
 @dataclass(frozen=True)
 class ProjectSummary:
-    """A row of the dashboard's project list: the project, its state and what it serves."""
+    """A row of the dashboard's project list: the project, its address and what it serves."""
 
-    project: schemas.Project
+    name: str
     state: str
+    hostname: str
+    url: str
     live_version: int | None
     live_since: datetime | None
 
 
 async def summaries(uow: UnitOfWork, org: Org, settings: Settings) -> list[ProjectSummary]:
-    return [ProjectSummary(project_view(p, org, host, settings), p.state, version, at)
-            for p, host, version, at in await queries.of_org_with_live(uow.session, org.id)]
+    return [ProjectSummary(name, state, host, settings.edge_url(host), version, since)
+            for name, state, host, _, version, since in await queries.summaries_of_org(uow.session, org.id)]
 
 
 async def project_detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectDetail:

@@ -59,7 +59,26 @@
     form.submit();
   }
 
+  // <div class="table-wrap">: a table wider than a phone scrolls sideways; a region that scrolls
+  // must be reachable by keyboard (focusable) and named for screen readers, only when it scrolls.
+  function scrollRegions(root) {
+    root.querySelectorAll(".table-wrap").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) {
+        wrap.setAttribute("tabindex", "0");
+        wrap.setAttribute("role", "region");
+        if (!wrap.getAttribute("aria-label")) {
+          var heading = wrap.closest("section") && wrap.closest("section").querySelector("h2, h1");
+          wrap.setAttribute("aria-label", (heading ? heading.textContent.trim() : document.title) + " (table, scrolls sideways)");
+        }
+      } else if (wrap.getAttribute("role") === "region") {
+        wrap.removeAttribute("tabindex");
+        wrap.removeAttribute("role");
+      }
+    });
+  }
+
   function enhance(root) {
+    scrollRegions(document);
     autosubmit(root);
     copyButtons(root);
     typedConfirmations(root);
@@ -68,6 +87,7 @@
   onReady(function () {
     enhance(document);
     finishSignIn();
+    window.addEventListener("resize", function () { scrollRegions(document); });
     // Move focus to a message htmx just put in place, so a screen reader hears it at once.
     document.body.addEventListener("htmx:afterSwap", function (event) {
       enhance(event.detail.target);
