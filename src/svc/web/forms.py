@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from svc.errors import BadRequest, validation_entry, validation_message
+from svc.errors import BadRequest, validation_entry
 from svc.web.session import CSRF_FIELD
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -25,4 +25,6 @@ def parse(model: type[Model], data: dict[str, Any]) -> Model:
         return model.model_validate(data)
     except ValidationError as exc:
         entries = [validation_entry(e) for e in exc.errors()[:20]]
-        raise BadRequest(validation_message(entries), details={"errors": entries}) from None
+        # A page lists every problem (the API's message names the first and points at details).
+        message = "; ".join(dict.fromkeys(str(e["message"]) for e in entries)) or BadRequest.default_message
+        raise BadRequest(message, details={"errors": entries}) from None
