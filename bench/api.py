@@ -240,8 +240,8 @@ def main() -> None:
             # machine hits both alike; the ratio is the median of the rounds' ratios.
             rounds: list[dict[str, Result]] = []
             for _ in range(args.rounds):
-                rounds.append({name: measured(load, server.pid, url, bearer(tok), args.duration, args.connections, load_pin)
-                               for name, (url, tok) in targets.items()})
+                rounds.append({name: measured(load, server.pid, url, bearer(tok), args.duration, args.connections,
+                                              load_pin) for name, (url, tok) in targets.items()})
         finally:
             server.terminate()
             try:

@@ -33,8 +33,9 @@ import tempfile
 from pathlib import Path
 
 import httpx
-from api import Result, bearer, ensure_wrk, measured, run_python, run_wrk
 from harness import machine, wait_for_server
+
+from api import Result, bearer, ensure_wrk, measured, run_python, run_wrk
 
 ORG = "bench"
 
@@ -161,13 +162,15 @@ def main() -> None:
           f"of {args.duration:g} s per target; server {'pinned to core 0' if pinned else 'unpinned'}")
     for i, r in enumerate(rounds):
         print(f"  round {i + 1}: page {r['page'].rps:6.0f} req/s ({r['page'].cpu_ms or 0:.2f} ms CPU/req), "
-              f"json {r['json'].rps:6.0f} req/s ({r['json'].cpu_ms or 0:.2f} ms CPU/req), page/json time {ratios[i]:.2f}")
+              f"json {r['json'].rps:6.0f} req/s ({r['json'].cpu_ms or 0:.2f} ms CPU/req), "
+              f"page/json time {ratios[i]:.2f}")
     page, api = rounds[best]["page"], rounds[best]["json"]
     for name, res in (("GET /orgs/bench/projects (page)", page), ("GET /v1/orgs/bench/projects (JSON)", api)):
         print(f"  {name:36s} {res.rps:7.0f} req/s   p50 {res.p50_ms:6.2f} ms   p99 {res.p99_ms:6.2f} ms   "
               f"errors {res.errors}")
     ratio = ratios[best]
-    print(f"time per request, page/JSON (median round): {ratio:.2f} (goal <= 1.5: {'met' if ratio <= 1.5 else 'NOT met'})")
+    verdict = "met" if ratio <= 1.5 else "NOT met"
+    print(f"time per request, page/JSON (median round): {ratio:.2f} (goal <= 1.5: {verdict})")
     cpu = sorted(r["page"].cpu_ms / r["json"].cpu_ms for r in rounds  # type: ignore[operator]
                  if r["page"].cpu_ms and r["json"].cpu_ms)
     if cpu:
@@ -177,8 +180,9 @@ def main() -> None:
         print(f"  {path:48s} {sent / 1024:6.1f} KB   ({unpacked / 1024:6.1f} KB of HTML)")
     heaviest = max(sent for _, sent, _ in weights)
     print(f"heaviest page: {heaviest / 1024:.1f} KB (goal < 100 KB: {'met' if heaviest < 100 * 1024 else 'NOT met'})")
-    print(f"assets on a first visit (gzip, then cached for a year): "
-          f"{sum(w for _, w in asset_weights) / 1024:.1f} KB: " + ", ".join(f"{a} {w / 1024:.1f} KB" for a, w in asset_weights))
+    listed = ", ".join(f"{a} {w / 1024:.1f} KB" for a, w in asset_weights)
+    print(f"assets on a first visit (gzip, then cached for a year): {sum(w for _, w in asset_weights) / 1024:.1f} KB: "
+          f"{listed}")
     if any(r.errors for rr in rounds for r in rr.values()):
         sys.exit("some requests failed")
 

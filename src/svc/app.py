@@ -24,6 +24,7 @@ from svc.db import migrate, open_database
 from svc.domains.access import edge_router as access_edge
 from svc.domains.access import pages as access_pages
 from svc.domains.access.router import router as access_router
+from svc.domains.audit.router import router as audit_router
 from svc.domains.credentials.router import router as credentials_router
 from svc.domains.deployments import jobs as deployment_jobs
 from svc.domains.deployments import service as deployments
@@ -193,7 +194,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         app.include_router(dev_router)
     for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,
                    projects_router, operations_router, deployments_router, secrets_router, access_router,
-                   access_edge.router, access_pages.router):
+                   access_edge.router, access_pages.router, audit_router):
         app.include_router(router)
     install_dashboard(app)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)

@@ -80,8 +80,8 @@ async def test_a_viewer_sees_projects_but_no_create_or_delete(server: Server, co
     assert (await http.post("/v1/orgs", json={"slug": "copenhagen"}, headers=auth)).status_code == 201
     assert (await http.post("/v1/orgs/copenhagen/projects", json={"name": "atom"}, headers=auth)).status_code == 201
     await http.post("/v1/auth/dev/login", json={"subject": "heisenberg"})
-    r = await http.post("/v1/orgs/copenhagen/members", json={"provider": "dev", "subject": "heisenberg", "role": "viewer"},
-                        headers=auth)
+    r = await http.post("/v1/orgs/copenhagen/members",
+                        json={"provider": "dev", "subject": "heisenberg", "role": "viewer"}, headers=auth)
     assert r.status_code == 201, r.text
     page = await sign_in(await contexts(), server, "heisenberg", next_path="/orgs/copenhagen/projects")
     await expect(page.get_by_role("link", name="atom", exact=True)).to_be_visible()

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "projects": ("projects", "app", "Projects of an org: create, list, show, delete."),
     "secrets": ("secrets", "app", "A project's secrets (values are never shown)."),
     "access": ("access", "app", "Who may open a project's deployments."),
+    "audit": ("audit", "app", "An org's audit trail: who changed what (admins)."),
 }
 _ROOT_OPTIONS_WITH_VALUE = ("--api-url",)
 

@@ -1,4 +1,4 @@
-"""Record audit events. Callers pass names and ids only: never a secret or contact data."""
+"""Record audit events, and list an org's. Callers pass names and ids only: never a secret or contact data."""
 
 from __future__ import annotations
 
@@ -6,9 +6,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.auth.roles import OrgAccess
+from svc.domains.audit import queries
+from svc.domains.audit.schemas import AuditEvent as AuditEventView
+from svc.domains.audit.schemas import AuditEventList, AuditQuery, decode_cursor, encode_cursor
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import AuditEvent, Org, User
+from svc.uow import UnitOfWork
 
 
 async def record(session: AsyncSession, action: str, *, actor: User | None, org: Org | None,
@@ -20,3 +25,25 @@ async def record(session: AsyncSession, action: str, *, actor: User | None, org:
         org_id=org.id if org else None, org_slug=org.slug if org else None,
         target=target, data=data or {},
     ))
+
+
+def event_view(row: AuditEvent) -> AuditEventView:
+    """The listed event. The request's id, address and user agent are not recorded (yet): null."""
+    return AuditEventView(id=row.id, at=row.at, actor=row.actor_subject, action=row.action, target=row.target,
+                          request_id=None, ip=None, user_agent=None, payload=dict(row.data or {}))
+
+
+async def list_events(uow: UnitOfWork, access: OrgAccess, query: AuditQuery) -> AuditEventList:
+    """One page of the org's events, newest first (admins: the caller's access says so)."""
+    before = decode_cursor(query.before) if query.before is not None else None
+    rows = await queries.page(uow.session, access.org.id, limit=query.limit + 1, before=before,
+                              action=query.action, actor=query.actor)
+    more = len(rows) > query.limit
+    rows = rows[:query.limit]
+    cursor = encode_cursor(rows[-1].at, rows[-1].id) if more and rows else None
+    return AuditEventList(events=[event_view(r) for r in rows], next_cursor=cursor)
+
+
+async def recorded_actions(uow: UnitOfWork, access: OrgAccess) -> list[str]:
+    """The event names the org's trail holds (for a filter's choices)."""
+    return await queries.actions(uow.session, access.org.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Row, Select, delete, func, select
@@ -28,8 +29,10 @@ async def of_org_with_hosts(session: AsyncSession, org_id: str) -> list[tuple[Pr
     return [(project, host) for project, host in rows.all()]
 
 
-async def summaries_of_org(session: AsyncSession, org_id: str) -> list[Row[tuple[str, str, str, str, int | None,
-                                                                                  datetime | None]]]:
+SummaryRow = Row[str, str, str, datetime, int, datetime]  # version and time are None without a live deployment
+
+
+async def summaries_of_org(session: AsyncSession, org_id: str) -> Sequence[SummaryRow]:
     """(name, state, default host, created, live version, live since) of the org's projects by name,
     in one query of plain columns (the dashboard's project list: no ORM objects to build)."""
     rows = await session.execute(
@@ -38,7 +41,7 @@ async def summaries_of_org(session: AsyncSession, org_id: str) -> list[Row[tuple
         .join(Hostname, (Hostname.project_id == Project.id) & (Hostname.kind == HostnameKind.default))
         .outerjoin(Deployment, Deployment.id == Project.live_deployment_id)
         .where(Project.org_id == org_id).order_by(Project.name))
-    return list(rows.all())
+    return rows.all()
 
 
 async def count_in_org(session: AsyncSession, org_id: str) -> int:

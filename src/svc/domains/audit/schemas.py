@@ -1,0 +1,87 @@
+"""The audit list's query and answer (decisions.md, "Audit list")."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
+
+from svc.kit.api import ApiInput, ApiModel, Timestamp, invalid
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+MAX_CURSOR = 120
+
+# An event name ("member.add", "access.bypass.new") or a prefix of whole segments ending in "." ("member.").
+_ACTION = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.?")
+
+
+def encode_cursor(at: datetime, event_id: str) -> str:
+    """Where the next page starts: the last event's instant (microseconds) and id, opaque to clients."""
+    micros = int(at.timestamp()) * 1_000_000 + at.microsecond
+    return base64.urlsafe_b64encode(f"{micros}:{event_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str] | None:
+    """(instant, id) from a nextCursor, or None for a value this list did not hand out."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, ValueError):
+        return None
+    micros, _, event_id = text.partition(":")
+    if not micros.isdigit() or not event_id or len(micros) > 18:
+        return None
+    seconds, rest = divmod(int(micros), 1_000_000)
+    try:
+        return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest), event_id
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _action(value: str) -> str:
+    if not _ACTION.fullmatch(value):
+        raise invalid("value_error", "must be an event name (member.add) or a prefix ending in a dot (member.)")
+    return value
+
+
+def _cursor(value: str) -> str:
+    if decode_cursor(value) is None:
+        raise invalid("value_error", "is not a nextCursor of this list")
+    return value
+
+
+class AuditQuery(ApiInput):
+    """The filters and page of GET /v1/orgs/{org}/audit (query parameters), and of the dashboard's page."""
+
+    # Query parameters a client adds for its own reasons (a cache buster) are ignored, as elsewhere.
+    model_config = ConfigDict(extra="ignore")
+
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Page size")
+    before: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CURSOR), AfterValidator(_cursor)] | None = (
+        Field(default=None, description="A nextCursor: the events older than those already listed"))
+    action: Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_action)] | None = Field(
+        default=None, description="An event name (exact, e.g. member.add), or a prefix ending in '.' "
+                                  "(e.g. member.) for every event under it")
+    actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        default=None, description="The actor as listed (provider:subject, e.g. github:octocat)")
+
+
+class AuditEvent(ApiModel):
+    id: str
+    at: Timestamp
+    actor: str | None = Field(description="provider:subject of who did it; null for the operator or the system")
+    action: str = Field(description="The event's name, as the spec lists them (member.add, secret.set, ...)")
+    target: str | None = Field(description="What it acted on: a project, user id, invite id, org slug ...")
+    request_id: str | None = Field(description="Not recorded yet: always null")
+    ip: str | None = Field(description="Not recorded yet: always null")
+    user_agent: str | None = Field(description="Not recorded yet: always null")
+    payload: dict[str, Any] = Field(description="What the event recorded: names, ids, versions; never a secret")
+
+
+class AuditEventList(ApiModel):
+    events: list[AuditEvent]
+    next_cursor: str | None = Field(description="Pass as `before` for the next (older) page; null at the end")
