@@ -36,6 +36,7 @@ bench: setup
 	$(BIN)/python bench/api.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/edge.py
+	$(BIN)/python bench/dashboard.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

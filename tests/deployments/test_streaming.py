@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from svc.domains.deployments import router as deployments_router
+from svc.domains.deployments import service as deployments_service
 from svc.domains.deployments.artifacts import site_dir
 from svc.settings import Settings
 from tests.deployments import bundles
@@ -80,7 +80,7 @@ async def test_bundles_over_the_json_body_cap_are_accepted(env: Env) -> None:
 
 
 async def test_a_stalled_upload_is_cut_off_and_leaves_nothing(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(deployments_router, "IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(deployments_service, "IDLE_SECONDS", 0.3)
     before = env.files()
     good = bundles.site()
 

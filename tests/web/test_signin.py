@@ -101,3 +101,36 @@ async def test_the_org_switcher_moves_between_orgs(server: Server, contexts) -> 
     await page.get_by_role("button", name="Create org").click()
     await expect(page.get_by_role("alert")).to_contain_text("taken")
     await expect(page.get_by_label("Slug")).to_have_value("algebra")
+
+
+async def test_dark_mode_follows_the_system_setting(server: Server, browser) -> None:
+    context = await browser.new_context(color_scheme="dark", viewport={"width": 1440, "height": 900})
+    try:
+        page = await sign_in(context, server, "dark-mode")
+        background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
+        red, green, blue = (int(x) for x in re.findall(r"\d+", background)[:3])
+        assert red + green + blue < 150, background  # a dark page, not the light one
+        await look(page, "projects-dark")  # and still readable (contrast checked by axe)
+    finally:
+        await context.close()
+
+
+async def test_everything_is_reachable_by_keyboard(server: Server, contexts) -> None:
+    """From the top of the page, Tab reaches the skip link, the org switcher, the navigation and the
+    create form; Enter submits it."""
+    page = await sign_in(await contexts(), server, "keyboard")
+    await page.keyboard.press("Tab")
+    await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    seen: list[str] = []
+    for _ in range(40):
+        await page.keyboard.press("Tab")
+        seen.append(await page.evaluate(
+            "document.activeElement.getAttribute('aria-label') || document.activeElement.id || "
+            "document.activeElement.textContent.trim()"))
+        if seen[-1] == "project-name":
+            break
+    assert "org-switcher" in seen and "Members" in seen and "Access tokens" in seen, seen
+    assert seen[-1] == "project-name", seen
+    await page.keyboard.type("typed")
+    await page.keyboard.press("Enter")
+    await expect(page).to_have_url(re.compile(r"/orgs/keyboard/projects/typed$"))

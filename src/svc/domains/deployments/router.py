@@ -4,25 +4,22 @@ The upload runs READ_THEN_WRITE (service.deploy says why); the other routes one 
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
-from starlette.requests import ClientDisconnect
 from starlette.types import Scope
 
 from svc.deps import Ctx, Uow, api_router, transaction
 from svc.domains.deployments import service
-from svc.domains.deployments.bundle import bad
 from svc.domains.deployments.provenance import git_provenance
 from svc.domains.deployments.schemas import MAX_VERSION, Deployment, DeploymentList, GitInfo, RollbackRequest
 from svc.domains.projects.deps import ProjectMember, ProjectViewer
 from svc.uow import Tx
 
-IDLE_SECONDS = 120
-_UPLOAD_PATH = re.compile(r"/v1/orgs/[^/]+/projects/[^/]+/deployments/?")
+# The API's deploy and the dashboard's upload (svc.web.pages.deployments): the same use case.
+_UPLOAD_PATH = re.compile(r"/v1/orgs/[^/]+/projects/[^/]+/deployments/?"
+                          r"|/orgs/[^/]+/projects/[^/]+/deployments/upload")
 
 router = api_router(tags=["deployments"])
 
@@ -35,24 +32,9 @@ _UPLOAD_DOC: dict[str, Any] = {
 
 
 def is_bundle_upload(scope: Scope) -> bool:
-    """The deploy request, whose body has bounds of its own (exempt from the JSON body cap)."""
+    """A deploy request (the API's or the dashboard's), whose body has bounds of its own (exempt
+    from the JSON body cap)."""
     return scope.get("method") == "POST" and _UPLOAD_PATH.fullmatch(scope.get("path", "")) is not None
-
-
-async def _body(request: Request) -> AsyncIterator[bytes]:
-    """The request body as it arrives; a client that stops sending for IDLE_SECONDS is cut off."""
-    chunks = request.stream().__aiter__()
-    while True:
-        try:
-            async with asyncio.timeout(IDLE_SECONDS):
-                chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            return
-        except ClientDisconnect:
-            raise bad("truncated", "The upload ended before the body was complete") from None
-        except TimeoutError:
-            raise bad("truncated", f"The upload stalled: no data for {IDLE_SECONDS} s") from None
-        yield chunk
 
 
 @router.get("/v1/orgs/{orgSlug}/projects/{projectName}/deployments", response_model=DeploymentList,
@@ -76,7 +58,7 @@ async def create_deployment(request: Request, p: ProjectMember, uow: Uow, ctx: C
                             git: Annotated[GitInfo, Depends(git_provenance)]) -> Deployment:
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     service.check_upload(media, request.headers.get("content-length"), ctx.settings.max_bundle_bytes)
-    return await service.deploy(uow, p.access, p.project, _body(request), git)
+    return await service.deploy(uow, p.access, p.project, service.upload_chunks(request.stream()), git)
 
 
 @router.post("/v1/orgs/{orgSlug}/projects/{projectName}/rollback", response_model=Deployment,

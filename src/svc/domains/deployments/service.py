@@ -11,17 +11,19 @@ added is collected after a grace period unless a deployment uses it by then (art
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import ClientDisconnect
 
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.deployments import artifacts, ingest, queries
-from svc.domains.deployments.bundle import too_large
+from svc.domains.deployments.bundle import bad, too_large
 from svc.domains.deployments.errors import DeploymentNotFound, UnsupportedMediaType
 from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.deployments.schemas import GitInfo
@@ -34,6 +36,7 @@ from svc.models import Deployment, Project, ProjectState
 from svc.uow import Tx, UnitOfWork, unit_of_work
 
 BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
+IDLE_SECONDS = 120
 
 
 def deployment_view(row: Deployment, *, live_id: str | None, uploader: str | None) -> DeploymentView:
@@ -66,6 +69,24 @@ def check_upload(media_type: str, content_length: str | None, max_bytes: int) ->
         raise UnsupportedMediaType(details={"accepted": list(BUNDLE_TYPES)})
     if content_length is not None and content_length.strip().isdigit() and int(content_length) > max_bytes:
         raise too_large("compressed", max_bytes)
+
+
+async def upload_chunks(stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """A request body (`request.stream()`) as it arrives, for `deploy`: the API's upload and the
+    dashboard's use this one helper. A client that stops sending for IDLE_SECONDS is cut off, and
+    one that goes away mid-body is a truncated bundle (never a half-read one taken as whole)."""
+    chunks = stream.__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(IDLE_SECONDS):
+                chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            return
+        except ClientDisconnect:
+            raise bad("truncated", "The upload ended before the body was complete") from None
+        except TimeoutError:
+            raise bad("truncated", f"The upload stalled: no data for {IDLE_SECONDS} s") from None
+        yield chunk
 
 
 async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: AsyncIterator[bytes],
