@@ -10,10 +10,6 @@ Chromium resolves *.localhost to 127.0.0.1, so http://<project>-<org>.localhost:
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
-import tarfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +19,7 @@ import pytest
 
 from svc.edge import find_nginx
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.bundles import site as bundle
 from tests.support.serve import Server, svc_serve
 
 SITE_HTML = b"<!doctype html><title>Members area</title><h1 id='secret'>The members-only page</h1>\n"
@@ -40,15 +37,6 @@ pytestmark = [
 ]
 
 
-def _bundle(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in {"svc.json": json.dumps({"name": "site"}).encode(), **files}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(buf.getvalue(), mtime=0)
 
 
 @dataclass
@@ -107,7 +95,7 @@ async def deployed_site(server: Server, http: httpx.AsyncClient, owner: str) -> 
     assert r.status_code == 201, r.text
     host = r.json()["hostname"]
     r = await http.post(f"/v1/orgs/{owner}/projects/site/deployments",
-                        content=_bundle({"assets/index.html": SITE_HTML}),
+                        content=bundle({"assets/index.html": SITE_HTML}),
                         headers={**auth, "content-type": "application/gzip"})
     assert r.status_code == 201, r.text
     return World(server=server, http=http, owner=owner, token=token, host=host)

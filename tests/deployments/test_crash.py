@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 
 from svc.settings import Settings
-from tests.deployments import bundles
 from tests.deployments.conftest import Env
+from tests.support import bundles
 from tests.support.api import running_svc
 
 ROOT = Path(__file__).resolve().parents[2]

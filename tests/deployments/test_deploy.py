@@ -11,8 +11,8 @@ from sqlalchemy import select
 from svc.domains.deployments.artifacts import blob_key, site_dir
 from svc.models import AuditEvent
 from svc.settings import Settings
-from tests.deployments import bundles
 from tests.deployments.conftest import Env, make_env
+from tests.support import bundles
 from tests.support.api import assert_error, running_svc
 
 

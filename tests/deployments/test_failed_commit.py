@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 from svc.kit.clock import utcnow
 from svc.models import Deployment, Job, JobKind
 from svc.settings import Settings
-from tests.deployments import bundles
 from tests.deployments.conftest import Env, make_env
+from tests.support import bundles
 from tests.support.api import Svc, assert_error, running_svc
 from tests.support.s3 import object_keys, s3_settings
 from tests.support.smtp import eventually

@@ -15,10 +15,10 @@ from sqlalchemy import select
 
 from svc.models import Project
 from svc.settings import Settings
-from tests.deployments import bundles
-from tests.deployments.bundles import dir_info, file_info, gz, header, member, pax, raw_bundle, tar_bytes
 from tests.deployments.conftest import Env, make_env
+from tests.support import bundles
 from tests.support.api import Svc, assert_error, running_svc
+from tests.support.bundles import dir_info, file_info, gz, header, member, pax, raw_bundle, tar_bytes
 
 # Bounds lowered for the corpus, so "too large" bundles stay small.
 MAX_COMPRESSED = 256 * 1024

@@ -14,8 +14,8 @@ from svc.adapters.blobs.port import BlobMissing
 from svc.domains.deployments.artifacts import blob_key, ensure_site, site_dir
 from svc.domains.deployments.errors import ArtifactCorrupt
 from svc.settings import Settings
-from tests.deployments import bundles
 from tests.deployments.conftest import Env, make_env
+from tests.support import bundles
 from tests.support.api import Svc, assert_error, running_svc
 from tests.support.s3 import client, object_keys, s3_settings
 

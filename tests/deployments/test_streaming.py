@@ -12,8 +12,8 @@ import pytest
 from svc.domains.deployments import service as deployments_service
 from svc.domains.deployments.artifacts import site_dir
 from svc.settings import Settings
-from tests.deployments import bundles
 from tests.deployments.conftest import Env, make_env
+from tests.support import bundles
 from tests.support.api import Svc, assert_error, running_svc
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from svc.settings import Settings
-from tests.deployments import bundles
 from tests.deployments.conftest import make_env
+from tests.support import bundles
 from tests.support.api import running_svc
 
 

@@ -5,16 +5,14 @@ their values never on a page; a bad name is refused in words; a viewer sees the 
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import re
-import tarfile
 from dataclasses import dataclass
 
 import httpx
 from playwright.async_api import Dialog, Page, expect
 
+from tests.support.bundles import site as bundle
 from tests.support.serve import Server
 from tests.web.conftest import look, sign_in
 
@@ -22,15 +20,6 @@ SITE_HTML = b"<!doctype html><title>Guarded</title><h1 id='guarded'>The guarded 
 PASSWORD = "dashboard pass 42"
 
 
-def _bundle(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in {"svc.json": json.dumps({"name": "site"}).encode(), **files}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(buf.getvalue(), mtime=0)
 
 
 @dataclass
@@ -67,7 +56,7 @@ async def _project(server: Server, http: httpx.AsyncClient, owner: str, *, deplo
     host = r.json()["hostname"]
     if deploy:
         r = await http.post(f"/v1/orgs/{org}/projects/site/deployments",
-                            content=_bundle({"assets/index.html": SITE_HTML}),
+                            content=bundle({"assets/index.html": SITE_HTML}),
                             headers={**auth, "content-type": "application/gzip"})
         assert r.status_code == 201, r.text
     return Site(owner=owner, org=org, token=token, host=host, url=server.edge(host))

@@ -6,31 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import gzip
-import io
 import json
 import os
 import re
-import tarfile
 from pathlib import Path
 
 import httpx
 from playwright.async_api import Dialog, Page, expect
 
+from tests.support.bundles import site as bundle
 from tests.support.serve import Server
 from tests.web.conftest import look, sign_in
-
-
-def _bundle(files: dict[str, bytes]) -> bytes:
-    """A bundle as the API takes it: svc.json and the files, a gzipped tar."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in {"svc.json": json.dumps({"name": "site"}).encode(), **files}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(buf.getvalue(), mtime=0)
 
 
 def _page(text: str) -> bytes:
@@ -93,7 +79,7 @@ async def test_deploy_by_drop_and_by_folder_then_roll_back(server: Server, conte
     await look(page, "deployments-empty")
 
     # 1. A .tar.gz dragged onto the page: sent as it is.
-    await _drop(page, "site.tar.gz", _bundle({"assets/index.html": _page("Version one")}))
+    await _drop(page, "site.tar.gz", bundle({"assets/index.html": _page("Version one")}))
     result = page.locator("#upload-result")
     await expect(result).to_contain_text(f"Version 1 is live at {url}")
     await expect(page.locator("#upload-bar")).to_have_js_property("value", 100)
@@ -153,7 +139,7 @@ async def test_a_declined_confirmation_rolls_nothing_back(server: Server, contex
     owner = "deploy-ellis"
     auth = await _project(http, owner, "site")
     for text in ("One", "Two"):
-        r = await http.post(f"/v1/orgs/{owner}/projects/site/deployments", content=_bundle(
+        r = await http.post(f"/v1/orgs/{owner}/projects/site/deployments", content=bundle(
             {"assets/index.html": _page(text)}), headers={**auth, "content-type": "application/gzip"})
         assert r.status_code == 201, r.text
     context = await contexts()
@@ -187,7 +173,7 @@ async def test_a_file_that_is_not_a_bundle_is_refused_in_words(server: Server, c
     await look(page, "deployments-refused")
     assert await _versions(http, auth, owner, "site") == []
     # A good bundle without the page's CSRF token (as another site would send it): refused.
-    good = _bundle({"assets/index.html": _page("Fixed"), "assets/noise.bin": os.urandom(1_500_000)})
+    good = bundle({"assets/index.html": _page("Fixed"), "assets/noise.bin": os.urandom(1_500_000)})
     r = await page.request.post(f"{server.api}/orgs/{owner}/projects/site/deployments/upload", data=good,
                                 headers={"content-type": "application/gzip"})
     assert r.status == 403
@@ -204,7 +190,7 @@ async def test_a_viewer_sees_the_versions_but_no_upload_or_rollback(server: Serv
     owner, viewer, org = "deploy-galois", "deploy-germain", "deploy-lab"
     auth = await _project(http, owner, "site", org=org)
     for text in ("One", "Two"):
-        r = await http.post(f"/v1/orgs/{org}/projects/site/deployments", content=_bundle(
+        r = await http.post(f"/v1/orgs/{org}/projects/site/deployments", content=bundle(
             {"assets/index.html": _page(text)}), headers={**auth, "content-type": "application/gzip",
                                                           "x-svc-git-commit": "0123456789abcdef0123",
                                                           "x-svc-git-branch": "main", "x-svc-git-dirty": "true",
@@ -237,7 +223,7 @@ async def test_a_viewer_sees_the_versions_but_no_upload_or_rollback(server: Serv
 async def test_versions_are_paged_newest_first(server: Server, contexts, http) -> None:
     owner = "deploy-hilbert"
     auth = await _project(http, owner, "site")
-    body = _bundle({"assets/index.html": _page("Same")})
+    body = bundle({"assets/index.html": _page("Same")})
     for _ in range(52):
         r = await http.post(f"/v1/orgs/{owner}/projects/site/deployments", content=body,
                             headers={**auth, "content-type": "application/gzip"})

@@ -5,14 +5,11 @@ the project."""
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
 import re
-import tarfile
 
 from playwright.async_api import Dialog, Page, expect
 
+from tests.support.bundles import site as bundle
 from tests.support.serve import Server
 from tests.web.conftest import sign_in
 
@@ -20,14 +17,7 @@ PASSWORD = "journey password 7"
 
 
 def _bundle(title: str) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        page = f"<!doctype html><title>{title}</title><h1>{title}</h1>".encode()
-        for name, data in {"svc.json": json.dumps({}).encode(), "assets/index.html": page}.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(buf.getvalue())
+    return bundle({"assets/index.html": f"<!doctype html><title>{title}</title><h1>{title}</h1>".encode()})
 
 
 async def _accept_dialogs(page: Page) -> None:
