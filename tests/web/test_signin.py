@@ -134,3 +134,18 @@ async def test_everything_is_reachable_by_keyboard(server: Server, contexts) -> 
     await page.keyboard.type("typed")
     await page.keyboard.press("Enter")
     await expect(page).to_have_url(re.compile(r"/orgs/keyboard/projects/typed$"))
+
+
+async def test_on_a_phone_the_navigation_folds_into_a_menu(server: Server, browser) -> None:
+    context = await browser.new_context(viewport={"width": 375, "height": 812}, is_mobile=True)
+    try:
+        page = await sign_in(context, server, "phone")
+        members = page.get_by_role("link", name="Members")
+        await expect(page.get_by_role("heading", name="Projects")).to_be_in_viewport()  # the page first
+        await expect(members).to_be_hidden()
+        await page.get_by_text("Menu").click()
+        await members.click()
+        await expect(page).to_have_url(re.compile(r"/orgs/phone/members$"))
+        await look(page, "members-phone")
+    finally:
+        await context.close()

@@ -84,7 +84,14 @@
     typedConfirmations(root);
   }
 
+  // A phone starts with the navigation folded (the page's content first); a desktop never folds it.
+  function foldMenu() {
+    var menu = document.querySelector("details.menu");
+    if (menu && window.matchMedia("(max-width: 768px)").matches) { menu.removeAttribute("open"); }
+  }
+
   onReady(function () {
+    foldMenu();
     enhance(document);
     finishSignIn();
     window.addEventListener("resize", function () { scrollRegions(document); });
