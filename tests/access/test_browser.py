@@ -157,13 +157,15 @@ async def test_org_mode_round_trip_in_a_browser(server: Server, http: httpx.Asyn
     await world.set_mode("org")
     page = await _new_page(browser)
     await page.goto(site + "/index.html")
-    assert page.url.startswith(f"{world.server.api}/access/authorize?to={world.host}&next=/index.html")
-    await page.fill("#subject", "olga")
-    await page.click("#dev button[type=submit]")
+    # To svc's authorize page, which sends a browser without a dashboard session to sign in first.
+    await page.wait_for_url(lambda url: url.startswith(f"{world.server.api}/signin?next="))
+    assert "/access/authorize" in page.url
+    await page.get_by_label("Your name").fill("olga")
+    await page.get_by_role("button", name="Sign in").click()
     await page.wait_for_url(site + "/index.html")
     await expect(page.locator("#secret")).to_have_text("The members-only page")
-    # Signed in on svc now: another visit in this browser goes round without a question.
-    await page.context.clear_cookies()
+    # Signed in on svc now (the dashboard's session): another visit goes round without a question.
+    await page.context.clear_cookies(domain=world.host)  # the site's cookie, not svc's session
     await page.goto(site + "/")
     await page.wait_for_url(site + "/")
     await expect(page.locator("#secret")).to_be_visible()
@@ -176,10 +178,10 @@ async def test_org_mode_refuses_a_non_member_in_a_browser(server: Server, http: 
     await world.set_mode("org")
     page = await _new_page(browser)
     await page.goto(site + "/")
-    await page.fill("#subject", "mallory")
-    await page.click("#dev button[type=submit]")
-    await expect(page.locator("#problem-text")).to_contain_text("not a member of the org")
-    await expect(page.locator("#who")).to_have_text("Signed in as mallory.")
+    await page.get_by_label("Your name").fill("mallory")
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("alert")).to_contain_text("you are not a member of it")
+    await expect(page.get_by_text("You are signed in as")).to_contain_text("mallory")
     assert page.url.startswith(world.server.api + "/access/authorize")
     await page.goto(site + "/")
     assert page.url.startswith(world.server.api + "/access/authorize")

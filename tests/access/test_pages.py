@@ -135,20 +135,28 @@ async def test_the_cookie_is_secure_when_the_edge_is_https(settings: Settings) -
 
 
 async def test_authorize_page(svc: Svc) -> None:
+    """The org login round trip's page is the dashboard's: signed in there, the visitor goes straight
+    back to the site with a one-time code; not signed in, to sign-in first and back here."""
     alice = await svc.login("alice")
+    bob = await svc.login("bob")
     site = await make_site(alice)
     await set_mode(alice, site, "org")
-    r = await svc.anon.get("/access/authorize", params={"to": site.host, "next": "/a?b=1"}, headers=HTML)
-    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-    _nonce_ok(r)
-    assert "connect-src 'self'" in r.headers["content-security-policy"]
-    assert "/v1/access/authorize" in r.text and "svc_token" in r.text and "/v1/auth/dev/login" in r.text
-    config = re.search(r'<script id="svc-config" type="application/json">(.*?)</script>', r.text)
-    assert config is not None
-    assert '"devAuth": true' in config.group(1) and '"provider": null' in config.group(1)
-    # A bad link is refused before anyone signs in.
-    assert (await svc.anon.get("/access/authorize", params={"to": site.host, "next": "//evil"},
-                               headers=HTML)).status_code == 400
+    params = {"to": site.host, "next": "/a?b=1"}
+    r = await svc.anon.get("/access/authorize", params=params, headers=HTML)
+    assert r.status_code == 303
+    here = f"/access/authorize%3Fto%3D{site.host}%26next%3D%252Fa%253Fb%253D1"
+    assert r.headers["location"] == f"/signin?next={here}"
+    async with svc.client() as browser:
+        browser.cookies.set("svc_session", alice.token)
+        r = await browser.get("/access/authorize", params=params, headers=HTML)
+        assert r.status_code == 303 and r.headers["location"].startswith(f"http://{site.host}")
+        assert query_of(r.headers["location"])["code"] and query_of(r.headers["location"])["next"] == "/a?b=1"
+        browser.cookies.set("svc_session", bob.token)  # not a member of alice's org
+        r = await browser.get("/access/authorize", params=params, headers=HTML)
+        assert r.status_code == 403 and "not a member" in r.text and "bob" in r.text
+    # A bad link is refused before anyone signs in: a page for a browser, the envelope for a script.
+    r = await svc.anon.get("/access/authorize", params={"to": site.host, "next": "//evil"}, headers=HTML)
+    assert r.status_code == 400 and r.headers["content-type"].startswith("text/html")
     assert_error(await svc.anon.get("/access/authorize", params={"to": site.host, "next": "https://evil/"},
                                     headers=JSON), 400, "bad_request")
     assert_error(await svc.anon.get("/access/authorize", params={"next": "/"}, headers=JSON), 400)
@@ -156,33 +164,17 @@ async def test_authorize_page(svc: Svc) -> None:
                                     headers=JSON), 404, "unknown_hostname")
 
 
-async def test_authorize_page_signs_in_through_the_identity_provider(settings: Settings) -> None:
-    """The page's provider link: /start accepts the page (it is under SVC_PUBLIC_URL, the default
-    allowlist), and the session comes back in the page URL's fragment."""
-    async with idp_env(settings, "github", idp_redirects="") as env:
-        svc = env.svc
-        alice = await svc.login("alice")
-        site = await make_site(alice)
-        await set_mode(alice, site, "org")
-        r = await svc.anon.get("/access/authorize", params={"to": site.host, "next": "/"}, headers=HTML)
-        assert '"provider": "github"' in r.text and '"pageUrl": "http://svc.test/access/authorize"' in r.text
-        page = f"http://svc.test/access/authorize?to={site.host}&next=%2F"
-        browser = env.browser()
-        result = await browser.login(page, user="alice")
-        assert result.url == page
-        token = result.fragment["token"]
-        # Signed in as the fake provider's alice: not a member of the dev user's org.
-        assert_error(await svc.client(token).post("/v1/access/authorize", json={"to": site.host, "next": "/"}), 403)
-        r = await alice.client.post("/v1/access/authorize", json={"to": site.host, "next": "/"})
-        assert query_of(r.json()["redirect"])["code"]
-
-
-async def test_authorize_page_hides_the_provider_when_the_allowlist_refuses_it(settings: Settings) -> None:
-    async with idp_env(settings, "github") as env:  # allowlist without SVC_PUBLIC_URL
-        alice = await env.svc.login("alice")
-        site = await make_site(alice)
-        r = await env.svc.anon.get("/access/authorize", params={"to": site.host, "next": "/"}, headers=HTML)
-        assert r.status_code == 200 and '"provider": null' in r.text
+async def test_sign_in_offers_the_identity_provider_only_where_it_may_return(settings: Settings) -> None:
+    async with idp_env(settings, "github", idp_redirects="") as env:  # allowlist: SVC_PUBLIC_URL
+        r = await env.svc.anon.get("/signin", params={"next": "/access/authorize?to=x&next=/"}, headers=HTML)
+        assert "Sign in with GitHub" in r.text
+        start = re.search(r'href="(/v1/auth/github/start\?redirect=[^"]+)"', r.text)
+        assert start is not None
+        r = await env.svc.anon.get(html.unescape(start.group(1)))  # svc accepts its own page as the return
+        assert r.status_code == 302
+    async with idp_env(settings, "github") as env:  # an allowlist without SVC_PUBLIC_URL
+        r = await env.svc.anon.get("/signin", headers=HTML)
+        assert r.status_code == 200 and "Sign in with" not in r.text
 
 
 async def test_password_tries_are_counted_together_by_every_svc_of_a_store(tmp_path: Path) -> None:

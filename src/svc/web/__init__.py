@@ -20,6 +20,7 @@ from svc.web.pages import (
     access,
     account,
     activity,
+    authorize,
     deployments,
     home,
     invites,
@@ -33,7 +34,7 @@ from svc.web.pages import (
 from svc.web.routing import error_reply
 
 PAGES = (home, signin, orgs, projects, deployments, access, secrets, members, invites, org_settings, activity,
-         account)
+         account, authorize)
 
 
 def install_dashboard(app: FastAPI) -> None:

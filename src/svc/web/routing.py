@@ -21,7 +21,16 @@ from fastapi.responses import RedirectResponse
 from svc.auth.principal import resolve_principal
 from svc.context import AppContext
 from svc.deps import READ_METHODS, UnitOfWorkRoute
-from svc.errors import AppError, BadRequest, Forbidden, Unauthorized, validation_entry, validation_message
+from svc.errors import (
+    AppError,
+    BadRequest,
+    Forbidden,
+    Unauthorized,
+    error_response,
+    validation_entry,
+    validation_message,
+)
+from svc.kit.pages import wants_html
 from svc.uow import Tx, UnitOfWork
 from svc.web import render
 from svc.web.session import CSRF_FIELD, CSRF_HEADER, clear_session, csrf_ok, session_token
@@ -66,6 +75,8 @@ def _here(request: Request) -> str:
 async def error_reply(request: Request, err: AppError) -> Response:
     said = say(err)
     headers = dict(err.headers or {})
+    if not wants_html(request):  # a script or API client on a page's address: the Error envelope
+        return error_response(err)
     if render.is_htmx(request):
         return await render.render_part(request, "_error.html", status=err.status, said=said, headers=headers)
     async with _fresh_frame(request):
