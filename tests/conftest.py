@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from svc.app import default_adapters
 from svc.settings import Settings
 from tests.support import stores
 from tests.support.api import Svc, running_svc
+from tests.support.pdns import Pdns, clear_zones, running_pdns
 from tests.support.smtp import SmtpSink, running_smtp_svc
 
 
@@ -67,3 +69,30 @@ async def held_svc(settings: Settings, sink: SmtpSink) -> AsyncIterator[Svc]:
     """svc sending to `sink` whose worker does not run: a test delivers with tests.support.smtp.deliver_due()."""
     async with running_smtp_svc(settings, sink, run_workers=False) as svc:
         yield svc
+
+
+@pytest.fixture(scope="session")
+async def pdns(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pdns]:
+    """One real PowerDNS per test process (svc's managed pdns_server on free ports). Tests that
+    use it through `dns_svc` start with no zones at it."""
+    async with running_pdns(tmp_path_factory.mktemp("pdns")) as running:
+        yield running
+
+
+@pytest.fixture
+def dns_settings(settings: Settings, pdns: Pdns) -> Settings:
+    """`settings` naming the shared PowerDNS's nameservers and answering on its DNS address."""
+    return settings.model_copy(update={"nameservers": pdns.settings.nameservers,
+                                       "hostmaster": pdns.settings.hostmaster,
+                                       "dns_host": pdns.host, "dns_port": pdns.port})
+
+
+@pytest.fixture
+async def dns_svc(dns_settings: Settings, pdns: Pdns) -> AsyncIterator[Svc]:
+    """svc (both stores) with its worker, driving the shared real PowerDNS; zones left at the
+    nameserver by an earlier test are removed first."""
+    await clear_zones(pdns)
+    adapters = default_adapters(dns_settings)
+    adapters.nameserver = pdns.nameserver
+    async with running_svc(dns_settings, adapters) as running:
+        yield running

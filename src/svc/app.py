@@ -17,12 +17,13 @@ from svc.adapters.blobs import build_blob_store
 from svc.adapters.idp import build_identity_provider
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
+from svc.adapters.nameserver import build_nameserver, nameserver_plan, start_nameserver
+from svc.adapters.resolver import build_resolver
 from svc.auth.cache import AuthCache
 from svc.auth.invalidation import CacheKeeper
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
 from svc.domains.access import edge_router as access_edge
-from svc.domains.access import pages as access_pages
 from svc.domains.access.router import router as access_router
 from svc.domains.audit.router import router as audit_router
 from svc.domains.credentials.router import router as credentials_router
@@ -30,6 +31,11 @@ from svc.domains.deployments import jobs as deployment_jobs
 from svc.domains.deployments import service as deployments
 from svc.domains.deployments.router import is_bundle_upload
 from svc.domains.deployments.router import router as deployments_router
+from svc.domains.dns import jobs as dns_jobs
+from svc.domains.dns.router import router as dns_router
+from svc.domains.hostnames import edge_router as hostnames_edge
+from svc.domains.hostnames import jobs as hostname_jobs
+from svc.domains.hostnames.router import router as hostnames_router
 from svc.domains.identity.idp_router import router as idp_router
 from svc.domains.identity.router import dev_router
 from svc.domains.identity.router import router as identity_router
@@ -59,7 +65,8 @@ MAX_JSON_BODY = 1024 * 1024
 
 def default_adapters(settings: Settings) -> Adapters:
     mail = SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
-    return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings))
+    return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings),
+                    nameserver=build_nameserver(settings))
 
 
 def build_registry(settings: Settings) -> JobRegistry:
@@ -68,6 +75,8 @@ def build_registry(settings: Settings) -> JobRegistry:
     mail_jobs.register(registry)
     operation_jobs.register(registry)
     deployment_jobs.register(registry)
+    dns_jobs.register(registry)
+    hostname_jobs.register(registry, settings)
     return registry
 
 
@@ -139,9 +148,12 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
 
 
 def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,
-               registry: JobRegistry | None = None, run_edge: bool = False, edge_api: str | None = None) -> FastAPI:
+               registry: JobRegistry | None = None, run_edge: bool = False, edge_api: str | None = None,
+               run_nameserver: bool = False) -> FastAPI:
     """run_edge: start and supervise this process's edge (nginx, svc/edge/) when settings.edge_enabled;
-    edge_api is where nginx reaches this API (http://host:port; default SVC_PUBLIC_URL)."""
+    edge_api is where nginx reaches this API (http://host:port; default SVC_PUBLIC_URL).
+    run_nameserver: start and supervise a private PowerDNS (adapters/nameserver/process.py) when no
+    nameserver was handed in or configured and pdns_server is installed."""
     registry = registry or build_registry(settings)
 
     @contextlib.asynccontextmanager
@@ -164,6 +176,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         app.state.auth_keeper = keeper
         if ctx.adapters.blobs is None:
             ctx.adapters.blobs = build_blob_store(settings)
+        if ctx.adapters.resolver is None:
+            ctx.adapters.resolver = build_resolver(settings, managed_dns=nameserver_plan(settings).mode == "managed")
         # What a killed process left half-done (staging dirs, temporary uploads): never visible, removed here.
         await asyncio.to_thread(deployments.sweep_partials, ctx)
         worker = Worker(ctx, registry)
@@ -171,7 +185,13 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         stop = asyncio.Event()
         tasks = [asyncio.create_task(worker.run(stop), name="svc-worker")] if run_workers else []
         edge = None
+        dns = None
         try:
+            if run_nameserver and ctx.adapters.nameserver is None:
+                # Raises NameserverPortInUse (one line in `svc serve`) when the DNS port is taken.
+                dns = await start_nameserver(settings)
+                if dns is not None:
+                    ctx.adapters.nameserver = dns.nameserver
             if run_edge and settings.edge_enabled:
                 edge = await start_edge(settings, projects.EdgeRouting(ctx), api_url=edge_api or settings.public_url)
                 ctx.edge = edge
@@ -183,6 +203,9 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                     await asyncio.wait_for(t, timeout=10)
             if edge is not None:
                 await edge.stop()
+            if dns is not None:
+                ctx.adapters.nameserver = None
+                await dns.stop()
             await keeper.stop()
             await db.dispose()
 
@@ -194,7 +217,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         app.include_router(dev_router)
     for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,
                    projects_router, operations_router, deployments_router, secrets_router, access_router,
-                   access_edge.router, access_pages.router, audit_router):
+                   access_edge.router, audit_router, dns_router, hostnames_router,
+                   hostnames_edge.router):
         app.include_router(router)
     install_dashboard(app)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)

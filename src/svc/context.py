@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from svc.adapters.edge.port import Edge
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
+    from svc.adapters.nameserver.port import Nameserver
+    from svc.adapters.resolver.port import Resolver
     from svc.kit.crypto import Keyring
 
 
@@ -24,6 +26,12 @@ class Adapters:
     idp: IdentityProvider | None = None
     # None: the default, files under SVC_DATA_DIR/blobs (or S3 when configured), made at start.
     blobs: BlobStore | None = None
+    # The authoritative nameserver (PowerDNS); None: DNS is not configured (the DNS routes answer
+    # 503 dns_not_configured). An external one is built with the adapters; the managed one is set
+    # once `svc serve` has started it.
+    nameserver: Nameserver | None = None
+    # DNS resolution for custom hostnames' ownership checks; None: built from the settings at start.
+    resolver: Resolver | None = None
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
@@ -54,6 +56,30 @@ class Settings(BaseSettings):
     # How long the edge may reuse an allowed access check (protected projects), in seconds.
     edge_check_cache_seconds: int = Field(default=5, ge=0, le=60)
 
+    # DNS (docs/dns.md): zones are served by PowerDNS. With SVC_PDNS_API_URL and SVC_PDNS_API_KEY
+    # svc drives that (external) PowerDNS; without them `svc serve` runs a private pdns_server under
+    # SVC_DATA_DIR/pdns answering DNS on dns_host:dns_port. SVC_DNS_ENABLED=false turns both off.
+    dns_enabled: bool = True
+    pdns_api_url: str | None = None
+    pdns_api_key: SecretStr | None = None
+    pdns_binary: str = "pdns_server"
+    dns_host: str = "127.0.0.1"
+    dns_port: int = Field(default=5353, ge=1, le=65535)
+    # The service's nameservers (absolute names, comma-separated): the apex NS set of every zone,
+    # the first one in its SOA.
+    nameservers: str = "ns1.svc.localhost.,ns2.svc.localhost."
+    # The SOA's mailbox as a name (hostmaster.example.com. = hostmaster@example.com).
+    hostmaster: str = "hostmaster.svc.localhost."
+
+    # Custom hostnames (docs/hostnames.md). fallback_origin: the name a custom hostname's CNAME
+    # points to (absolute, lowercase; unset: "edge.<app_domain>."). dns_resolver: "host:port" (an IP
+    # address; port 53 when left out) that ownership checks ask; unset: the managed PowerDNS's
+    # dns_host:dns_port when svc runs one, else the system resolver (/etc/resolv.conf).
+    # hostname_verify_seconds: how often pending hostnames are checked.
+    fallback_origin: str | None = None
+    dns_resolver: str | None = None
+    hostname_verify_seconds: float = Field(default=60.0, gt=0)
+
     # Bundles (decisions.md): compressed, unpacked and entry-count bounds.
     max_bundle_bytes: int = 100 * 1024 * 1024
     max_unpacked_bytes: int = 500 * 1024 * 1024
@@ -77,6 +103,48 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, v: str) -> str:
         return v.rstrip("/")
+
+    @field_validator("nameservers", "hostmaster")
+    @classmethod
+    def _absolute_names(cls, v: str) -> str:
+        names = [n.strip().lower() for n in v.split(",") if n.strip()]
+        if not names:
+            raise ValueError("at least one name is needed")
+        return ",".join(n if n.endswith(".") else n + "." for n in names)
+
+    @field_validator("fallback_origin")
+    @classmethod
+    def _absolute_origin(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        v = v.strip().lower().rstrip(".")
+        label = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+        if len(v) > 253 or not re.fullmatch(rf"{label}(\.{label})+", v):
+            raise ValueError("the fallback origin must be a host name such as edge.svc.example.net")
+        return v + "."
+
+    @field_validator("dns_resolver")
+    @classmethod
+    def _resolver_address(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        _resolver_host_port(v)
+        return v.strip()
+
+    @property
+    def fallback_origin_name(self) -> str:
+        """SVC_FALLBACK_ORIGIN, else edge.<app_domain>. (absolute, lowercase)."""
+        return self.fallback_origin or f"edge.{self.app_domain.strip().lower().rstrip('.')}."
+
+    @property
+    def dns_resolver_address(self) -> tuple[str, int] | None:
+        """(ip, port) of SVC_DNS_RESOLVER, or None when unset."""
+        return _resolver_host_port(self.dns_resolver) if self.dns_resolver else None
+
+    @property
+    def nameserver_names(self) -> list[str]:
+        """SVC_NAMESERVERS as absolute lowercase names ("ns1.svc.localhost.")."""
+        return self.nameservers.split(",")
 
     @property
     def sqlalchemy_url(self) -> str:
@@ -106,3 +174,22 @@ class Settings(BaseSettings):
         port = self.edge_public_port if self.edge_public_port is not None else self.edge_port
         default = 443 if self.edge_public_scheme == "https" else 80
         return f"{self.edge_public_scheme}://{host}" + ("" if port == default else f":{port}")
+
+
+def _resolver_host_port(text: str) -> tuple[str, int]:
+    """"127.0.0.1:5353", "[::1]:53", "192.0.2.1" (port 53) -> (ip, port); ValueError otherwise."""
+    value = text.strip()
+    host, port = value, "53"
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        port = rest.removeprefix(":") or "53"
+    elif value.count(":") == 1:
+        host, port = value.split(":")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError("the DNS resolver must be an IP address with an optional port, such as "
+                         "127.0.0.1:5353 or [::1]:53") from None
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("the DNS resolver's port must be a number from 1 to 65535")
+    return host, int(port)

@@ -103,6 +103,15 @@ async def build_world(svc: Svc, n: int) -> World:
         (f"/v1/orgs/{slug}/invites", "inviteId", {"email": f"fuzz{n}@example.com", "role": "viewer"},
          {"token": "token"}),
     ]
+    r = await c.post(f"/v1/orgs/{slug}/dns/zones", json={"name": f"fuzz-{n}.example"})
+    if r.status_code == 200:
+        world.path["zone"] = r.json()["name"]
+    r = await c.post(f"/v1/orgs/{slug}/projects", json={"name": "web"})
+    if r.status_code in (200, 201):
+        world.path["projectName"] = "web"
+        r = await c.post(f"/v1/orgs/{slug}/projects/web/hostnames", json={"name": f"www.fuzz-{n}.example.net"})
+        if r.status_code == 200:
+            world.path["host"] = r.json()["host"]
     for url, name, body, extra in attempts:
         r = await c.post(url, json=body)
         if r.status_code in (200, 201) and isinstance(r.json().get("id"), str):

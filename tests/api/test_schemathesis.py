@@ -94,7 +94,8 @@ def _fuzz(operation: Operation, world: World, svc: Svc, loop: asyncio.AbstractEv
     return findings[:MAX_FINDINGS]
 
 
-async def test_every_operation_survives_schemathesis(svc: Svc) -> None:
+async def test_every_operation_survives_schemathesis(dns_svc: Svc) -> None:
+    svc = dns_svc  # DNS on a real PowerDNS, so its routes run their code rather than answer 503
     doc = (await svc.anon.get("/v1/openapi.json")).json()
     schema = schemathesis.openapi.from_dict(doc)
     operations: list[Operation] = []

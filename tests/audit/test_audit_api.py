@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from svc.kit.clock import utcnow
 from svc.models import AuditEvent
 from tests.support.api import Svc, User, assert_error
+from tests.support.team import Team, make_team
 
 URL = "/v1/orgs/acme/audit"
 EVENT_FIELDS = {"id", "at", "actor", "action", "target", "requestId", "ip", "userAgent", "payload"}
 
 
-@dataclass
-class Team:
-    alice: User  # admin
-    bob: User  # member
-    vic: User  # viewer
-    eve: User  # not in the org
-
-
 async def _team(svc: Svc) -> Team:
-    alice = await svc.login("alice")
-    assert (await alice.client.post("/v1/orgs", json={"slug": "acme"})).status_code == 201
-    assert (await alice.client.post("/v1/orgs/acme/projects", json={"name": "web"})).status_code == 201
-    users = {}
-    for subject, role in (("bob", "member"), ("vic", "viewer")):
-        users[subject] = await svc.login(subject)
-        r = await alice.client.post("/v1/orgs/acme/members", json={"provider": "dev", "subject": subject, "role": role})
-        assert r.status_code == 201, r.text
-    return Team(alice=alice, bob=users["bob"], vic=users["vic"], eve=await svc.login("eve"))
+    return await make_team(svc, project="web")
 
 
 async def _events(user: User, **params: Any) -> dict[str, Any]:

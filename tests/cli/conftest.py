@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.pdns import free_dns_port
+
 BIN = Path(sys.executable).parent
 SVC = str(BIN / "svc")
 START_SECONDS = 90
@@ -76,7 +78,8 @@ def running_server(workdir: Path, log_level: str = "warning", **settings: str) -
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = clean_env() | {"SVC_DATA_DIR": str(workdir / "data"), "SVC_ENABLE_DEV_AUTH": "true",
-                         "SVC_PUBLIC_URL": url, "SVC_MAIL_INTERVAL_SECONDS": "0.2"}
+                         "SVC_PUBLIC_URL": url, "SVC_MAIL_INTERVAL_SECONDS": "0.2",
+                         "SVC_DNS_PORT": str(free_dns_port())}
     env |= {f"SVC_{k.upper()}": v for k, v in settings.items()}
     args = [SVC, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port", str(free_port()),
             "--log-level", log_level]

@@ -11,6 +11,7 @@ import pytest
 
 from svc.edge import find_nginx
 from tests.cli.conftest import SVC, clean_env, free_port, process
+from tests.support.pdns import free_dns_port
 
 # Well within this, a failing start exits (nginx itself would retry binding for ~2.5 s, then the
 # supervisor would start it again, endlessly).
@@ -23,7 +24,7 @@ def _serve(data_dir: Path, api_port: int, edge_port: int) -> list[str]:
 
 def _env(data_dir: Path, api_port: int) -> dict[str, str]:
     return clean_env() | {"SVC_DATA_DIR": str(data_dir), "SVC_ENABLE_DEV_AUTH": "true",
-                          "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}"}
+                          "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}", "SVC_DNS_PORT": str(free_dns_port())}
 
 
 def _run_until_exit(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -94,3 +94,16 @@ def test_check_cache_dir_is_private_and_in_memory(tmp_path: Path) -> None:
     finally:
         remove_check_cache_dir(first)
     assert not first.exists()
+
+
+def test_pending_hosts_get_their_own_block_and_no_web_root(tmp_path: Path) -> None:
+    layout = EdgeLayout(tmp_path / "edge")
+    live = SiteRoute(host="web-a.localhost", web_root=tmp_path / "site", protected=False, access_generation=1)
+    pending = SiteRoute(host="www.example.com", web_root=None, protected=False, access_generation=0, pending=True)
+    without = render(_options(), layout, [live])
+    assert "/v1/edge/pending-host" not in without
+    text = render(_options(), layout, [live, pending])
+    assert "server_name www.example.com;" in text and "/v1/edge/pending-host" in text
+    # Never in the web-root map: a pending host serves nothing of its project.
+    root_map = text.split("map $host $svc_root {", 1)[1].split("}", 1)[0]
+    assert "web-a.localhost" in root_map and "www.example.com" not in root_map

@@ -26,6 +26,7 @@ from svc.settings import Settings
 from tests.edge.conftest import edge_settings
 from tests.edge.helpers import Site, deploy, free_port
 from tests.support.api import assert_error
+from tests.support.pdns import free_dns_port
 
 SVC = str(Path(sys.executable).parent / "svc")
 
@@ -33,7 +34,8 @@ SVC = str(Path(sys.executable).parent / "svc")
 def _env(data_dir: Path, api_port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_") and k != "XDG_CONFIG_HOME"}
     return env | {"SVC_DATA_DIR": str(data_dir), "SVC_ENABLE_DEV_AUTH": "true",
-                  "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}", "SVC_EDGE_CONVERGE_SECONDS": "0.2"} | extra
+                  "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}", "SVC_EDGE_CONVERGE_SECONDS": "0.2",
+                  "SVC_DNS_PORT": str(free_dns_port())} | extra
 
 
 @contextmanager

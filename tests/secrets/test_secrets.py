@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +17,14 @@ from svc.domains.secrets.errors import SecretNotFound
 from svc.models import AuditEvent, Base, Project, Secret
 from svc.settings import Settings
 from tests.support.api import Svc, User, assert_error
+from tests.support.team import Team, make_team
 
 URL = "/v1/orgs/acme/projects/web/secrets"
 META_FIELDS = {"name", "version", "updatedAt"}
 
 
-@dataclass
-class Team:
-    alice: User  # admin
-    bob: User  # member
-    vic: User  # viewer
-    eve: User  # not in the org
-
-
 async def _team(svc: Svc) -> Team:
-    alice = await svc.login("alice")
-    assert (await alice.client.post("/v1/orgs", json={"slug": "acme"})).status_code == 201
-    assert (await alice.client.post("/v1/orgs/acme/projects", json={"name": "web"})).status_code == 201
-    users = {}
-    for subject, role in (("bob", "member"), ("vic", "viewer")):
-        users[subject] = await svc.login(subject)
-        r = await alice.client.post("/v1/orgs/acme/members", json={"provider": "dev", "subject": subject, "role": role})
-        assert r.status_code == 201, r.text
-    return Team(alice=alice, bob=users["bob"], vic=users["vic"], eve=await svc.login("eve"))
+    return await make_team(svc, project="web")
 
 
 async def _project(svc: Svc, name: str = "web") -> Project:

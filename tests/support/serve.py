@@ -17,6 +17,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.pdns import free_dns_port
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -29,6 +31,7 @@ class Server:
     api: str
     edge_port: int
     log: Path
+    dns_port: int  # where its managed PowerDNS answers (127.0.0.1)
 
     def edge(self, host: str) -> str:
         return f"http://{host}:{self.edge_port}"
@@ -50,18 +53,21 @@ async def _wait_until(check: object, what: str, log: Path, seconds: float = 30.0
 @contextlib.asynccontextmanager
 async def svc_serve(tmp_path: Path, **settings: str) -> AsyncIterator[Server]:
     """`settings`: more SVC_* variables for the server."""
-    port, edge_port = free_port(), free_port()
+    port, edge_port, dns_port = free_port(), free_port(), free_dns_port()
     api = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     env.update(SVC_DATA_DIR=str(tmp_path / "data"), SVC_ENABLE_DEV_AUTH="true", SVC_PUBLIC_URL=api,
-               SVC_EDGE_PORT=str(edge_port), SVC_EDGE_CONVERGE_SECONDS="0.2", **settings)
+               SVC_EDGE_PORT=str(edge_port), SVC_EDGE_CONVERGE_SECONDS="0.2",
+               # Its managed PowerDNS on a port of its own (tests run side by side).
+               SVC_DNS_PORT=str(dns_port))
+    env.update(settings)
     log = tmp_path / "serve.log"
     svc = shutil.which("svc", path=str(Path(sys.executable).parent)) or "svc"
     with log.open("wb") as out:
         proc = subprocess.Popen([svc, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port",
                                  str(edge_port)], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    server = Server(api=api, edge_port=edge_port, log=log)
+    server = Server(api=api, edge_port=edge_port, log=log, dns_port=int(env["SVC_DNS_PORT"]))
     try:
         async with httpx.AsyncClient(timeout=5) as http:
             async def api_up() -> bool:

@@ -38,8 +38,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "keys": ("keys", "app", "Your SSH public keys, for git over SSH."),
     "projects": ("projects", "app", "Projects of an org: create, list, show, delete."),
     "secrets": ("secrets", "app", "A project's secrets (values are never shown)."),
+    "hostnames": ("hostnames", "app", "A project's hostnames: add custom ones, verify, remove."),
     "access": ("access", "app", "Who may open a project's deployments."),
     "audit": ("audit", "app", "An org's audit trail: who changed what (admins)."),
+    "dns": ("dns", "app", "DNS zones on svc's nameservers: zones, records, DNSSEC."),
 }
 _ROOT_OPTIONS_WITH_VALUE = ("--api-url",)
 

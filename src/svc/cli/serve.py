@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
 from svc.app import create_app, default_adapters
 from svc.auth.invalidation import StoreInUse
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken, find_nginx
@@ -39,10 +40,10 @@ class _RedactSecrets(logging.Filter):
 
 class _StartupErrors:
     """The app, except that the startup failures svc explains in one line (the SQLite data dir is
-    served by another svc, the edge port is taken) are kept from uvicorn, which would print a
+    served by another svc, the edge or DNS port is taken) are kept from uvicorn, which would print a
     traceback: `error` holds the exception and serve() prints its line."""
 
-    EXPLAINED = (StoreInUse, EdgePortInUse)
+    EXPLAINED = (StoreInUse, EdgePortInUse, NameserverPortInUse)
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -87,7 +88,14 @@ class _DropStartupFailed(logging.Filter):
 def _startup_error(exc: Exception) -> str:
     if isinstance(exc, EdgePortInUse):
         return _edge_port_error(exc.address)
+    if isinstance(exc, NameserverPortInUse):
+        return _dns_port_error(exc.address)
     return str(exc)
+
+
+def _dns_port_error(address: str) -> str:
+    return (f"the DNS port {address} is in use; stop what uses it or choose another with SVC_DNS_PORT "
+            f"(or set SVC_DNS_ENABLED=false)")
 
 
 def _edge_port_error(address: str) -> str:
@@ -116,10 +124,14 @@ def serve(
     # Else nginx would retry binding for seconds and exit, again and again (the start checks again).
     if nginx is not None and edge_port_taken(settings):
         raise _fail(_edge_port_error(edge_address(settings)))
+    dns = nameserver_plan(settings)
+    # pdns would exit at once, again and again (the start checks again).
+    if dns.mode == "managed" and dns_port_taken(settings):
+        raise _fail(_dns_port_error(dns_address(settings.dns_host, settings.dns_port)))
     adapters = default_adapters(settings)
     # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
     app = _StartupErrors(create_app(settings, adapters, run_edge=nginx is not None,
-                                    edge_api=f"http://{_connect_host(host)}:{port}"))
+                                    edge_api=f"http://{_connect_host(host)}:{port}", run_nameserver=True))
     store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")
@@ -136,11 +148,17 @@ def serve(
         console.print(f"edge:      {sample}/  (nginx {nginx} on "
                       f"{_connect_host(settings.edge_host)}:{settings.edge_port}; log in "
                       f"{settings.data_dir / 'edge'})")
+    if dns.mode == "off" and settings.dns_enabled:
+        console.print(f"[bold red]dns:[/bold red]       {escape(dns.summary)}")
+    else:
+        console.print(f"dns:       {escape(dns.summary)}")
     if settings.enable_dev_auth:
         console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
     logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
     # aiosqlite's debug lines repeat each statement's parameters (hashes, invite mail bodies).
     logging.getLogger("aiosqlite").setLevel(max(logging.INFO, logging.getLogger().level))
+    # One line per call to PowerDNS's API (and any other HTTP port) is noise at info.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     logging.getLogger("uvicorn.error").addFilter(_DropStartupFailed(app))
     config = server_config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
     try:

@@ -41,6 +41,8 @@ from svc.kit.hosts import valid_host
 STATUS_HOST = "_svc-edge-status"
 STATUS_PATH = "/config"
 CHECK_PATH = "/__svc/_check"
+# Where a pending hostname's browser request goes (internal): the API's /v1/edge/pending-host.
+PENDING_PATH = "/__svc/_pending"
 _ID_PLACEHOLDER = "@@SVC_CONFIG_ID@@"
 MIME_TYPES = Path("/etc/nginx/mime.types")
 TEMPLATES = Path(__file__).parent / "templates"
@@ -80,6 +82,8 @@ def _error_body(code: str, message: str) -> str:
 
 
 UNKNOWN_HOST_BODY = _error_body("unknown_hostname", "No project is served at this hostname")
+PENDING_HOST_BODY = _error_body("unknown_hostname", "This hostname is not served yet: its owner has not proven "
+                                "control of its DNS (see the project hostnames)")
 NO_DEPLOYMENT_BODY = _error_body("not_found", "This project has no deployment yet")
 NOT_FOUND_BODY = _error_body("not_found", "No such file in this deployment")
 METHOD_BODY = _error_body("method_not_allowed", "Only GET and HEAD are served here")
@@ -219,6 +223,9 @@ class SiteRoute:
     web_root: Path | None
     protected: bool
     access_generation: int
+    # A custom hostname whose ownership is not proven: 404 unknown_hostname (JSON), and for
+    # browsers the API's page naming the missing record (PENDING_PATH).
+    pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -294,10 +301,12 @@ def _env() -> jinja2.Environment:
 def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) -> str:
     """The whole nginx.conf (templates/nginx.conf.j2). Routes with invalid host names are left out
     (the caller logs them)."""
-    routes = sorted((r for r in routes if valid_host(r.host)), key=lambda r: r.host)
+    valid = sorted((r for r in routes if valid_host(r.host)), key=lambda r: r.host)
+    routes = [r for r in valid if not r.pending]
+    pending = [r.host for r in valid if r.pending]
     api_server, api_host = api_address(options.api_url)
     unknown, none = quote(str(layout.void_unknown)), quote(str(layout.void_none))
-    hosts = [r.host for r in routes]
+    hosts = [r.host for r in valid]
     protected = [r for r in routes if r.protected]
     bucket = _bucket_size([*hosts, str(layout.void_unknown), str(layout.void_none)])
     mime_types = options.mime_types if options.mime_types is not None and options.mime_types.is_file() else None
@@ -325,7 +334,8 @@ def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) ->
         void_none=none,
         bodies={"not_found": _single(NOT_FOUND_BODY), "unknown_host": _single(UNKNOWN_HOST_BODY),
                 "no_deployment": _single(NO_DEPLOYMENT_BODY), "method": _single(METHOD_BODY),
-                "unauthorized": _single(UNAUTHORIZED_BODY), "internal": _single(INTERNAL_BODY)},
+                "unauthorized": _single(UNAUTHORIZED_BODY), "internal": _single(INTERNAL_BODY),
+                "pending_host": _single(PENDING_HOST_BODY)},
         pages=PAGES,
         pages_root=quote(str(layout.pages)),
         page_csp=PAGE_CSP,
@@ -335,6 +345,8 @@ def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) ->
         protected=[{"host": r.host, "access_generation": int(r.access_generation)} for r in protected],
         check_cache=cache,
         check_path=CHECK_PATH,
+        pending=pending,
+        pending_path=PENDING_PATH,
         status_host=STATUS_HOST,
         status_path=STATUS_PATH,
     )

@@ -191,6 +191,11 @@ class NginxEdge:
             if not valid_host(route.host):
                 log.warning("edge: not routing %r (not a valid host name)", route.host)
                 continue
+            if route.pending:
+                # Ownership not proven: none of the project's content, only the pending answer.
+                out.append(SiteRoute(host=route.host, web_root=None, protected=False, access_generation=0,
+                                     pending=True))
+                continue
             root: Path | None = None
             if route.digest is not None:
                 if route.digest not in dirs:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from svc.edge.config import STATUS_HOST, STATUS_PATH, EdgeLayout, listen_address
+from svc.kit.files import file_size, read_from, tail
 
 log = logging.getLogger("svc.edge")
 
@@ -82,28 +83,10 @@ def find_nginx(binary: str) -> str | None:
     return shutil.which(binary, path=os.pathsep.join([path, "/usr/sbin", "/usr/local/sbin"]))
 
 
-def _tail(path: Path, limit: int = 2000) -> str:
-    try:
-        data = path.read_bytes()[-limit:]
-    except OSError:
-        return ""
-    return data.decode("utf-8", "replace").strip()
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
-def _read_from(path: Path, offset: int) -> str:
-    try:
-        with path.open("rb") as f:
-            f.seek(offset)
-            return f.read(64 * 1024).decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def _cmdline(pid: int) -> str:
@@ -219,7 +202,7 @@ class NginxProcess:
             return
         await self.stop_stale()
         await self._check_port()
-        logs = {path: _size(path) for path in (self.layout.stderr_log, self.layout.error_log)}
+        logs = {path: file_size(path) for path in (self.layout.stderr_log, self.layout.error_log)}
         with self.layout.stderr_log.open("ab") as err:
             self._proc = await asyncio.create_subprocess_exec(
                 self.binary, "-p", str(self.layout.root), "-c", str(self.layout.conf), "-g", "daemon off;",
@@ -230,7 +213,7 @@ class NginxProcess:
         except EdgeProcessError as exc:
             await self.kill()
             # Taken between the check above and nginx's bind.
-            if any(_BIND_IN_USE in _read_from(path, offset) for path, offset in logs.items()):
+            if any(_BIND_IN_USE in read_from(path, offset) for path, offset in logs.items()):
                 raise EdgePortInUse(listen_address(self.listen_host, self.probe_port)) from exc
             raise
         log.info("edge nginx started (pid %s)", self._proc.pid)
@@ -339,4 +322,4 @@ class NginxProcess:
         return body.decode("ascii", "replace").strip()
 
     def last_errors(self) -> str:
-        return (_tail(self.layout.stderr_log, 600) + "\n" + _tail(self.layout.error_log, 1200)).strip()
+        return (tail(self.layout.stderr_log, 600) + "\n" + tail(self.layout.error_log, 1200)).strip()

@@ -84,3 +84,34 @@ def make_private(root: Path) -> int:
             os.chmod(name, stat.S_IMODE(st.st_mode) & 0o700)
             repaired += 1
     return repaired
+
+
+# --- a supervised process's log (the edge's nginx, the managed PowerDNS) ---
+
+def file_size(path: Path) -> int:
+    """The file's size; 0 when it does not exist (yet)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def read_from(path: Path, offset: int, limit: int = 64 * 1024) -> str:
+    """What was written to the file after `offset` (at most `limit` bytes), as text: what a
+    process said since it was started."""
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def tail(path: Path, limit: int = 2000) -> str:
+    """The file's last `limit` bytes as text, stripped ("" when it does not exist)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, file_size(path) - limit))
+            return f.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""

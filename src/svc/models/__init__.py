@@ -2,6 +2,7 @@
 
 from svc.models.audit import AuditEvent
 from svc.models.base import Base
+from svc.models.dns import PendingChange, RRset, Zone
 from svc.models.invites import Invite
 from svc.models.jobs import Cycle, Job
 from svc.models.mail import OutboundMail
@@ -12,11 +13,13 @@ from svc.models.ratelimits import RateCounter
 from svc.models.states import (
     PROTECTED_ACCESS_MODES,
     AccessMode,
+    DnssecState,
     HostnameKind,
     HostnameStatus,
     InviteState,
     JobKind,
     JobStatus,
+    ManagedBy,
     OperationKind,
     Plan,
     ProjectState,
@@ -35,6 +38,7 @@ __all__ = [
     "Base",
     "Cycle",
     "Deployment",
+    "DnssecState",
     "EdgeState",
     "Hostname",
     "HostnameKind",
@@ -45,16 +49,19 @@ __all__ = [
     "JobKind",
     "JobStatus",
     "LoginState",
+    "ManagedBy",
     "Membership",
     "Notification",
     "Operation",
     "OperationKind",
     "Org",
     "OutboundMail",
+    "PendingChange",
     "PersonalOrg",
     "Plan",
     "Project",
     "ProjectState",
+    "RRset",
     "RateCounter",
     "Role",
     "SSHKey",
@@ -63,4 +70,5 @@ __all__ = [
     "TerminalCode",
     "User",
     "UserSession",
+    "Zone",
 ]

@@ -67,6 +67,8 @@ class Hostname(Base):
     verification_value: Mapped[str | None] = mapped_column(String(100))
     last_error: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime]
+    # When the ownership check last ran (custom hostnames): the cycle takes the oldest first.
+    checked_at: Mapped[datetime | None]
 
 
 class Secret(Base):

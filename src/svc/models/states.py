@@ -88,3 +88,29 @@ class JobKind(StrEnum):
     mail_send = "mail.send"
     project_teardown = "project.teardown"
     artifact_collect = "artifact.collect"
+    # Converge one zone at the nameserver to the store (domains/dns/jobs.py).
+    dns_sync = "dns.sync"
+    # The periodic cycle that finds zones drifted at the nameserver and enqueues their sync.
+    dns_reconcile = "dns.reconcile"
+    # Ownership check of custom hostnames (domains/hostnames/jobs.py): the periodic cycle checks
+    # every pending one (empty payload); an add enqueues one for its row ({"host": ...}).
+    hostname_verify = "hostname.verify"
+
+
+class DnssecState(StrEnum):
+    """A zone's DNSSEC state (the spec's state table). `active` (the parent serves the DS) is
+    named by the contract but not reached yet: nothing checks the parent zone."""
+
+    off = "off"
+    signing = "signing"
+    ds_pending = "ds_pending"
+    active = "active"
+
+
+class ManagedBy(StrEnum):
+    """Who owns an rrset that users may not change (rrsets.managed_by); null: the user's own."""
+
+    # The SOA and the apex NS of every zone.
+    system = "system"
+    # A custom hostname's CNAME to the fallback origin in the org's own zone (domains/dns/links.py).
+    project = "project"

@@ -22,7 +22,9 @@ from svc.web.pages import (
     activity,
     authorize,
     deployments,
+    dns,
     home,
+    hostnames,
     invites,
     members,
     org_settings,
@@ -34,7 +36,7 @@ from svc.web.pages import (
 from svc.web.routing import error_reply
 
 PAGES = (home, signin, orgs, projects, deployments, access, secrets, members, invites, org_settings, activity,
-         account, authorize)
+         account, authorize, dns, hostnames)
 
 
 def install_dashboard(app: FastAPI) -> None:

@@ -13,7 +13,7 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class Route:
-    """One routed host: an active hostname of an active project."""
+    """One host the edge answers for: a hostname of an active project."""
 
     host: str
     project_id: str
@@ -24,6 +24,9 @@ class Route:
     digest: str | None
     access_mode: str
     access_generation: int
+    # A custom hostname whose ownership is not proven yet: not routed to the project; the edge
+    # answers 404 unknown_hostname, with a page naming the missing record for browsers.
+    pending: bool = False
 
 
 class RoutingSource(Protocol):
@@ -32,7 +35,7 @@ class RoutingSource(Protocol):
         ...
 
     async def routes(self) -> list[Route]:
-        """Every routed host, by host name."""
+        """Every host the edge answers for (routed ones, and pending ones), by host name."""
         ...
 
     async def site(self, digest: str) -> Path:

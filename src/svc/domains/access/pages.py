@@ -8,11 +8,9 @@ import html
 
 from fastapi.responses import HTMLResponse
 
-from svc.deps import api_router
 from svc.errors import AppError
 from svc.kit.pages import page
 
-router = api_router(include_in_schema=False)  # no routes of its own any more: removed from svc.app with the next wiring
 
 def password_page(*, host: str, next_path: str, service_name: str, error: AppError | None = None) -> HTMLResponse:
     """The form of a password-protected project; with `error`, shown again with that error's status."""

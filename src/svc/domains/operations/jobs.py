@@ -16,6 +16,7 @@ from __future__ import annotations
 from svc.domains.access import service as access
 from svc.domains.deployments import queries as deployment_queries
 from svc.domains.deployments import service as deployments
+from svc.domains.hostnames import service as hostnames
 from svc.domains.operations import queries
 from svc.domains.projects import service as projects
 from svc.jobs.registry import JobRegistry, JobRun
@@ -47,6 +48,10 @@ async def teardown_step(run: JobRun) -> None:
     if op is None or op.phase != phase.value:
         return  # another run of this job moved it on meanwhile
     if phase is TeardownPhase.routing:
+        # The DNS records svc made for its custom hostnames go with the routes (an org that is
+        # gone held no zones: deleting one needs that).
+        if op.org_id is not None:
+            await hostnames.release_project(run.uow, op.org_id, project_id)
         await run.uow.edge_changed()
     elif phase is TeardownPhase.grants:
         await access.forget_project_grants(session, project_id)

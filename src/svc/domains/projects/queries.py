@@ -75,25 +75,37 @@ async def delete_project(session: AsyncSession, project_id: str) -> None:
                           .execution_options(synchronize_session=False))
 
 
-def _routes() -> Select[*tuple[str, str, str, str, str, str | None, str, int]]:
+def _routes() -> Select[*tuple[str, str, str, str, str, str | None, str, int, str]]:
     return (
         select(Hostname.host, Project.id, Project.name, Org.id, Org.slug, Deployment.digest, Project.access_mode,
-               Project.access_generation)
+               Project.access_generation, Hostname.status)
         .join(Project, Project.id == Hostname.project_id)
         .join(Org, Org.id == Project.org_id)
         .outerjoin(Deployment, Deployment.id == Project.live_deployment_id)
-        .where(Hostname.status == HostnameStatus.active, Project.state == ProjectState.active))
+        .where(Project.state == ProjectState.active))
+
+
+def _route(row: Row[str, str, str, str, str, str | None, str, int, str]) -> Route:
+    host, project_id, project_name, org_id, org_slug, digest, access_mode, access_generation, status = row
+    return Route(host=host, project_id=project_id, project_name=project_name, org_id=org_id, org_slug=org_slug,
+                 digest=digest, access_mode=access_mode, access_generation=access_generation,
+                 pending=status != HostnameStatus.active)
 
 
 async def routing_table(session: AsyncSession) -> list[Route]:
-    """Every routed host: active hostnames of active projects, with the live deployment's digest."""
-    rows = await session.execute(_routes().order_by(Hostname.host))
-    return [Route(*row) for row in rows.all()]
+    """Every host the edge answers for: active hostnames of active projects, with the live
+    deployment's digest, and pending custom hostnames (pending=True: the edge answers them with the
+    page naming the record their owner has yet to create, never with the project's content)."""
+    rows = await session.execute(_routes().where(Hostname.status.in_(
+        [HostnameStatus.active, HostnameStatus.pending_dns])).order_by(Hostname.host))
+    return [_route(row) for row in rows.all()]
 
 
 async def route_for_host(session: AsyncSession, host: str) -> Route | None:
-    row = (await session.execute(_routes().where(Hostname.host == host))).first()
-    return Route(*row) if row else None
+    """The route of a host svc serves (active hostnames only)."""
+    row = (await session.execute(_routes().where(Hostname.host == host,
+                                                 Hostname.status == HostnameStatus.active))).first()
+    return _route(row) if row else None
 
 
 async def edge_generation(session: AsyncSession) -> int:

@@ -101,5 +101,25 @@
       var alert = event.detail.target.querySelector("[role=alert]");
       if (alert) { alert.setAttribute("tabindex", "-1"); alert.focus(); }
     });
+    // <a role="button"> (a link that looks and acts as a button, such as a record set's Edit):
+    // Space presses it too, as it does a button.
+    document.addEventListener("keydown", function (event) {
+      var link = event.target;
+      if (event.key === " " && link.matches && link.matches("a[role=button]")) { event.preventDefault(); link.click(); }
+    });
+    // Content swapped in whole (hx-swap="outerHTML": a table row turned into a form and back, a
+    // block that polls itself) replaces the element that had the focus: give the new content the
+    // behaviours above and put the focus on its message, else where its markup asks
+    // (data-focus-after-swap), so a keyboard stays in place.
+    document.body.addEventListener("htmx:load", function (event) {
+      var elt = event.detail.elt;
+      if (!elt || elt === document.body || !elt.querySelector) { return; }
+      copyButtons(elt);
+      var target = elt.querySelector("[role=alert]") || (elt.matches("[data-focus-after-swap]") ? elt : elt.querySelector("[data-focus-after-swap]"));
+      if (target) {
+        if (target.getAttribute("role") === "alert") { target.setAttribute("tabindex", "-1"); }
+        target.focus();
+      }
+    });
   });
 })();

@@ -1,0 +1,26 @@
+"""DNS resolution for ownership checks (custom hostnames). port.py is the contract (domains import
+only it); dns.py asks a resolver with dnspython. Here: which resolver a running svc asks."""
+
+from __future__ import annotations
+
+from svc.adapters.resolver.dns import DnsResolver
+from svc.settings import Settings
+
+__all__ = ["DnsResolver", "build_resolver"]
+
+
+def build_resolver(settings: Settings, *, managed_dns: bool) -> DnsResolver:
+    """SVC_DNS_RESOLVER when set; else, when svc runs its own PowerDNS (`managed_dns`), that one's
+    DNS address (the zones svc serves are answered there without any delegation, as for a local
+    run); else the system resolver of /etc/resolv.conf."""
+    address = settings.dns_resolver_address
+    if address is None and managed_dns:
+        host = settings.dns_host
+        if host in ("0.0.0.0", ""):  # noqa: S104 - listening on all addresses: ask on loopback
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
+        address = (host, settings.dns_port)
+    if address is None:
+        return DnsResolver.system()
+    return DnsResolver.at(*address)

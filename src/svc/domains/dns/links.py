@@ -1,0 +1,101 @@
+"""Project links: the record a custom hostname gets in its org's own zone.
+
+When a custom hostname is added inside a zone the same org holds here, and the name holds none of
+the owner's records, svc creates a CNAME from it to the fallback origin, managed_by "project" (the
+DNS routes refuse to change it: 409 managed_rrset). Removing the hostname removes that record
+again, and only while it is still the project link. At a zone's apex a CNAME is impossible (the
+SOA and NS live there), so nothing is created for an apex hostname: the owner points it at the
+edge with A/AAAA records of their own.
+
+Every change goes through service.rrsets_changed (the zone's generation and its nameserver sync,
+in the same transaction as the hostname's change)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.domains.dns import queries, records, service
+from svc.kit.clock import utcnow
+from svc.models import ManagedBy, RRset, Zone
+from svc.uow import UnitOfWork
+
+
+class Linked(StrEnum):
+    """What link() did."""
+
+    created = "created"
+    # Already there (a re-add, or a retried request).
+    exists = "exists"
+    # The host is the zone's apex: a CNAME cannot be there.
+    apex = "apex"
+    # The name already holds records (the owner's own, or delegated below an NS cut): left alone.
+    occupied = "occupied"
+    # The host is in no zone of the org.
+    no_zone = "no_zone"
+
+
+def absolute(host: str) -> str:
+    return host.lower().rstrip(".") + "."
+
+
+def parents(host: str) -> list[str]:
+    """The names a zone holding `host` could have, longest first: the host itself, then each parent
+    of at least two labels ("a.b.example.com." -> itself, "b.example.com.", "example.com.")."""
+    labels = absolute(host).rstrip(".").split(".")
+    return [".".join(labels[i:]) + "." for i in range(len(labels) - 1)]
+
+
+async def org_zone(session: AsyncSession, org_id: str, host: str, *, lock: bool = False) -> Zone | None:
+    """The zone of org `org_id` that holds `host` (the closest one), or None. Zones of different
+    orgs never overlap (zone_taken), so the closest zone of any org decides."""
+    for name in parents(host):
+        zone = await queries.zone_by_name(session, name, lock=lock)
+        if zone is not None:
+            return zone if zone.org_id == org_id else None
+    return None
+
+
+async def link(uow: UnitOfWork, org_id: str, host: str, target: str) -> Linked:
+    """Create the project link (CNAME `host` -> `target`) when `host` is in a zone of the org and
+    the name is free. Call in the hostname's write transaction."""
+    session = uow.session
+    zone = await org_zone(session, org_id, host, lock=True)
+    if zone is None:
+        return Linked.no_zone
+    owner = absolute(host)
+    if owner == zone.name:
+        return Linked.apex
+    existing = await queries.types_at(session, zone.id, owner)
+    if existing:
+        row = await queries.rrset(session, zone.id, owner, "CNAME")
+        if row is not None and row.managed_by == ManagedBy.project:
+            return Linked.exists
+        return Linked.occupied
+    cuts = await queries.delegations(session, zone.id, zone.name)
+    if any(owner.endswith("." + cut) for cut in cuts):
+        return Linked.occupied  # below a delegation: another nameserver answers for it
+    if await queries.count_rrsets(session, zone.id) >= service.MAX_RRSETS:
+        return Linked.occupied
+    data = records.rrset(zone.name, owner, "CNAME", records.DEFAULT_TTL, [absolute(target)])
+    session.add(RRset(zone_id=zone.id, name=owner, type="CNAME", ttl=data.ttl, records=list(data.records),
+                      managed_by=ManagedBy.project, updated_at=utcnow()))
+    await service.rrsets_changed(uow, zone, [(owner, "CNAME")])
+    await session.flush()
+    return Linked.created
+
+
+async def unlink(uow: UnitOfWork, org_id: str, host: str) -> bool:
+    """Remove the project link of `host` if it is still one (True when something was removed)."""
+    session = uow.session
+    zone = await org_zone(session, org_id, host, lock=True)
+    if zone is None:
+        return False
+    row = await queries.rrset(session, zone.id, absolute(host), "CNAME")
+    if row is None or row.managed_by != ManagedBy.project:
+        return False
+    await session.delete(row)
+    await service.rrsets_changed(uow, zone, [(row.name, "CNAME")])
+    await session.flush()
+    return True

@@ -1,0 +1,67 @@
+"""Request and response bodies of the DNS routes, named as the spec and decisions.md spell them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StrictBool, StrictInt, StringConstraints
+
+from svc.kit.api import ApiInput, ApiModel, Timestamp
+
+# The records' own rules (shape per type, TXT size, ttl range) are checked by domains/dns/records.py
+# with the zone known; these bounds only keep a body's size sane.
+RecordText = Annotated[str, StringConstraints(max_length=16_384)]
+
+
+class ZoneCreate(ApiInput):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=300)] = Field(
+        description="The domain, such as example.com; internationalized names are stored as punycode")
+
+
+class RRsetPut(ApiInput):
+    ttl: StrictInt | None = Field(default=None, description="Seconds, 60 to 86400; default: the set's "
+                                  "current TTL, or 3600 for a new set")
+    records: Annotated[list[RecordText], Field(max_length=100)] = Field(
+        description="The whole new content of the set, each record in zone-file text: 192.0.2.1, "
+        '10 mail (relative to the zone) or 10 mail.example.com., "v=spf1 -all" (TXT may be unquoted: '
+        "one string; over 255 bytes it is split into 255-byte strings)")
+
+
+class DnssecSet(ApiInput):
+    enabled: StrictBool
+
+
+class DsSet(ApiInput):
+    ds: Annotated[list[Annotated[str, StringConstraints(max_length=1024)]], Field(max_length=8)] = Field(
+        description="The DS records registered at the parent zone, such as 12345 13 2 ABCD...; [] records none")
+
+
+class RRset(ApiModel):
+    name: str = Field(description='Relative to the zone; "@" is the apex')
+    type: str
+    ttl: int
+    records: list[str] = Field(description="Zone-file text with absolute names")
+    managed_by: str | None = Field(alias="managed_by", description='"system" for the SOA and the apex NS, '
+                                   '"project" for the record of a custom hostname (both locked); null for '
+                                   "the org's own records")
+
+
+class Zone(ApiModel):
+    name: str = Field(description="Absolute, lowercase punycode, with the trailing dot")
+    dnssec: str = Field(description="off, signing, ds_pending or active")
+    ds: list[str] = Field(description="The DS records recorded with PUT dnssec/ds")
+    nameservers: list[str] = Field(description="svc's nameservers: point the domain's NS here at the registrar")
+    delegated: bool | None = Field(description="Whether the parent zone delegates to svc's nameservers; "
+                                   "null: not checked (svc does not query the parent yet)")
+    created_at: Timestamp
+
+
+class ZoneDetail(Zone):
+    rrsets: list[RRset]
+    ds_records: list[str] | None = Field(description="While DNSSEC is on: the DS records of the nameserver's "
+                                         "signing key, to register at the parent ([] until the zone is "
+                                         "signed; null when the nameserver could not be asked)")
+
+
+class ZoneList(ApiModel):
+    zones: list[Zone]

@@ -1,0 +1,354 @@
+"""DNS rules: zones of an org (unique across svc, never overlapping another org's), their record
+sets (PUT replaces a whole set; SOA and apex NS are svc's), and the DNSSEC state table. Services
+flush, never commit.
+
+svc's store is the source of truth: every change bumps the zone's generation and enqueues a
+`dns.sync` job in the same transaction (jobs.py converges the nameserver), so an answer means
+"stored", and the nameserver follows within one job run, or after an outage, on a retry or the
+periodic reconcile."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable
+from svc.auth.roles import OrgAccess
+from svc.context import AppContext
+from svc.domains.audit.service import record
+from svc.domains.dns import errors, queries, records, schemas
+from svc.domains.orgs import holdings
+from svc.domains.orgs import queries as org_queries
+from svc.kit.clock import utcnow
+from svc.kit.ids import new_id
+from svc.models import DnssecState, JobKind, ManagedBy, RRset, Zone
+from svc.settings import Settings
+from svc.uow import UnitOfWork
+
+log = logging.getLogger("svc.dns")
+
+# The stored SOA is for display and to lock the name: the nameserver owns the real one (it bumps
+# the serial on every change), so the sync never sends it.
+SOA_TIMERS = "0 10800 3600 604800 300"
+# A sync that keeps failing is retried with the queue's backoff (capped at an hour) for about a
+# day: a zone deletion must reach the nameserver even after a long outage, since the reconcile
+# only repairs zones the store still has.
+SYNC_MAX_ATTEMPTS = 30
+MAX_RRSETS = 25_000  # per zone; the nameserver's API takes ~10,000 rrsets per request comfortably
+GLUE_TYPES = frozenset({"A", "AAAA"})
+
+
+# --- what every DNS use case needs ---
+
+def nameserver(ctx: AppContext) -> Nameserver:
+    """The configured nameserver, or 503 dns_not_configured."""
+    found = ctx.adapters.nameserver
+    if found is None:
+        raise errors.DnsNotConfigured()
+    return found
+
+
+def nameservers(settings: Settings) -> list[str]:
+    """svc's nameserver host names (SVC_NAMESERVERS), absolute and lowercase."""
+    return settings.nameserver_names
+
+
+def _soa(settings: Settings) -> str:
+    return f"{settings.nameserver_names[0]} {settings.hostmaster} {SOA_TIMERS}"
+
+
+def zone_changed(uow: UnitOfWork, zone: Zone, *, force: bool = False) -> None:
+    """A change the record-set keys cannot express (the zone made, DNSSEC switched, drift found):
+    the next sync compares the whole zone with the nameserver."""
+    _bump(uow, zone, full=True, force=force)
+
+
+async def rrsets_changed(uow: UnitOfWork, zone: Zone, keys: list[tuple[str, str]]) -> None:
+    """These (absolute name, type) of `zone` changed in this transaction: the next sync sends them."""
+    _bump(uow, zone, full=False)
+    await queries.mark_pending(uow.session, zone.id, keys, zone.generation)
+
+
+def _bump(uow: UnitOfWork, zone: Zone, *, full: bool, force: bool = False) -> None:
+    """A new generation, and a dns.sync job unless one is already due: a sync sends every change
+    pending when it runs, and one that finds newer changes when it finishes enqueues the next,
+    so a burst of changes costs a few nameserver writes, not one each. (Both this and the sync's
+    last step hold the zone's row, so one of them always sees the other.)"""
+    idle = zone.synced_generation >= zone.generation
+    zone.generation += 1
+    zone.changed_at = utcnow()
+    if full:
+        zone.full_sync_generation = zone.generation
+    if idle or force:
+        enqueue_sync(uow, zone.name, zone.id)
+
+
+def enqueue_sync(uow: UnitOfWork, name: str, zone_id: str) -> None:
+    uow.enqueue(JobKind.dns_sync, {"zone": name, "zone_id": zone_id}, max_attempts=SYNC_MAX_ATTEMPTS)
+
+
+async def _zone(session: AsyncSession, access: OrgAccess, name: str, *, lock: bool = False) -> Zone:
+    """The org's zone by the path's {zone} (any spelling zone_name accepts), or 404."""
+    try:
+        canonical = records.zone_name(name, field="zone")
+    except errors.InvalidDns:
+        raise errors.ZoneNotFound(details={"zone": name[:255]}) from None
+    zone = await queries.zone_by_name(session, canonical, lock=lock)
+    if zone is None or zone.org_id != access.org.id:
+        raise errors.ZoneNotFound(details={"zone": canonical})
+    return zone
+
+
+# --- views ---
+
+def rrset_view(row: RRset, zone: str) -> schemas.RRset:
+    return schemas.RRset(name=records.relative(row.name, zone), type=row.type, ttl=row.ttl,
+                         records=list(row.records), managed_by=row.managed_by)
+
+
+def zone_view(zone: Zone, settings: Settings) -> schemas.Zone:
+    return schemas.Zone(name=zone.name, dnssec=zone.dnssec, ds=list(zone.ds or []), nameservers=nameservers(settings),
+                        delegated=None, created_at=zone.created_at)
+
+
+async def _detail(uow: UnitOfWork, zone: Zone, *, ask_nameserver: bool) -> schemas.ZoneDetail:
+    rows = await queries.rrsets(uow.session, zone.id)
+    base = zone_view(zone, uow.ctx.settings)
+    detail = schemas.ZoneDetail(**base.model_dump(), rrsets=[rrset_view(r, zone.name) for r in rows],
+                                ds_records=[])
+    if zone.dnssec != DnssecState.off and ask_nameserver:
+        detail.ds_records = await _computed_ds(uow, zone.name)
+    return detail
+
+
+async def _computed_ds(uow: UnitOfWork, name: str) -> list[str] | None:
+    """The DS records the nameserver computes for its signing key; None when it cannot be asked."""
+    port = nameserver(uow.ctx)
+    await uow.close_reads()  # a call outside: nothing of the store held meanwhile
+    try:
+        return await port.ds_records(name)
+    except (NameserverUnavailable, NameserverRefused) as exc:
+        log.info("DS records of %s not available from the nameserver: %s", name, type(exc).__name__)
+        return None
+
+
+# --- zones ---
+
+async def list_zones(uow: UnitOfWork, access: OrgAccess) -> schemas.ZoneList:
+    nameserver(uow.ctx)
+    rows = await queries.zones_of_org(uow.session, access.org.id)
+    return schemas.ZoneList(zones=[zone_view(z, uow.ctx.settings) for z in rows])
+
+
+async def zone_detail(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.ZoneDetail:
+    nameserver(uow.ctx)
+    zone = await _zone(uow.session, access, name)
+    return await _detail(uow, zone, ask_nameserver=True)
+
+
+def _check_reserved(settings: Settings, name: str) -> None:
+    """The service's own names (the app domain, its nameservers' domains) are not zones an org may
+    hold: a zone there could answer for every project's default hostname, or for svc's NS."""
+    own = [settings.app_domain.strip().lower().rstrip(".") + ".", *nameservers(settings)]
+    for reserved in own:
+        if records.is_within(name, reserved) or records.is_within(reserved, name):
+            raise errors.InvalidDns.of("name", f"must not be, contain or be under the service's own name {reserved}")
+
+
+async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.ZoneDetail:
+    """Idempotent for the org holding the zone; 409 zone_taken when another org holds it or a zone
+    overlapping it (a parent or a child: one nameserver answers for both)."""
+    nameserver(uow.ctx)
+    session = uow.session
+    canonical = records.zone_name(name)
+    settings = uow.ctx.settings
+    _check_reserved(settings, canonical)
+    await queries.lock_creation(session)
+    existing = await queries.zone_by_name(session, canonical)
+    if existing is not None:
+        if existing.org_id != access.org.id:
+            raise errors.ZoneTaken(details={"name": canonical})
+        return await _detail(uow, existing, ask_nameserver=False)
+    if any(z.org_id != access.org.id for z in await queries.overlapping(session, canonical)):
+        raise errors.ZoneTaken("A zone overlapping this one (a parent or a child) is held by another org",
+                               details={"name": canonical})
+    # Under the org's lock: a concurrent org deletion sees this zone or runs first.
+    await org_queries.lock_org(session, access.org.id)
+    now = utcnow()
+    ns = nameservers(settings)
+    zone = Zone(id=new_id("zone"), org_id=access.org.id, name=canonical, dnssec=DnssecState.off, ds=[],
+                created_at=now, generation=0, synced_generation=0, full_sync_generation=0, changed_at=now)
+    try:
+        async with session.begin_nested():
+            session.add(zone)
+            await session.flush()
+    except IntegrityError:  # a concurrent create of the same name won (SQLite needs no lock for it)
+        raise errors.ZoneTaken(details={"name": canonical}) from None
+    session.add_all([
+        RRset(zone_id=zone.id, name=canonical, type="SOA", ttl=records.DEFAULT_TTL, records=[_soa(settings)],
+              managed_by=ManagedBy.system, updated_at=now),
+        RRset(zone_id=zone.id, name=canonical, type="NS", ttl=records.DEFAULT_TTL, records=ns,
+              managed_by=ManagedBy.system, updated_at=now),
+    ])
+    zone_changed(uow, zone)
+    await record(session, "dns.zone.create", actor=access.principal.user, org=access.org, target=canonical,
+                 data={"zone": canonical})
+    await session.flush()
+    return await _detail(uow, zone, ask_nameserver=False)
+
+
+async def delete_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> None:
+    """The zone and all its rrsets; the job enqueued here removes it at the nameserver."""
+    nameserver(uow.ctx)
+    session = uow.session
+    zone = await _zone(session, access, name, lock=True)
+    await queries.delete_rrsets(session, zone.id)
+    enqueue_sync(uow, zone.name, zone.id)
+    await record(session, "dns.zone.delete", actor=access.principal.user, org=access.org, target=zone.name,
+                 data={"zone": zone.name})
+    await session.delete(zone)
+    await session.flush()
+
+
+# --- record sets ---
+
+async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype: str) -> None:
+    """CNAME alone on its name (409 cname_conflict, both ways); a delegated name (NS below the
+    apex) holds only NS, and below it only glue (A, AAAA): anything else would never be served."""
+    others = [t for t in await queries.types_at(session, zone.id, name) if t != rtype]
+    if rtype == "CNAME" and others:
+        raise errors.CnameConflict(f"A CNAME cannot share its name with other records ({', '.join(sorted(others))})",
+                                   details={"name": records.relative(name, zone.name), "types": sorted(others)})
+    if "CNAME" in others:
+        raise errors.CnameConflict("This name holds a CNAME, which cannot share its name with other records",
+                                   details={"name": records.relative(name, zone.name), "types": ["CNAME"]})
+    if rtype == "NS":
+        if others:
+            raise errors.InvalidDns.of("name", "must not hold other records when it is delegated (NS): "
+                                       f"it holds {', '.join(sorted(others))}")
+        hidden = [n for n, t in await queries.below(session, zone.id, name) if t not in GLUE_TYPES]
+        if hidden:
+            raise errors.InvalidDns.of("name", "must not be delegated (NS) while names below it hold records "
+                                       "other than A or AAAA glue")
+        return
+    for cut in await queries.delegations(session, zone.id, zone.name):
+        if cut == name:
+            raise errors.InvalidDns.of("name", "is delegated (it holds NS): only NS records can be here")
+        if name.endswith("." + cut) and rtype not in GLUE_TYPES:
+            raise errors.InvalidDns.of("name", f"is below the delegated name {records.relative(cut, zone.name)}: "
+                                       "only A and AAAA glue can be here")
+
+
+async def put_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: str, rtype: str,
+                    body: schemas.RRsetPut) -> schemas.RRset:
+    """Replace the whole rrset (create it when new). Managed sets: 409 managed_rrset."""
+    nameserver(uow.ctx)
+    session = uow.session
+    zone = await _zone(session, access, zone_name, lock=True)
+    rtype = records.record_type(rtype)
+    owner = records.owner_name(zone.name, name, rtype)
+    row = await queries.rrset(session, zone.id, owner, rtype)
+    if row is not None and row.managed_by is not None:
+        raise errors.ManagedRRset(details={"name": records.relative(owner, zone.name), "type": rtype,
+                                           "managed_by": row.managed_by})
+    ttl = body.ttl if body.ttl is not None else (row.ttl if row is not None else records.DEFAULT_TTL)
+    data = records.rrset(zone.name, owner, rtype, ttl, list(body.records))
+    await _check_coexistence(session, zone, owner, rtype)
+    now = utcnow()
+    if row is None:
+        if await queries.count_rrsets(session, zone.id) >= MAX_RRSETS:
+            raise errors.InvalidDns.of("name", f"cannot be added: a zone holds at most {MAX_RRSETS} record sets")
+        row = RRset(zone_id=zone.id, name=owner, type=rtype, ttl=data.ttl, records=list(data.records),
+                    managed_by=None, updated_at=now)
+        session.add(row)
+    elif row.ttl == data.ttl and list(row.records) == list(data.records):
+        return rrset_view(row, zone.name)  # the same content again: nothing changes, nothing to send
+    else:
+        row.ttl = data.ttl
+        row.records = list(data.records)
+        row.updated_at = now
+    await rrsets_changed(uow, zone, [(owner, rtype)])
+    relative = records.relative(owner, zone.name)
+    await record(session, "dns.rrset.set", actor=access.principal.user, org=access.org,
+                 target=f"{zone.name}/{relative}/{rtype}",
+                 data={"zone": zone.name, "name": relative, "type": rtype, "ttl": data.ttl,
+                       "records": len(data.records)})
+    await session.flush()
+    return rrset_view(row, zone.name)
+
+
+async def delete_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: str, rtype: str) -> None:
+    nameserver(uow.ctx)
+    session = uow.session
+    zone = await _zone(session, access, zone_name, lock=True)
+    rtype = records.record_type(rtype)
+    owner = records.owner_name(zone.name, name, rtype)
+    row = await queries.rrset(session, zone.id, owner, rtype)
+    relative = records.relative(owner, zone.name)
+    if row is None:
+        raise errors.RRsetNotFound(details={"name": relative, "type": rtype})
+    if row.managed_by is not None:
+        raise errors.ManagedRRset(details={"name": relative, "type": rtype, "managed_by": row.managed_by})
+    await session.delete(row)
+    await rrsets_changed(uow, zone, [(owner, rtype)])
+    await record(session, "dns.rrset.delete", actor=access.principal.user, org=access.org,
+                 target=f"{zone.name}/{relative}/{rtype}", data={"zone": zone.name, "name": relative, "type": rtype})
+    await session.flush()
+
+
+# --- DNSSEC (the spec's state table) ---
+
+async def set_dnssec(uow: UnitOfWork, access: OrgAccess, zone_name: str, enabled: bool) -> schemas.Zone:
+    """Enable: off -> signing (the nameserver makes and keeps the keys); already on: unchanged.
+    Disable: any -> off, the recorded DS deleted (the next enable makes a new key, so the old DS
+    would be wrong at the parent anyway)."""
+    nameserver(uow.ctx)
+    session = uow.session
+    zone = await _zone(session, access, zone_name, lock=True)
+    before = DnssecState(zone.dnssec)
+    if enabled and before is DnssecState.off:
+        zone.dnssec = DnssecState.signing
+    elif not enabled and (before is not DnssecState.off or zone.ds):
+        zone.dnssec = DnssecState.off
+        zone.ds = []
+    else:
+        return zone_view(zone, uow.ctx.settings)
+    zone_changed(uow, zone)
+    await record(session, "dns.dnssec.enable" if enabled else "dns.dnssec.disable", actor=access.principal.user,
+                 org=access.org, target=zone.name, data={"zone": zone.name, "from": before.value, "to": zone.dnssec})
+    await session.flush()
+    return zone_view(zone, uow.ctx.settings)
+
+
+async def set_ds(uow: UnitOfWork, access: OrgAccess, zone_name: str, ds: list[str]) -> schemas.Zone:
+    """Record the DS the owner registered at the parent (svc does not query the parent). Off: 409
+    dnssec_off. A non-empty list: ds_pending. An empty list records none: signing stays signing,
+    and a zone past it returns to signing (decided here: the spec leaves it unsaid)."""
+    nameserver(uow.ctx)
+    session = uow.session
+    zone = await _zone(session, access, zone_name, lock=True)
+    if zone.dnssec == DnssecState.off:
+        raise errors.DnssecOff(details={"zone": zone.name})
+    checked = records.ds_records(ds)
+    if checked:
+        zone.dnssec = DnssecState.ds_pending
+    else:
+        zone.dnssec = DnssecState.signing
+    # The nameserver needs nothing from this (a DS lives at the parent): no sync job.
+    zone.ds = checked
+    await record(session, "dns.dnssec.ds", actor=access.principal.user, org=access.org, target=zone.name,
+                 data={"zone": zone.name, "ds": len(checked), "state": zone.dnssec})
+    await session.flush()
+    return zone_view(zone, uow.ctx.settings)
+
+
+# --- org deletion is blocked while the org holds zones ---
+
+async def _zone_holding(session: AsyncSession, org_id: str) -> holdings.Holding:
+    return holdings.Holding(count=await queries.count_in_org(session, org_id),
+                            names=await queries.names_in_org(session, org_id, 5))
+
+
+holdings.register("zones", _zone_holding)

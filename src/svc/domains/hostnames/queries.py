@@ -1,0 +1,86 @@
+"""SQL for custom hostnames (the rows are the projects area's `hostnames` table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import case, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from svc.db import is_postgres
+from svc.models import Hostname, HostnameKind, HostnameStatus, Project, ProjectState, Zone
+
+
+async def of_project(session: AsyncSession, project_id: str) -> list[Hostname]:
+    """The project's hostnames: the default one first, then the custom ones by name."""
+    first = case((Hostname.kind == HostnameKind.default, 0), else_=1)
+    return list((await session.scalars(
+        select(Hostname).where(Hostname.project_id == project_id).order_by(first, Hostname.host))).all())
+
+
+async def by_host(session: AsyncSession, host: str, *, lock: bool = False) -> Hostname | None:
+    stmt = select(Hostname).where(Hostname.host == host)
+    if lock and is_postgres(session):
+        stmt = stmt.with_for_update()
+    return (await session.scalars(stmt)).first()
+
+
+async def custom_hosts_of(session: AsyncSession, project_id: str) -> list[str]:
+    return list((await session.scalars(select(Hostname.host).where(
+        Hostname.project_id == project_id, Hostname.kind == HostnameKind.custom).order_by(Hostname.host))).all())
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A pending custom hostname as the verification cycle needs it."""
+
+    host: str
+    org_id: str
+    value: str
+
+
+async def pending(session: AsyncSession, limit: int) -> list[Pending]:
+    """Pending custom hostnames of active projects, the longest unchecked first (never checked
+    before all)."""
+    rows = await session.execute(
+        select(Hostname.host, Project.org_id, Hostname.verification_value)
+        .join(Project, Project.id == Hostname.project_id)
+        .where(Hostname.kind == HostnameKind.custom, Hostname.status == HostnameStatus.pending_dns,
+               Project.state == ProjectState.active)
+        .order_by(Hostname.checked_at.asc().nulls_first(), Hostname.created_at, Hostname.host)
+        .limit(limit))
+    return [Pending(host=h, org_id=o, value=v or "") for h, o, v in rows.all()]
+
+
+async def pending_one(session: AsyncSession, host: str) -> Pending | None:
+    row = (await session.execute(
+        select(Hostname.host, Project.org_id, Hostname.verification_value)
+        .join(Project, Project.id == Hostname.project_id)
+        .where(Hostname.host == host, Hostname.kind == HostnameKind.custom,
+               Hostname.status == HostnameStatus.pending_dns, Project.state == ProjectState.active))).first()
+    return Pending(host=row[0], org_id=row[1], value=row[2] or "") if row else None
+
+
+async def record_check(session: AsyncSession, host: str, value: str, *, proven: bool, error: str | None,
+                       at: datetime) -> bool:
+    """Write a check's outcome to a row that is still the one checked (pending, same token: not
+    removed and added again meanwhile). True when the row turned active."""
+    values: dict[str, object] = {"checked_at": at, "last_error": None if proven else error}
+    if proven:
+        values["status"] = HostnameStatus.active
+    result = await session.execute(
+        update(Hostname).where(Hostname.host == host, Hostname.verification_value == value,
+                               Hostname.status == HostnameStatus.pending_dns)
+        .values(**values).execution_options(synchronize_session=False))
+    return proven and bool(getattr(result, "rowcount", 0))
+
+
+async def zone_owners(session: AsyncSession, names: list[str]) -> dict[str, str]:
+    """{zone name: org id} of the zones among `names` (absolute names), in one query per 500."""
+    found: dict[str, str] = {}
+    unique = sorted(set(names))
+    for i in range(0, len(unique), 500):
+        rows = await session.execute(select(Zone.name, Zone.org_id).where(Zone.name.in_(unique[i:i + 500])))
+        found.update({name: org for name, org in rows.all()})
+    return found

@@ -1,0 +1,40 @@
+"""HTTP only: a project's hostnames (the default one and custom ones), and the edge's page for a
+pending hostname."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path, Response
+
+from svc.deps import Uow, api_router, transaction
+from svc.domains.hostnames import schemas, service
+from svc.domains.projects.deps import ProjectMember, ProjectViewer
+from svc.uow import Tx
+
+router = api_router(tags=["hostnames"])
+
+_BASE = "/v1/orgs/{orgSlug}/projects/{projectName}/hostnames"
+HostPath = Annotated[str, Path(alias="host", max_length=300, description="The host name, such as www.example.com")]
+
+
+@router.get(_BASE, response_model=schemas.HostnameList, operation_id="listHostnames")
+async def list_hostnames(p: ProjectViewer, uow: Uow) -> schemas.HostnameList:
+    return await service.list_hostnames(uow, p.project)
+
+
+@router.post(_BASE, response_model=schemas.Hostname, operation_id="addHostname")
+async def add_hostname(body: schemas.HostnameAdd, p: ProjectMember, uow: Uow) -> schemas.Hostname:
+    return await service.add_hostname(uow, p.access, p.project, body.name)
+
+
+@router.delete(_BASE + "/{host}", status_code=204, response_class=Response, operation_id="deleteHostname")
+async def delete_hostname(host: HostPath, p: ProjectMember, uow: Uow) -> Response:
+    await service.delete_hostname(uow, p.access, p.project, host)
+    return Response(status_code=204)
+
+
+@router.post(_BASE + "/{host}/verify", response_model=schemas.Hostname, operation_id="verifyHostname")
+@transaction(Tx.READ_THEN_WRITE)
+async def verify_hostname(host: HostPath, p: ProjectMember, uow: Uow) -> schemas.Hostname:
+    return await service.verify_hostname(uow, p.project, host)

@@ -1,0 +1,40 @@
+"""Request and response bodies of the hostname routes, named as decisions.md spells them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from svc.kit.api import ApiInput, ApiModel
+
+
+class HostnameAdd(ApiInput):
+    # The 253-character bound of a DNS name is checked on the name as encoded (punycode), with the
+    # other shape rules (names.py); this only keeps the body's size sane.
+    name: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
+        description="The host name, such as www.example.com; internationalized names are stored as "
+        "lowercase punycode (UTS-46, IDNA 2008)")
+
+
+class Verification(ApiModel):
+    type: str = Field(description='"TXT"')
+    name: str = Field(description="The record's name: _svc-verify.<host>")
+    value: str = Field(description="What the TXT record must hold (this hostname's own token)")
+
+
+class Hostname(ApiModel):
+    host: str = Field(description="Lowercase punycode, no trailing dot")
+    kind: str = Field(description="default (issued with the project) or custom")
+    status: str = Field(description="pending_dns (ownership not proven yet) or active (routed by the edge)")
+    verification: Verification | None = Field(
+        description="The TXT record that proves ownership; null for the default hostname")
+    cname_target: str | None = Field(
+        description="The fallback origin: a CNAME from the host to it also proves ownership and routes "
+        "the host to the edge; null for the default hostname")
+    last_error: str | None = Field(
+        description="What the last ownership check saw, in words; null once active")
+
+
+class HostnameList(ApiModel):
+    hostnames: list[Hostname] = Field(description="The default hostname first, then the custom ones by name")
