@@ -19,6 +19,7 @@ after-commit effect has a periodic path that catches up (the edge's converge loo
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -40,6 +41,9 @@ Effect = Callable[[], Awaitable[None]]
 
 # A failing job is tried again (with backoff, svc/jobs/queries.py) this many times in all.
 DEFAULT_MAX_ATTEMPTS = 8
+# A job due this soon after its commit wakes this process's worker when it is due (a later one is
+# found by the worker's poll).
+SOON_SECONDS = 5.0
 
 
 class Tx(StrEnum):
@@ -101,7 +105,8 @@ class UnitOfWork:
 
     def enqueue(self, kind: StrEnum, payload: dict[str, Any] | None = None, *, run_at: datetime | None = None,
                 dedupe_key: str | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> Job:
-        """Add a job to this transaction; the worker is woken once it commits. `kind` is a
+        """Add a job to this transaction; the worker is woken once it commits (a job due within
+        SOON_SECONDS: when it is due, not at the worker's next poll). `kind` is a
         svc.models.JobKind (tests add kinds of their own)."""
         if not self._writing:
             raise RuntimeError("enqueue needs the write transaction (begin_write first)")
@@ -110,7 +115,10 @@ class UnitOfWork:
                   dedupe_key=dedupe_key, run_at=run_at or now, attempts=0, max_attempts=max_attempts,
                   created_at=now)
         self.session.add(job)
-        if not self._wakes_worker:
+        delay = (run_at - now).total_seconds() if run_at is not None else 0.0
+        if 0 < delay <= SOON_SECONDS:
+            self.after_commit(functools.partial(self._wake_worker_later, delay))
+        elif not self._wakes_worker:
             self._wakes_worker = True
             self.after_commit(self._wake_worker)
         return job
@@ -140,6 +148,9 @@ class UnitOfWork:
 
     async def _wake_worker(self) -> None:
         self.ctx.jobs_waiting.set()
+
+    async def _wake_worker_later(self, delay: float) -> None:
+        asyncio.get_running_loop().call_later(delay, self.ctx.jobs_waiting.set)
 
     # --- opening and ending ---
 

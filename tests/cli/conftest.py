@@ -32,8 +32,11 @@ def free_port() -> int:
 
 
 def clean_env() -> dict[str, str]:
-    """The test runner's environment without anything that would steer svc (SVC_*, XDG_CONFIG_HOME)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("SVC_") and k != "XDG_CONFIG_HOME"}
+    """The test runner's environment without anything that would steer svc (SVC_*, XDG_CONFIG_HOME)
+    or the width of its tables (COLUMNS, LINES: pytest-xdist's workers get COLUMNS=80; a test that
+    wants a width says so)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("SVC_") and k not in ("XDG_CONFIG_HOME", "COLUMNS", "LINES")}
 
 
 def uniq(prefix: str) -> str:

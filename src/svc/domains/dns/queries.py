@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, or_, select, text, update
+from sqlalchemy import and_, delete, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
@@ -26,6 +28,25 @@ async def zone_by_name(session: AsyncSession, name: str, *, lock: bool = False) 
         # its rrsets) are serial, as they are on SQLite.
         stmt = stmt.with_for_update()
     return (await session.scalars(stmt)).first()
+
+
+async def zone_counted(session: AsyncSession, name: str) -> tuple[Zone, int] | None:
+    """The zone (locked on PostgreSQL, as zone_by_name with lock) and how many rrsets it holds, in
+    one round trip: a record-set change needs both."""
+    counted = select(func.count()).select_from(RRset).where(RRset.zone_id == Zone.id).scalar_subquery()
+    stmt = select(Zone, counted).where(Zone.name == name)
+    if is_postgres(session):
+        stmt = stmt.with_for_update(of=Zone)
+    row = (await session.execute(stmt)).first()
+    return None if row is None else (row[0], int(row[1]))
+
+
+async def around(session: AsyncSession, zone_id: str, apex: str, name: str) -> list[RRset]:
+    """What a change of `name` must be checked against, in one round trip: every rrset at `name`
+    (any type) and the zone's delegations (NS below the apex)."""
+    stmt = select(RRset).where(RRset.zone_id == zone_id, or_(
+        RRset.name == name, and_(RRset.type == "NS", RRset.name != apex)))
+    return list((await session.scalars(stmt)).all())
 
 
 async def zone_for_update(session: AsyncSession, zone_id: str) -> Zone | None:
@@ -105,13 +126,15 @@ async def record_synced(session: AsyncSession, zone_id: str, generation: int) ->
 
 
 async def mark_pending(session: AsyncSession, zone_id: str, keys: list[tuple[str, str]], generation: int) -> None:
-    """Record that these (name, type) changed at `generation` (one row per key, the latest wins)."""
-    for name, rtype in keys:
-        row = await session.get(PendingChange, (zone_id, name, rtype))
-        if row is None:
-            session.add(PendingChange(zone_id=zone_id, name=name, type=rtype, generation=generation))
-        else:
-            row.generation = generation
+    """Record that these (name, type) changed at `generation` (one row per key, the latest wins):
+    one upsert, both stores speak ON CONFLICT."""
+    if not keys:
+        return
+    insert = pg_insert if is_postgres(session) else sqlite_insert
+    stmt = insert(PendingChange).values([{"zone_id": zone_id, "name": n, "type": t, "generation": generation}
+                                         for n, t in keys])
+    await session.execute(stmt.on_conflict_do_update(index_elements=["zone_id", "name", "type"],
+                                                     set_={"generation": stmt.excluded.generation}))
 
 
 async def pending(session: AsyncSession, zone_id: str) -> list[tuple[str, str, int]]:

@@ -10,6 +10,7 @@ periodic reconcile."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -36,6 +37,7 @@ SOA_TIMERS = "0 10800 3600 604800 300"
 # day: a zone deletion must reach the nameserver even after a long outage, since the reconcile
 # only repairs zones the store still has.
 SYNC_MAX_ATTEMPTS = 30
+SYNC_GATHER = timedelta(milliseconds=20)
 MAX_RRSETS = 25_000  # per zone; the nameserver's API takes ~10,000 rrsets per request comfortably
 GLUE_TYPES = frozenset({"A", "AAAA"})
 
@@ -86,7 +88,10 @@ def _bump(uow: UnitOfWork, zone: Zone, *, full: bool, force: bool = False) -> No
 
 
 def enqueue_sync(uow: UnitOfWork, name: str, zone_id: str) -> None:
-    uow.enqueue(JobKind.dns_sync, {"zone": name, "zone_id": zone_id}, max_attempts=SYNC_MAX_ATTEMPTS)
+    """Due after a short gathering window: the changes that come meanwhile (a script setting many
+    records, a dashboard save) go to the nameserver in the same write."""
+    uow.enqueue(JobKind.dns_sync, {"zone": name, "zone_id": zone_id}, max_attempts=SYNC_MAX_ATTEMPTS,
+                run_at=utcnow() + SYNC_GATHER)
 
 
 async def _zone(session: AsyncSession, access: OrgAccess, name: str, *, lock: bool = False) -> Zone:
@@ -214,10 +219,23 @@ async def delete_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> None:
 
 # --- record sets ---
 
-async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype: str) -> None:
+async def _zone_counted(session: AsyncSession, access: OrgAccess, name: str) -> tuple[Zone, int]:
+    """The org's zone (locked) and how many rrsets it holds, or 404."""
+    try:
+        canonical = records.zone_name(name, field="zone")
+    except errors.InvalidDns:
+        raise errors.ZoneNotFound(details={"zone": name[:255]}) from None
+    found = await queries.zone_counted(session, canonical)
+    if found is None or found[0].org_id != access.org.id:
+        raise errors.ZoneNotFound(details={"zone": canonical})
+    return found
+
+
+async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype: str, *, others: list[str],
+                             cuts: list[str]) -> None:
     """CNAME alone on its name (409 cname_conflict, both ways); a delegated name (NS below the
-    apex) holds only NS, and below it only glue (A, AAAA): anything else would never be served."""
-    others = [t for t in await queries.types_at(session, zone.id, name) if t != rtype]
+    apex) holds only NS, and below it only glue (A, AAAA): anything else would never be served.
+    `others`: the types `name` holds besides `rtype`; `cuts`: the zone's delegated names."""
     if rtype == "CNAME" and others:
         raise errors.CnameConflict(f"A CNAME cannot share its name with other records ({', '.join(sorted(others))})",
                                    details={"name": records.relative(name, zone.name), "types": sorted(others)})
@@ -233,7 +251,7 @@ async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype
             raise errors.InvalidDns.of("name", "must not be delegated (NS) while names below it hold records "
                                        "other than A or AAAA glue")
         return
-    for cut in await queries.delegations(session, zone.id, zone.name):
+    for cut in cuts:
         if cut == name:
             raise errors.InvalidDns.of("name", "is delegated (it holds NS): only NS records can be here")
         if name.endswith("." + cut) and rtype not in GLUE_TYPES:
@@ -243,22 +261,26 @@ async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype
 
 async def put_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: str, rtype: str,
                     body: schemas.RRsetPut) -> schemas.RRset:
-    """Replace the whole rrset (create it when new). Managed sets: 409 managed_rrset."""
+    """Replace the whole rrset (create it when new). Managed sets: 409 managed_rrset. (Three round
+    trips to the store before the writes: a PUT is the API's busiest write, bench/dns.py.)"""
     nameserver(uow.ctx)
     session = uow.session
-    zone = await _zone(session, access, zone_name, lock=True)
+    zone, count = await _zone_counted(session, access, zone_name)
     rtype = records.record_type(rtype)
     owner = records.owner_name(zone.name, name, rtype)
-    row = await queries.rrset(session, zone.id, owner, rtype)
+    nearby = await queries.around(session, zone.id, zone.name, owner)
+    at_owner = {r.type: r for r in nearby if r.name == owner}
+    row = at_owner.get(rtype)
     if row is not None and row.managed_by is not None:
         raise errors.ManagedRRset(details={"name": records.relative(owner, zone.name), "type": rtype,
                                            "managed_by": row.managed_by})
     ttl = body.ttl if body.ttl is not None else (row.ttl if row is not None else records.DEFAULT_TTL)
     data = records.rrset(zone.name, owner, rtype, ttl, list(body.records))
-    await _check_coexistence(session, zone, owner, rtype)
+    cuts = sorted(r.name for r in nearby if r.type == "NS" and r.name != zone.name)
+    await _check_coexistence(session, zone, owner, rtype, others=[t for t in at_owner if t != rtype], cuts=cuts)
     now = utcnow()
     if row is None:
-        if await queries.count_rrsets(session, zone.id) >= MAX_RRSETS:
+        if count >= MAX_RRSETS:
             raise errors.InvalidDns.of("name", f"cannot be added: a zone holds at most {MAX_RRSETS} record sets")
         row = RRset(zone_id=zone.id, name=owner, type=rtype, ttl=data.ttl, records=list(data.records),
                     managed_by=None, updated_at=now)

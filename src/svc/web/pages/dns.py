@@ -35,7 +35,7 @@ from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork
 from svc.web import render
 from svc.web.deps import OrgAdmin, OrgMember, OrgViewer
-from svc.web.forms import fields, parse
+from svc.web.forms import fields, parse, refusable
 from svc.web.routing import page_router
 from svc.web.words import say
 
@@ -161,14 +161,6 @@ def _refusal(err: AppError, numbers: dict[str, list[int]] | None = None) -> dict
 
 
 @contextlib.asynccontextmanager
-async def _savepoint(uow: UnitOfWork) -> AsyncIterator[None]:
-    """A change that may be refused runs in a savepoint: refused, nothing of it stays, and what it
-    did not touch (who is looking, their org) stays loaded for the answer."""
-    async with uow.session.begin_nested():
-        yield
-
-
-@contextlib.asynccontextmanager
 async def _after_refusal(request: Request, uow: UnitOfWork) -> AsyncIterator[UnitOfWork]:
     """The change was refused and its savepoint rolled back: the route's write transaction, which
     holds nothing now, ends here, and the form is rendered again from a read unit of work of its
@@ -280,7 +272,7 @@ async def add_rrset(request: Request, access: OrgMember, uow: Uow, zone: ZonePat
     lines, numbers = _lines(typed["records"])
     try:
         body = parse(schemas.RRsetPut, {"ttl": _ttl(typed["ttl"]), "records": lines})
-        async with _savepoint(uow):
+        async with refusable(uow):
             saved = await service.put_rrset(uow, access, zone, typed["name"].strip() or "@", typed["type"], body)
     except AppError as err:
         if isinstance(err, errors.DnsNotConfigured | errors.ZoneNotFound):
@@ -335,7 +327,7 @@ async def save_rrset(request: Request, access: OrgMember, uow: Uow, zone: ZonePa
     lines, numbers = _lines(edit["records"])
     try:
         body = parse(schemas.RRsetPut, {"ttl": _ttl(edit["ttl"]), "records": lines})
-        async with _savepoint(uow):
+        async with refusable(uow):
             saved = await service.put_rrset(uow, access, zone, name, rtype, body)
     except AppError as err:
         if isinstance(err, errors.DnsNotConfigured | errors.ZoneNotFound):
@@ -392,7 +384,7 @@ async def set_ds(request: Request, access: OrgAdmin, uow: Uow, zone: ZonePath) -
     lines, numbers = _lines(typed)
     try:
         body = parse(schemas.DsSet, {"ds": lines})
-        async with _savepoint(uow):
+        async with refusable(uow):
             changed = await service.set_ds(uow, access, zone, list(body.ds))
     except AppError as err:
         if isinstance(err, errors.DnsNotConfigured | errors.ZoneNotFound):

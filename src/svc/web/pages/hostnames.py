@@ -13,9 +13,7 @@ nothing, so a card someone is reading, selecting or tabbing through is not repla
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -32,7 +30,7 @@ from svc.settings import Settings
 from svc.uow import Tx
 from svc.web import render
 from svc.web.deps import ProjectMember, ProjectViewer
-from svc.web.forms import fields, parse
+from svc.web.forms import fields, parse, refusable
 from svc.web.routing import page_router
 from svc.web.words import say
 
@@ -145,19 +143,12 @@ async def hostname_status(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
 
 # --- changes ---
 
-@contextlib.asynccontextmanager
-async def _savepoint(uow: Uow) -> AsyncIterator[None]:
-    """A change that may be refused runs in a savepoint: refused, nothing of it stays."""
-    async with uow.session.begin_nested():
-        yield
-
-
 @router.post(HOSTNAMES)
 async def add_hostname(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -> Response:
     typed = (await fields(request)).get("name", "")
     try:
         body = parse(schemas.HostnameAdd, {"name": typed})
-        async with _savepoint(uow):
+        async with refusable(uow):
             added = await service.add_hostname(uow, p.access, p.project, body.name)
     except AppError as err:
         refusal = _add_refusal(err)
