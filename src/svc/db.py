@@ -11,6 +11,7 @@ under concurrency.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -25,15 +26,16 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
-from svc.kit.loop_session import LoopReadSession, PlainReader, StoreSession
+from svc.kit.loop_session import LoopReadSession, LoopWriteSession, PlainReader, StoreSession
 from svc.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK_KEY = 0x5356430001  # pg_advisory_xact_lock key: one migrator at a time
 
 
-def _install_sqlite_connect_hook(engine: Engine) -> None:
-    """The PRAGMAs every connection needs, writers' and readers' alike."""
+def _install_sqlite_connect_hook(engine: Engine, *, busy_timeout_ms: int = 30000) -> None:
+    """The PRAGMAs every connection needs, writers' and readers' alike. (The loop's writer does
+    not wait in SQLite for the write lock: it waits in asyncio, kit/loop_session.py.)"""
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -43,7 +45,7 @@ def _install_sqlite_connect_hook(engine: Engine) -> None:
         cur = dbapi_connection.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
 
@@ -64,7 +66,7 @@ class Database:
     # SQLite: a synchronous engine for reads on the event loop's thread (kit/loop_session.py).
     sqlite_reader: PlainReader | None
     read: Callable[[], StoreSession]
-    write: async_sessionmaker[StoreSession]
+    write: Callable[[], StoreSession]
     is_sqlite: bool
     # The ORM session class of this Database's sessions, its own: whoever watches this store's
     # writes (the credential cache, auth/invalidation.py) listens to events of this class only.
@@ -122,11 +124,18 @@ def open_database(settings: Settings) -> Database:
                                          pool_reset_on_return=None,
                                          connect_args={"check_same_thread": False, "isolation_level": None})
         _install_sqlite_connect_hook(sync_read_engine)
+        # Writes on the loop's thread too (kit/loop_session.py LoopWriteSession): one connection
+        # per turn (this process's writers take turns), BEGIN IMMEDIATE at the first statement.
+        sync_write_engine = create_engine(f"sqlite:///{path}", pool_size=2, max_overflow=2,
+                                          connect_args={"check_same_thread": False, "isolation_level": None})
+        _install_sqlite_connect_hook(sync_write_engine, busy_timeout_ms=0)
+        event.listen(sync_write_engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
         is_sqlite = True
     else:
         engine = create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         write_bind = engine
         sync_read_engine = None
+        sync_write_engine = None
         is_sqlite = False
     session_class = type("SvcSession", (Session,), {})
     read: Callable[[], StoreSession]
@@ -138,8 +147,13 @@ def open_database(settings: Settings) -> Database:
     else:
         read = async_sessionmaker(engine, class_=StoreSession, expire_on_commit=False, autoflush=True,
                                   sync_session_class=session_class)
-    write = async_sessionmaker(write_bind, class_=StoreSession, expire_on_commit=False, autoflush=True,
-                               sync_session_class=session_class)
+    write: Callable[[], StoreSession]
+    if sync_write_engine is not None:
+        write = partial(LoopWriteSession, sync_write_engine, asyncio.Lock(), sync_session_class=session_class,
+                        expire_on_commit=False, autoflush=True)
+    else:
+        write = async_sessionmaker(write_bind, class_=StoreSession, expire_on_commit=False, autoflush=True,
+                                   sync_session_class=session_class)
     return Database(engine=engine, sqlite_reader=reader, read=read, write=write, is_sqlite=is_sqlite,
                     session_class=session_class)
 
