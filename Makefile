@@ -37,7 +37,7 @@ bench: setup
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/edge.py
 	$(BIN)/python bench/dashboard.py
-	$(BIN)/python bench/dns.py
+	$(BIN)/python bench/dns_bench.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

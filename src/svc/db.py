@@ -2,10 +2,12 @@
 
 SQLite (embedded default) serialises writers. A transaction that reads and then writes could
 otherwise fail with SQLITE_BUSY when another writer committed in between, so write sessions
-start with BEGIN IMMEDIATE (they wait for the lock up front, bounded by busy_timeout) and run on
-aiosqlite's thread, off the event loop. Read sessions run in autocommit (each statement sees the
-latest commit, as under PostgreSQL's READ COMMITTED) directly on the event loop's thread
-(kit/loop_session.py). PostgreSQL uses row locks (SELECT ... FOR UPDATE) where rules must hold
+start with BEGIN IMMEDIATE: the process's writers take turns on an asyncio.Lock, and the lock of
+another process is waited for with asyncio.sleep, never in SQLite (kit/loop_session.py
+LoopWriteSession). Read sessions run in autocommit (each statement sees the latest commit, as under
+PostgreSQL's READ COMMITTED). Both run their statements directly on the event loop's thread: SQLite
+answers in microseconds, less than a hand-over to another thread costs. Migrations keep the asyncio
+engine (aiosqlite). PostgreSQL uses row locks (SELECT ... FOR UPDATE) where rules must hold
 under concurrency.
 """
 

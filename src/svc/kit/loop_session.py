@@ -12,8 +12,9 @@ asyncio.Lock and an async retry rather than SQLite's busy_timeout, which would b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Executable, Row, util
@@ -126,7 +127,7 @@ class LoopReadSession(StoreSession):
 
 class LoopWriteSession(StoreSession):
     """SQLite writes on the event loop's thread: each statement costs what SQLite costs (tens of
-    microseconds) instead of a greenlet and two thread hand-overs (about 0.4 ms, bench/dns.py).
+    microseconds) instead of a greenlet and two thread hand-overs (about 0.4 ms, bench/dns_bench.py).
 
     What made writes go to aiosqlite's thread is that BEGIN IMMEDIATE may wait for the write lock
     (busy_timeout), which must not block the loop. Here the wait is async: the writers of this
@@ -206,10 +207,23 @@ class LoopWriteSession(StoreSession):
                          **kw: Any) -> AsyncConnection:
         raise NotImplementedError("An SQLite write session has no AsyncConnection: use execute()")
 
+    def begin_nested(self) -> Any:  # type: ignore[override]
+        """A savepoint; the transaction around it begins (with this process's turn) first."""
+        return self._nested()
+
+    @contextlib.asynccontextmanager
+    async def _nested(self) -> AsyncIterator[Any]:
+        await self._begun()
+        async with AsyncSession.begin_nested(self) as savepoint:
+            yield savepoint
+
     async def finish(self, *, commit: bool) -> None:
         try:
             if commit:
-                self.sync_session.commit()
+                sync = self.sync_session
+                if sync.new or sync.dirty or sync.deleted:
+                    await self._begun()  # objects only added so far: the commit's flush writes them
+                sync.commit()
             else:
                 self.sync_session.rollback()
         finally:

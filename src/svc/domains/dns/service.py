@@ -262,7 +262,7 @@ async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype
 async def put_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: str, rtype: str,
                     body: schemas.RRsetPut) -> schemas.RRset:
     """Replace the whole rrset (create it when new). Managed sets: 409 managed_rrset. (Three round
-    trips to the store before the writes: a PUT is the API's busiest write, bench/dns.py.)"""
+    trips to the store before the writes: a PUT is the API's busiest write, bench/dns_bench.py.)"""
     nameserver(uow.ctx)
     session = uow.session
     zone, count = await _zone_counted(session, access, zone_name)

@@ -1,7 +1,7 @@
 """DNS benchmark: PUT rrset through svc's API until the record is answered by its PowerDNS, against
 the same PowerDNS driven directly through its HTTP API in the same run.
 
-    .venv/bin/python bench/dns.py [--latency 200] [--puts 300] [--clients 4] [--big 10000] [--compare 100]
+    .venv/bin/python bench/dns_bench.py [--latency 200] [--puts 300] [--clients 4] [--big 10000] [--compare 100]
 
 One server process (uvicorn with the options of `svc serve`, SQLite store, dev login, the worker
 running) that starts and supervises svc's managed pdns_server (DNS on a free port, its API on the
@@ -44,21 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import dns.exception
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
 import httpx
-
-# This file is named dns.py and Python puts its directory first on sys.path, where it would hide
-# dnspython's `dns` package (from this benchmark and from svc in the server process): dnspython
-# is imported with that directory set aside.
-_BENCH_DIR = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH_DIR]
-import dns.exception  # noqa: E402
-import dns.message  # noqa: E402
-import dns.query  # noqa: E402
-import dns.rcode  # noqa: E402
-import dns.rdatatype  # noqa: E402
-
-sys.path.insert(0, str(_BENCH_DIR))
-from harness import machine, wait_for_server  # noqa: E402
+from harness import machine, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ORG = "bench"
