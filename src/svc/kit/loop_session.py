@@ -82,24 +82,22 @@ class StoreSession(AsyncSession):
             await AsyncSession.rollback(self)
 
 
-class LoopReadSession(StoreSession):
-    """The methods read paths use (execute, scalar, scalars, get) run synchronously, with no await
-    point inside; run_sync, refresh and the like still work through AsyncSession's greenlet, on
-    the same engine. There is no AsyncConnection to hand out (the driver is not async): use
-    execute(), or svc.db.plain_rows() for Core statements."""
+class _OnTheLoop(StoreSession):
+    """The statement methods queries use (execute, scalar, scalars, get), run on a synchronous
+    Session on the event loop's thread; `_ready` runs first."""
 
-    def __init__(self, reader: PlainReader, *, sync_session_class: type[Session], **kw: Any) -> None:
-        super().__init__(sync_session_class=sync_session_class, **kw)
-        self.sync_session.bind = reader.engine
-        self.plain_reader = reader
+    async def _ready(self) -> None:
+        """Before a statement: nothing for a read (LoopWriteSession begins its transaction)."""
 
     async def execute(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
                       bind_arguments: Any = None, **kw: Any) -> Result[Any]:
+        await self._ready()
         return self.sync_session.execute(statement, params, execution_options=_options(execution_options),
                                          bind_arguments=bind_arguments, **kw)
 
     async def scalar(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
                      bind_arguments: Any = None, **kw: Any) -> Any:
+        await self._ready()
         return self.sync_session.scalar(statement, params, execution_options=_options(execution_options),
                                         bind_arguments=bind_arguments, **kw)
 
@@ -111,9 +109,22 @@ class LoopReadSession(StoreSession):
     async def get(self, entity: Any, ident: Any, *, options: Sequence[Any] | None = None,
                   populate_existing: bool | None = None, with_for_update: Any = None,
                   identity_token: Any = None, execution_options: Any = util.EMPTY_DICT) -> Any:
+        await self._ready()
         return self.sync_session.get(entity, ident, options=options, populate_existing=populate_existing,
                                      with_for_update=with_for_update, identity_token=identity_token,
                                      execution_options=execution_options)
+
+
+class LoopReadSession(_OnTheLoop):
+    """The methods read paths use (execute, scalar, scalars, get) run synchronously, with no await
+    point inside; run_sync, refresh and the like still work through AsyncSession's greenlet, on
+    the same engine. There is no AsyncConnection to hand out (the driver is not async): use
+    execute(), or svc.db.plain_rows() for Core statements."""
+
+    def __init__(self, reader: PlainReader, *, sync_session_class: type[Session], **kw: Any) -> None:
+        super().__init__(sync_session_class=sync_session_class, **kw)
+        self.sync_session.bind = reader.engine
+        self.plain_reader = reader
 
     async def connection(self, bind_arguments: Any = None, execution_options: Any = None,
                          **kw: Any) -> AsyncConnection:
@@ -125,7 +136,7 @@ class LoopReadSession(StoreSession):
             sync.close()  # a request that read only plain rows never used it: nothing to close
 
 
-class LoopWriteSession(StoreSession):
+class LoopWriteSession(_OnTheLoop):
     """SQLite writes on the event loop's thread: each statement costs what SQLite costs (tens of
     microseconds) instead of a greenlet and two thread hand-overs (about 0.4 ms, bench/dns_bench.py).
 
@@ -146,7 +157,8 @@ class LoopWriteSession(StoreSession):
         self._turn = turn
         self._holding = False
 
-    async def _begun(self) -> None:
+    async def _ready(self) -> None:
+        """Begin the transaction in this process's turn, waiting (async) for another process's lock."""
         if self._holding:
             return
         await self._turn.acquire()
@@ -170,37 +182,12 @@ class LoopWriteSession(StoreSession):
             self._holding = False
             self._turn.release()
 
-    async def execute(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
-                      bind_arguments: Any = None, **kw: Any) -> Result[Any]:
-        await self._begun()
-        return self.sync_session.execute(statement, params, execution_options=_options(execution_options),
-                                         bind_arguments=bind_arguments, **kw)
-
-    async def scalar(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
-                     bind_arguments: Any = None, **kw: Any) -> Any:
-        await self._begun()
-        return self.sync_session.scalar(statement, params, execution_options=_options(execution_options),
-                                        bind_arguments=bind_arguments, **kw)
-
-    async def scalars(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
-                      bind_arguments: Any = None, **kw: Any) -> ScalarResult[Any]:
-        return (await self.execute(statement, params, execution_options=execution_options,
-                                   bind_arguments=bind_arguments, **kw)).scalars()
-
-    async def get(self, entity: Any, ident: Any, *, options: Sequence[Any] | None = None,
-                  populate_existing: bool | None = None, with_for_update: Any = None,
-                  identity_token: Any = None, execution_options: Any = util.EMPTY_DICT) -> Any:
-        await self._begun()
-        return self.sync_session.get(entity, ident, options=options, populate_existing=populate_existing,
-                                     with_for_update=with_for_update, identity_token=identity_token,
-                                     execution_options=execution_options)
-
     async def flush(self, objects: Sequence[Any] | None = None) -> None:
-        await self._begun()
+        await self._ready()
         self.sync_session.flush(objects)
 
     async def delete(self, instance: object) -> None:
-        await self._begun()
+        await self._ready()
         self.sync_session.delete(instance)
 
     async def connection(self, bind_arguments: Any = None, execution_options: Any = None,
@@ -213,7 +200,7 @@ class LoopWriteSession(StoreSession):
 
     @contextlib.asynccontextmanager
     async def _nested(self) -> AsyncIterator[Any]:
-        await self._begun()
+        await self._ready()
         async with AsyncSession.begin_nested(self) as savepoint:
             yield savepoint
 
@@ -222,7 +209,7 @@ class LoopWriteSession(StoreSession):
             if commit:
                 sync = self.sync_session
                 if sync.new or sync.dirty or sync.deleted:
-                    await self._begun()  # objects only added so far: the commit's flush writes them
+                    await self._ready()  # objects only added so far: the commit's flush writes them
                 sync.commit()
             else:
                 self.sync_session.rollback()
