@@ -312,6 +312,31 @@ async def test_viewers_look_members_edit_admins_run_the_zone(server: Server, con
     await look(member, "dns-zone-member")
 
 
+async def test_a_large_zone_shows_its_first_sets_and_a_filter_finds_the_rest(server: Server, contexts,
+                                                                             http) -> None:
+    me = await _token(http, "dnsweb-big")
+    assert (await http.post("/v1/orgs", json={"slug": "dnsweb-big-org"}, headers=me)).status_code == 201
+    zone = "/v1/orgs/dnsweb-big-org/dns/zones/big.example"
+    assert (await http.post("/v1/orgs/dnsweb-big-org/dns/zones", json={"name": "big.example"},
+                            headers=me)).status_code == 200
+    for i in range(205):
+        r = await http.put(f"{zone}/rrsets/host{i:03d}/A", json={"records": [f"192.0.2.{i % 250 + 1}"]}, headers=me)
+        assert r.status_code == 200, r.text
+    page = await sign_in(await contexts(), server, "dnsweb-big", next_path="/orgs/dnsweb-big-org/dns/big.example")
+    # 207 sets with the SOA and NS: the first 200 are shown, and the page says how to find the rest.
+    await expect(page.get_by_text("Showing the first 200 of 207")).to_be_visible()
+    await expect(page.locator("table.rrsets tbody tr")).to_have_count(200)
+    await expect(_row(page, "host204", "A")).to_have_count(0)
+    await page.get_by_label("Filter by name").fill("host20")
+    await page.get_by_role("button", name="Filter").click()
+    await expect(_row(page, "host204", "A")).to_contain_text("192.0.2.205")
+    await expect(page.locator("table.rrsets tbody tr")).to_have_count(5)  # host200 ... host204
+    await expect(page.get_by_text("record sets whose name holds “host20”")).to_be_visible()
+    await look(page, "dns-zone-filtered")
+    await page.get_by_role("link", name="show all").click()
+    await expect(page.get_by_text("Showing the first 200 of 207")).to_be_visible()
+
+
 async def test_the_keyboard_alone_edits_a_row(server: Server, contexts, http, ns: Nameserver) -> None:
     owner = "dnsweb-kim"
     auth = await _token(http, owner)

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import idna
-from fastapi import Path, Request, Response
+from fastapi import Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from svc.adapters.nameserver import nameserver_plan
@@ -61,6 +61,8 @@ DNSSEC_SAID = {
 }
 
 # How the forms name their fields in an error ("records" is the textarea of records, one per line).
+# A zone page shows this many record sets at most (a filter by name finds the others).
+ROWS_SHOWN = 200
 FIELD_WORDS = {"name": "Name", "type": "Type", "ttl": "TTL", "records": "Records", "ds": "DS records",
                "confirm": "Confirmation"}
 
@@ -193,19 +195,26 @@ def _form_values(access: OrgAccess, zone_name: str) -> dict[str, Any]:
             "default_ttl": records.DEFAULT_TTL, "min_ttl": records.MIN_TTL, "max_ttl": records.MAX_TTL}
 
 
-def _zone_values(access: OrgAccess, detail: schemas.ZoneDetail) -> dict[str, Any]:
-    rows = sorted((_row(access.org.slug, detail.name, r) for r in detail.rrsets), key=_order)
+def _zone_values(access: OrgAccess, detail: schemas.ZoneDetail, *, q: str = "",
+                 editing: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The page's values. A large zone shows its first ROWS_SHOWN record sets (and the one being
+    edited): a page of 10,000 rows would be megabytes; the name filter finds the others."""
+    wanted = q.strip().lower()
+    chosen = sorted((_row(access.org.slug, detail.name, r) for r in detail.rrsets
+                     if wanted in r.name.lower() or (r.name, r.type) == editing), key=_order)
+    rows = chosen[:ROWS_SHOWN]
     state = DnssecState(detail.dnssec)
     return {**_form_values(access, detail.name), "zone": detail, "zone_bare": _bare(detail.name),
-            "zone_unicode": _unicode(detail.name), "rows": rows, "dnssec_said": DNSSEC_SAID[state],
+            "zone_unicode": _unicode(detail.name), "rows": rows, "q": q.strip(), "matching": len(chosen),
+            "total": len(detail.rrsets), "dnssec_said": DNSSEC_SAID[state],
             # The DS block polls itself until the nameserver has signed the zone (or can be asked).
             "ds_polling": state is not DnssecState.off and not detail.ds_records}
 
 
 async def _zone_page(request: Request, access: OrgAccess, uow: UnitOfWork, zone: str, *, status: int = 200,
-                     **extra: Any) -> Response:
+                     q: str = "", **extra: Any) -> Response:
     detail = await service.zone_detail(uow, access, zone)
-    values = {**_zone_values(access, detail), **extra}
+    values = {**_zone_values(access, detail, q=q, editing=extra.get("editing")), **extra}
     title = f"{values['zone_bare']}: DNS"
     return await render.render(request, "dns/zone.html", status=status, title=title, **values)
 
@@ -241,9 +250,10 @@ async def add_zone(request: Request, access: OrgAdmin, uow: Uow) -> Response:
 
 
 @router.get(ZONE)
-async def zone_page(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx, zone: ZonePath) -> Response:
+async def zone_page(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx, zone: ZonePath,
+                    q: Annotated[str, Query(max_length=253)] = "") -> Response:
     try:
-        return await _zone_page(request, access, uow, zone)
+        return await _zone_page(request, access, uow, zone, q=q)
     except errors.DnsNotConfigured:
         return await _dns_off(request, ctx)
 
@@ -304,7 +314,8 @@ async def edit_rrset(request: Request, access: OrgMember, uow: Uow, zone: ZonePa
         return await render.render_part(request, "dns/_row_edit.html", r=row, edit=edit, focus=True,
                                         **_zone_values(access, detail))
     return await render.render(request, "dns/zone.html", title=f"{_bare(detail.name)}: DNS",
-                               editing=(found.name, found.type), edit=edit, **_zone_values(access, detail))
+                               editing=(found.name, found.type), edit=edit,
+                               **_zone_values(access, detail, editing=(found.name, found.type)))
 
 
 @router.get(RRSET + "/row")
