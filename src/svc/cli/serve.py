@@ -14,6 +14,7 @@ from rich.markup import escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
+from svc.adapters.resolver import build_resolver
 from svc.app import create_app, default_adapters
 from svc.auth.invalidation import StoreInUse
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken, find_nginx
@@ -152,6 +153,9 @@ def serve(
         console.print(f"[bold red]dns:[/bold red]       {escape(dns.summary)}")
     else:
         console.print(f"dns:       {escape(dns.summary)}")
+    checks = build_resolver(settings, managed_dns=dns.mode == "managed").description
+    console.print(f"hostnames: ownership checked every {settings.hostname_verify_seconds:g}s, asking "
+                  f"{escape(checks)} (SVC_DNS_RESOLVER)")
     if settings.enable_dev_auth:
         console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
     logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
