@@ -165,10 +165,10 @@ async def sync(run: JobRun) -> None:
         await port.delete_zone(name)
         log.info("dns.sync %s: deleted at the nameserver", name)
         return
-    if zone.id != run.payload.get("zone_id") and zone.synced_generation >= zone.generation:
-        return  # deleted and made again meanwhile: the new zone's own sync made the nameserver right
     if zone.synced_generation >= zone.generation:
-        return  # an earlier sync already sent everything
+        # An earlier sync already sent everything (also when the zone was deleted and made again
+        # meanwhile: then this job's deletion is moot, and the new zone's own sync ran).
+        return
     generation, zone_id = zone.generation, zone.id
     full = zone.full_sync_generation > zone.synced_generation
     changes = None if full else await _changes(run.session, zone)
