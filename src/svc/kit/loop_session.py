@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Executable, Row, util
@@ -161,7 +161,13 @@ class LoopWriteSession(_OnTheLoop):
         """Begin the transaction in this process's turn, waiting (async) for another process's lock."""
         if self._holding:
             return
-        await self._turn.acquire()
+        try:
+            # Bounded like SQLite's own wait was: a writer stalled inside its transaction (a client
+            # that never sends its body) fails the others after BEGIN_PATIENCE, not never.
+            async with asyncio.timeout(self.BEGIN_PATIENCE):
+                await self._turn.acquire()
+        except TimeoutError:
+            raise TimeoutError(f"no turn to write to the store within {self.BEGIN_PATIENCE:.0f}s") from None
         self._holding = True
         delay, waited = 0.002, 0.0
         while True:
@@ -189,6 +195,15 @@ class LoopWriteSession(_OnTheLoop):
     async def delete(self, instance: object) -> None:
         await self._ready()
         self.sync_session.delete(instance)
+
+    async def refresh(self, instance: object, attribute_names: Iterable[str] | None = None,
+                      with_for_update: Any = None) -> None:
+        await self._ready()
+        self.sync_session.refresh(instance, attribute_names=attribute_names, with_for_update=with_for_update)
+
+    async def merge(self, instance: Any, *, load: bool = True, options: Sequence[Any] | None = None) -> Any:
+        await self._ready()
+        return self.sync_session.merge(instance, load=load, options=options)
 
     async def connection(self, bind_arguments: Any = None, execution_options: Any = None,
                          **kw: Any) -> AsyncConnection:

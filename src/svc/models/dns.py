@@ -32,8 +32,9 @@ class Zone(Base):
     # The generation of the last change the record-set keys in dns_pending cannot express (the
     # zone made, DNSSEC switched, drift found): the sync compares the whole zone up to it.
     full_sync_generation: Mapped[int] = mapped_column(default=0)
-    # When the store last changed the zone: the reconcile leaves a zone whose sync is under way alone.
-    changed_at: Mapped[datetime]
+    # When the zone's pending sync became due (its first change since the last sync): the
+    # reconcile leaves a zone whose sync is under way alone, unless it has been due for long.
+    sync_due_at: Mapped[datetime]
 
 
 class RRset(Base):

@@ -206,7 +206,7 @@ async def reconcile(run: JobRun) -> None:
     port = run.ctx.adapters.nameserver
     if port is None:
         return
-    zones = [(z.name, z.synced_generation < z.generation and z.changed_at > utcnow() - SYNC_UNDER_WAY)
+    zones = [(z.name, z.synced_generation < z.generation and z.sync_due_at > utcnow() - SYNC_UNDER_WAY)
              for z in await queries.all_zones(run.session)]
     await run.uow.close_reads()
     served = set(await port.zone_names())

@@ -80,10 +80,10 @@ def _bump(uow: UnitOfWork, zone: Zone, *, full: bool, force: bool = False) -> No
     last step hold the zone's row, so one of them always sees the other.)"""
     idle = zone.synced_generation >= zone.generation
     zone.generation += 1
-    zone.changed_at = utcnow()
     if full:
         zone.full_sync_generation = zone.generation
     if idle or force:
+        zone.sync_due_at = utcnow()
         enqueue_sync(uow, zone.name, zone.id)
 
 
@@ -184,7 +184,7 @@ async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
     now = utcnow()
     ns = nameservers(settings)
     zone = Zone(id=new_id("zone"), org_id=access.org.id, name=canonical, dnssec=DnssecState.off, ds=[],
-                created_at=now, generation=0, synced_generation=0, full_sync_generation=0, changed_at=now)
+                created_at=now, generation=0, synced_generation=0, full_sync_generation=0, sync_due_at=now)
     try:
         async with session.begin_nested():
             session.add(zone)

@@ -28,7 +28,7 @@ def upgrade() -> None:
     sa.Column('generation', sa.Integer(), nullable=False),
     sa.Column('synced_generation', sa.Integer(), nullable=False),
     sa.Column('full_sync_generation', sa.Integer(), nullable=False),
-    sa.Column('changed_at', svc.models.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('sync_due_at', svc.models.base.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['orgs.id'], name=op.f('fk_dns_zones_org_id_orgs'), ondelete='RESTRICT'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_dns_zones')),
     sa.UniqueConstraint('name', name=op.f('uq_dns_zones_name'))
