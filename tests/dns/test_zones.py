@@ -344,3 +344,26 @@ async def test_a_burst_of_changes_is_served_exactly(dns_svc: Svc, pdns: Pdns) ->
     async with dns_svc.ctx.db.transaction(write=False) as s:
         zone = (await s.scalars(select(Zone))).one()
         assert zone.synced_generation == zone.generation
+
+
+async def test_a_zone_whose_sync_ran_out_is_repaired_even_while_it_keeps_changing(dns_svc: Svc, pdns: Pdns) -> None:
+    """A sync that ran out of attempts leaves its changes pending and no job; the changes after it
+    wait for that sync, so the reconcile must not take the zone for one under way for ever."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from svc.kit.clock import utcnow
+
+    team = await _team(dns_svc)
+    await team.alice.client.post(Z, json={"name": "example.com"})
+    await _settled(dns_svc)
+    await _answers(pdns, "example.com.", "NS", NAMESERVERS)
+    # What a dns.sync that ran out of attempts 11 minutes ago leaves: a change pending, no job.
+    async with dns_svc.ctx.db.transaction() as s:
+        await s.execute(update(Zone).values(generation=Zone.generation + 1,
+                                            sync_due_at=utcnow() - timedelta(minutes=11)))
+    r = await team.bob.client.put(f"{ZONE}/rrsets/late/A", json={"records": ["192.0.2.44"]})
+    assert r.status_code == 200  # stored; it waits for the sync that is due (and will not come)
+    await _reconcile(dns_svc)
+    await _answers(pdns, "late.example.com.", "A", ["192.0.2.44"])
