@@ -40,21 +40,11 @@ def absolute(host: str) -> str:
     return host.lower().rstrip(".") + "."
 
 
-def parents(host: str) -> list[str]:
-    """The names a zone holding `host` could have, longest first: the host itself, then each parent
-    of at least two labels ("a.b.example.com." -> itself, "b.example.com.", "example.com.")."""
-    labels = absolute(host).rstrip(".").split(".")
-    return [".".join(labels[i:]) + "." for i in range(len(labels) - 1)]
-
-
 async def org_zone(session: AsyncSession, org_id: str, host: str, *, lock: bool = False) -> Zone | None:
     """The zone of org `org_id` that holds `host` (the closest one), or None. Zones of different
     orgs never overlap (zone_taken), so the closest zone of any org decides."""
-    for name in parents(host):
-        zone = await queries.zone_by_name(session, name, lock=lock)
-        if zone is not None:
-            return zone if zone.org_id == org_id else None
-    return None
+    zone = await queries.closest_zone(session, absolute(host), lock=lock)
+    return zone if zone is not None and zone.org_id == org_id else None
 
 
 async def link(uow: UnitOfWork, org_id: str, host: str, target: str) -> Linked:
@@ -67,14 +57,14 @@ async def link(uow: UnitOfWork, org_id: str, host: str, target: str) -> Linked:
     owner = absolute(host)
     if owner == zone.name:
         return Linked.apex
-    existing = await queries.types_at(session, zone.id, owner)
+    nearby = await queries.around(session, zone.id, zone.name, owner)
+    existing = {r.type: r for r in nearby if r.name == owner}
     if existing:
-        row = await queries.rrset(session, zone.id, owner, "CNAME")
+        row = existing.get("CNAME")
         if row is not None and row.managed_by == ManagedBy.project:
             return Linked.exists
         return Linked.occupied
-    cuts = await queries.delegations(session, zone.id, zone.name)
-    if any(owner.endswith("." + cut) for cut in cuts):
+    if any(owner.endswith("." + r.name) for r in nearby if r.type == "NS"):
         return Linked.occupied  # below a delegation: another nameserver answers for it
     if await queries.count_rrsets(session, zone.id) >= service.MAX_RRSETS:
         return Linked.occupied

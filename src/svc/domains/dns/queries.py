@@ -8,6 +8,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
+from svc.domains.dns.records import enclosing
 from svc.models import PendingChange, RRset, Zone
 
 # pg_advisory_xact_lock key serialising zone creation: the overlap rule reads other rows than the
@@ -57,10 +58,29 @@ async def zone_for_update(session: AsyncSession, zone_id: str) -> Zone | None:
     return (await session.scalars(stmt)).first()
 
 
+async def zone_owners(session: AsyncSession, names: list[str]) -> dict[str, str]:
+    """{zone name: org id} of the zones among `names` (absolute names), in one query per 500."""
+    found: dict[str, str] = {}
+    unique = sorted(set(names))
+    for i in range(0, len(unique), 500):
+        rows = await session.execute(select(Zone.name, Zone.org_id).where(Zone.name.in_(unique[i:i + 500])))
+        found.update({name: org for name, org in rows.all()})
+    return found
+
+
+async def closest_zone(session: AsyncSession, name: str, *, lock: bool = False) -> Zone | None:
+    """The zone holding `name` (the closest of its enclosing names that is a zone), in one query;
+    locked on PostgreSQL with `lock`."""
+    stmt = select(Zone).where(Zone.name.in_(enclosing(name)))
+    if lock and is_postgres(session):
+        stmt = stmt.with_for_update()
+    zones = list((await session.scalars(stmt)).all())
+    return max(zones, key=lambda z: len(z.name), default=None)
+
+
 async def overlapping(session: AsyncSession, name: str) -> list[Zone]:
     """Zones that are `name`'s parents or children (not `name` itself)."""
-    labels = name.rstrip(".").split(".")
-    parents = [".".join(labels[i:]) + "." for i in range(1, len(labels))]
+    parents = enclosing(name)[1:]
     escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     stmt = select(Zone).where(or_(Zone.name.in_(parents), Zone.name.like("%." + escaped, escape="\\")))
     return list((await session.scalars(stmt)).all())
@@ -90,17 +110,6 @@ async def rrsets(session: AsyncSession, zone_id: str) -> list[RRset]:
 
 async def rrset(session: AsyncSession, zone_id: str, name: str, rtype: str) -> RRset | None:
     return await session.get(RRset, (zone_id, name, rtype))
-
-
-async def types_at(session: AsyncSession, zone_id: str, name: str) -> list[str]:
-    return list((await session.scalars(
-        select(RRset.type).where(RRset.zone_id == zone_id, RRset.name == name))).all())
-
-
-async def delegations(session: AsyncSession, zone_id: str, apex: str) -> list[str]:
-    """Names below the apex holding an NS rrset (delegated subzones)."""
-    return list((await session.scalars(
-        select(RRset.name).where(RRset.zone_id == zone_id, RRset.type == "NS", RRset.name != apex))).all())
 
 
 async def below(session: AsyncSession, zone_id: str, name: str) -> list[tuple[str, str]]:

@@ -109,6 +109,13 @@ def _is_ip(text: str) -> bool:
     return True
 
 
+def enclosing(name: str) -> list[str]:
+    """The names a zone holding `name` could have, closest first: the name itself, then each
+    parent of at least two labels ("a.b.example.com." -> itself, "b.example.com.", "example.com.")."""
+    labels = name.lower().rstrip(".").split(".")
+    return [".".join(labels[i:]) + "." for i in range(len(labels) - 1)]
+
+
 def is_within(name: str, zone: str) -> bool:
     """`name` is `zone` or below it (both absolute, lowercase)."""
     return name == zone or name.endswith("." + zone)

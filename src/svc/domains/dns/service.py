@@ -94,12 +94,18 @@ def enqueue_sync(uow: UnitOfWork, name: str, zone_id: str) -> None:
                 run_at=utcnow() + SYNC_GATHER)
 
 
-async def _zone(session: AsyncSession, access: OrgAccess, name: str, *, lock: bool = False) -> Zone:
-    """The org's zone by the path's {zone} (any spelling zone_name accepts), or 404."""
+def _path_zone(name: str) -> str:
+    """The path's {zone} in canonical form (any spelling zone_name accepts); a name that cannot be
+    a zone is simply not found."""
     try:
-        canonical = records.zone_name(name, field="zone")
+        return records.zone_name(name, field="zone")
     except errors.InvalidDns:
         raise errors.ZoneNotFound(details={"zone": name[:255]}) from None
+
+
+async def _zone(session: AsyncSession, access: OrgAccess, name: str, *, lock: bool = False) -> Zone:
+    """The org's zone by the path's {zone}, or 404."""
+    canonical = _path_zone(name)
     zone = await queries.zone_by_name(session, canonical, lock=lock)
     if zone is None or zone.org_id != access.org.id:
         raise errors.ZoneNotFound(details={"zone": canonical})
@@ -221,10 +227,7 @@ async def delete_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> None:
 
 async def _zone_counted(session: AsyncSession, access: OrgAccess, name: str) -> tuple[Zone, int]:
     """The org's zone (locked) and how many rrsets it holds, or 404."""
-    try:
-        canonical = records.zone_name(name, field="zone")
-    except errors.InvalidDns:
-        raise errors.ZoneNotFound(details={"zone": name[:255]}) from None
+    canonical = _path_zone(name)
     found = await queries.zone_counted(session, canonical)
     if found is None or found[0].org_id != access.org.id:
         raise errors.ZoneNotFound(details={"zone": canonical})

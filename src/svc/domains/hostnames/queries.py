@@ -9,7 +9,7 @@ from sqlalchemy import case, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
-from svc.models import Hostname, HostnameKind, HostnameStatus, Project, ProjectState, Zone
+from svc.models import Hostname, HostnameKind, HostnameStatus, Project, ProjectState
 
 
 async def of_project(session: AsyncSession, project_id: str) -> list[Hostname]:
@@ -75,12 +75,3 @@ async def record_check(session: AsyncSession, host: str, value: str, *, proven: 
         .values(**values).execution_options(synchronize_session=False))
     return proven and bool(getattr(result, "rowcount", 0))
 
-
-async def zone_owners(session: AsyncSession, names: list[str]) -> dict[str, str]:
-    """{zone name: org id} of the zones among `names` (absolute names), in one query per 500."""
-    found: dict[str, str] = {}
-    unique = sorted(set(names))
-    for i in range(0, len(unique), 500):
-        rows = await session.execute(select(Zone.name, Zone.org_id).where(Zone.name.in_(unique[i:i + 500])))
-        found.update({name: org for name, org in rows.all()})
-    return found

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.resolver.port import Lookup, Outcome, Resolver
-from svc.domains.dns import links
-from svc.domains.hostnames import queries
+from svc.domains.dns import links, records
+from svc.domains.dns import queries as dns_queries
 
 TXT_PREFIX = "_svc-verify."
 MAX_ERROR = 500  # the column's size
@@ -49,10 +49,10 @@ async def in_org_zone(session: AsyncSession, org_id: str, host: str) -> bool:
 async def in_org_zones(session: AsyncSession, wanted: list[tuple[str, str]]) -> set[str]:
     """Of (host, org id) pairs, the hosts inside a zone of their org (proof 1), in one query. The
     closest zone decides: zones of different orgs never overlap."""
-    owners = await queries.zone_owners(session, [name for host, _ in wanted for name in links.parents(host)])
+    owners = await dns_queries.zone_owners(session, [name for host, _ in wanted for name in records.enclosing(host)])
     proven: set[str] = set()
     for host, org_id in wanted:
-        for name in links.parents(host):
+        for name in records.enclosing(host):
             if name in owners:
                 if owners[name] == org_id:
                     proven.add(host)
