@@ -20,9 +20,13 @@ setup: $(BIN)/.synced
 run: setup
 	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT)
 
+# deptry: src imports only what [project].dependencies declares, and uses all of it (pyproject.toml);
+# tests and benches may import the dev group too, and need not use every dependency.
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/lint-imports
+	$(BIN)/deptry src
+	$(BIN)/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004 --known-first-party svc --known-first-party tests
 
 types: setup
 	$(BIN)/mypy
