@@ -19,35 +19,12 @@ from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
 from svc.adapters.nameserver import build_nameserver, nameserver_plan, start_nameserver
 from svc.adapters.resolver import build_resolver
+from svc.areas import AREAS
 from svc.auth.cache import AuthCache
 from svc.auth.invalidation import CacheKeeper
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
-from svc.domains.access import edge_router as access_edge
-from svc.domains.access.router import router as access_router
-from svc.domains.audit.router import router as audit_router
-from svc.domains.credentials.router import router as credentials_router
-from svc.domains.deployments import jobs as deployment_jobs
-from svc.domains.deployments import service as deployments
-from svc.domains.deployments.router import is_bundle_upload
-from svc.domains.deployments.router import router as deployments_router
-from svc.domains.dns import jobs as dns_jobs
-from svc.domains.dns.router import router as dns_router
-from svc.domains.hostnames import edge_router as hostnames_edge
-from svc.domains.hostnames import jobs as hostname_jobs
-from svc.domains.hostnames.router import router as hostnames_router
-from svc.domains.identity.idp_router import router as idp_router
-from svc.domains.identity.router import dev_router
-from svc.domains.identity.router import router as identity_router
-from svc.domains.invites.router import router as invites_router
-from svc.domains.mail import jobs as mail_jobs
-from svc.domains.notifications.router import router as notifications_router
-from svc.domains.operations import jobs as operation_jobs
-from svc.domains.operations.router import router as operations_router
-from svc.domains.orgs.router import router as orgs_router
-from svc.domains.projects import service as projects
-from svc.domains.projects.router import router as projects_router
-from svc.domains.secrets.router import router as secrets_router
+from svc.domains.projects.service import EdgeRouting
 from svc.edge import start_edge
 from svc.errors import BadRequest, error_response, install_error_handlers
 from svc.jobs.registry import JobRegistry
@@ -61,23 +38,29 @@ from svc.web import install_dashboard
 log = logging.getLogger("svc")
 
 MAX_JSON_BODY = 1024 * 1024
+HOLDINGS = tuple(holding for area in AREAS for holding in area.holdings)
 
 
 def default_adapters(settings: Settings) -> Adapters:
     mail = SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
+    dns = nameserver_plan(settings)
+    off = {"nameserver": dns.summary.removeprefix("OFF - ").rstrip(".")} if dns.mode == "off" else {}
     return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings),
-                    nameserver=build_nameserver(settings))
+                    nameserver=build_nameserver(settings), off=off)
 
 
 def build_registry(settings: Settings) -> JobRegistry:
-    """Every area registers its job kinds and periodic cycles here."""
+    """Every area's job kinds and periodic cycles, as its manifest registers them."""
     registry = JobRegistry()
-    mail_jobs.register(registry)
-    operation_jobs.register(registry)
-    deployment_jobs.register(registry)
-    dns_jobs.register(registry)
-    hostname_jobs.register(registry, settings)
+    for area in AREAS:
+        if area.jobs is not None:
+            area.jobs(registry, settings)
     return registry
+
+
+def is_upload(scope: Scope) -> bool:
+    """A request whose body an area bounds itself (a bundle upload)."""
+    return any(area.uploads(scope) for area in AREAS if area.uploads is not None)
 
 
 class RequestGuard:
@@ -93,7 +76,7 @@ class RequestGuard:
             if b"%00" in scope.get("raw_path", b"") or b"%00" in scope.get("query_string", b""):
                 await error_response(BadRequest("The URL must not contain NUL characters"))(scope, receive, send)
                 return
-            if not is_bundle_upload(scope):
+            if not is_upload(scope):
                 for name, value in scope.get("headers", []):
                     if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                         resp = error_response(BadRequest(f"The request body is over {self.limit} bytes"))
@@ -142,7 +125,7 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
         await migrate(db)
         adapters = default_adapters(settings)
         yield AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
-                         keyring=Keyring(load_or_create_secret_key(settings)))
+                         keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS)
     finally:
         await db.dispose()
 
@@ -170,7 +153,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             raise
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
-                         worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)))
+                         worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)),
+                         holdings=HOLDINGS)
         app.state.ctx = ctx
         app.state.auth_cache = auth_cache
         app.state.auth_keeper = keeper
@@ -178,8 +162,10 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             ctx.adapters.blobs = build_blob_store(settings)
         if ctx.adapters.resolver is None:
             ctx.adapters.resolver = build_resolver(settings, managed_dns=nameserver_plan(settings).mode == "managed")
-        # What a killed process left half-done (staging dirs, temporary uploads): never visible, removed here.
-        await asyncio.to_thread(deployments.sweep_partials, ctx)
+        areas_running = contextlib.AsyncExitStack()
+        for area in AREAS:
+            if area.lifespan is not None:
+                await areas_running.enter_async_context(area.lifespan(ctx))
         worker = Worker(ctx, registry)
         app.state.worker = worker
         stop = asyncio.Event()
@@ -193,7 +179,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 if dns is not None:
                     ctx.adapters.nameserver = dns.nameserver
             if run_edge and settings.edge_enabled:
-                edge = await start_edge(settings, projects.EdgeRouting(ctx), api_url=edge_api or settings.public_url)
+                edge = await start_edge(settings, EdgeRouting(ctx), api_url=edge_api or settings.public_url)
                 ctx.edge = edge
             yield {}
         finally:
@@ -206,6 +192,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             if dns is not None:
                 ctx.adapters.nameserver = None
                 await dns.stop()
+            await areas_running.aclose()
             await keeper.stop()
             await db.dispose()
 
@@ -213,13 +200,9 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                   openapi_url="/v1/openapi.json", docs_url=None, redoc_url=None)
     install_error_handlers(app)
     install_openapi(app)
-    if settings.enable_dev_auth:
-        app.include_router(dev_router)
-    for router in (identity_router, idp_router, orgs_router, notifications_router, credentials_router, invites_router,
-                   projects_router, operations_router, deployments_router, secrets_router, access_router,
-                   access_edge.router, audit_router, dns_router, hostnames_router,
-                   hostnames_edge.router):
-        app.include_router(router)
-    install_dashboard(app)
+    for area in AREAS:
+        for router in (*area.routers, *(area.dev_routers if settings.enable_dev_auth else ())):
+            app.include_router(router)
+    install_dashboard(app, AREAS)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)
     return app

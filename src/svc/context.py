@@ -7,7 +7,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy.orm import InstrumentedAttribute
+
 from svc.db import Database
+from svc.models import Base
 from svc.settings import Settings
 
 if TYPE_CHECKING:
@@ -32,6 +35,19 @@ class Adapters:
     nameserver: Nameserver | None = None
     # DNS resolution for custom hostnames' ownership checks; None: built from the settings at start.
     resolver: Resolver | None = None
+    # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's
+    # pages tell people when its routes answer 503.
+    off: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OrgHolding:
+    """Rows an org holds that block its deletion (their org_id is ON DELETE RESTRICT), declared by
+    the area that owns them in its manifest: org deletion counts them and names a few (`name`)."""
+
+    kind: str
+    model: type[Base]
+    name: InstrumentedAttribute[str]
 
 
 @dataclass
@@ -47,6 +63,8 @@ class AppContext:
     edge: Edge | None = None
     # Set after a commit that enqueued jobs: this process's worker looks for work at once.
     jobs_waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    # What orgs hold in every area, from the areas' manifests (svc/areas.py).
+    holdings: tuple[OrgHolding, ...] = ()
 
     @property
     def keys(self) -> Keyring:

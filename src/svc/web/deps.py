@@ -8,10 +8,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from svc.auth.principal import Principal, read_cache, resolve_principal
+from svc.auth.projects import ProjectAccess, ProjectNamePath, project_access
 from svc.auth.roles import OrgAccess, OrgSlugPath, org_access
 from svc.context import AppContext
 from svc.deps import request_session
-from svc.domains.projects.deps import ProjectAccess, ProjectNamePath, project_access
 from svc.errors import Unauthorized
 from svc.models import Role
 from svc.web.routing import SignInNeeded

@@ -1,31 +1,26 @@
-"""Pages from templates: one Jinja2 environment, the frame every page shares (who is signed in,
-their orgs for the switcher, the org and project in view, the CSRF token, a one-time notice), and
-the response: HTML, gzipped when it pays, never cached, under a strict Content-Security-Policy
-(scripts and styles from svc's own /static only)."""
+"""Pages from templates: the dashboard's Jinja2 environment (web/dashboard.py), the frame every page
+shares (who is signed in, the navigation, what the areas add: the org switcher's orgs, the org in
+view; the CSRF token, a one-time notice), and the response: HTML, gzipped when it pays, never
+cached, under a strict Content-Security-Policy (scripts and styles from svc's own /static only)."""
 
 from __future__ import annotations
 
 import base64
 import gzip
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup, escape
 
 from svc import __version__
 from svc.auth.principal import Principal
+from svc.auth.roles import at_least
 from svc.context import AppContext
-from svc.deps import request_uow
-from svc.domains.orgs import service as orgs
-from svc.kit.clock import human_date, relative, rfc3339, utcnow
+from svc.models import Role
 from svc.web.assets import Assets
+from svc.web.dashboard import Dashboard, NavLink
 from svc.web.session import CSRF_FIELD, csrf_token
 
-TEMPLATES = Path(__file__).parent / "templates"
 FLASH_COOKIE = "svc_flash"
 GZIP_MIN_BYTES = 1400
 
@@ -35,25 +30,6 @@ HEADERS = {"Content-Security-Policy": CSP, "Cache-Control": "no-store", "Referre
            "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Vary": "Accept-Encoding, HX-Request"}
 
 
-def _time(when: datetime | None) -> str:
-    """<time> with the instant for machines, "3 minutes ago" for people and the date on hover."""
-    if when is None:
-        return "never"
-    return Markup('<time datetime="{}" title="{}">{}</time>').format(
-        escape(rfc3339(when)), escape(human_date(when)), escape(relative(when, utcnow())))
-
-
-def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True), auto_reload=False,
-                      trim_blocks=True, lstrip_blocks=True)
-    env.filters["ago"] = _time
-    env.filters["short"] = lambda digest, n=12: (digest or "")[:n]
-    return env
-
-
-ENV = _environment()
-
-
 def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
 
@@ -61,6 +37,11 @@ def is_htmx(request: Request) -> bool:
 def _ctx(request: Request) -> AppContext:
     ctx: AppContext = request.app.state.ctx
     return ctx
+
+
+def dashboard_of(request: Request) -> Dashboard:
+    dashboard: Dashboard = request.app.state.dashboard
+    return dashboard
 
 
 def assets_of(request: Request) -> Assets:
@@ -90,20 +71,25 @@ def _html(request: Request, text: str, status: int, headers: dict[str, str] | No
     return HTMLResponse(body, status_code=status, headers=all_headers)
 
 
+def _may_see(link: NavLink, role: str) -> bool:
+    """Whether a member with `role` is offered `link` (a page their role cannot open is not)."""
+    return at_least(Role(role), link.role)
+
+
 async def frame(request: Request) -> dict[str, Any]:
-    """What base.html needs: the signed-in user and their orgs (the switcher), the org in view."""
+    """What base.html needs: the signed-in user, the navigation, and what the areas add (the org
+    switcher's orgs and the org in view)."""
     ctx = _ctx(request)
+    dashboard = dashboard_of(request)
     viewer: Principal | None = getattr(request.state, "viewer", None)
-    memberships = []
-    if viewer is not None:
-        memberships = await orgs.memberships_of(request_uow(request), viewer.user, ctx.settings)
-    slug = getattr(request.state, "org_slug", None)
-    current = next((m for m in memberships if m.slug == slug), None)
+    values: dict[str, Any] = {"orgs": [], "org": None}
+    for part in dashboard.frame_parts:
+        values.update(await part(request, viewer))
     assets = assets_of(request)
     return {
+        **values,
         "service_name": ctx.settings.service_name, "version": __version__, "public_url": ctx.settings.public_url,
-        "user": viewer.user if viewer else None,
-        "orgs": memberships, "org": current, "path": request.url.path,
+        "user": viewer.user if viewer else None, "nav": dashboard.nav, "may_see": _may_see, "path": request.url.path,
         "csrf": csrf_token(request, ctx.settings, ctx.keys), "csrf_field": CSRF_FIELD,
         "asset": assets.url, "flash": _take_flash(request), "dev_auth": ctx.settings.enable_dev_auth,
     }
@@ -113,7 +99,7 @@ async def render(request: Request, template: str, *, status: int = 200, headers:
                  **values: Any) -> HTMLResponse:
     """A whole page, or (for an htmx request that names a block) just that part."""
     page = {**await frame(request), **values}
-    response = _html(request, ENV.get_template(template).render(page), status, headers)
+    response = _html(request, dashboard_of(request).env.get_template(template).render(page), status, headers)
     if page["flash"]:
         response.delete_cookie(FLASH_COOKIE, path="/")
     return response
@@ -125,7 +111,7 @@ async def render_part(request: Request, template: str, *, status: int = 200,
     ctx = _ctx(request)
     page = {"csrf": csrf_token(request, ctx.settings, ctx.keys), "csrf_field": CSRF_FIELD,
             "asset": assets_of(request).url, **values}
-    return _html(request, ENV.get_template(template).render(page), status, headers)
+    return _html(request, dashboard_of(request).env.get_template(template).render(page), status, headers)
 
 
 def redirect(request: Request, url: str, *, flash: str | None = None) -> Response:

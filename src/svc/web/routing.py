@@ -20,7 +20,7 @@ from fastapi.responses import RedirectResponse
 
 from svc.auth.principal import resolve_principal
 from svc.context import AppContext
-from svc.deps import READ_METHODS, UnitOfWorkRoute
+from svc.deps import READ_METHODS, UnitOfWorkRoute, request_uow
 from svc.errors import (
     AppError,
     BadRequest,
@@ -33,6 +33,7 @@ from svc.errors import (
 from svc.kit.pages import wants_html
 from svc.uow import Tx, UnitOfWork
 from svc.web import render
+from svc.web.forms import RefusedForm
 from svc.web.session import CSRF_FIELD, CSRF_HEADER, clear_session, csrf_ok, session_token
 from svc.web.words import say
 
@@ -73,7 +74,7 @@ def _here(request: Request) -> str:
 
 
 async def error_reply(request: Request, err: AppError) -> Response:
-    said = say(err)
+    said = say(err, render.dashboard_of(request).hints)
     headers = dict(err.headers or {})
     if not wants_html(request):  # a script or API client on a page's address: the Error envelope
         return error_response(err)
@@ -85,13 +86,21 @@ async def error_reply(request: Request, err: AppError) -> Response:
 
 
 @contextlib.asynccontextmanager
-async def _fresh_frame(request: Request) -> AsyncIterator[None]:
-    """The route's unit of work has ended (rolled back): the error page reads the frame (who is
-    signed in, their orgs) in a read unit of work of its own."""
+async def _read_unit(request: Request) -> AsyncIterator[UnitOfWork]:
+    """The route's unit of work has ended: what is rendered now reads in a unit of work of its own."""
     ctx: AppContext = request.app.state.ctx
     uow = UnitOfWork(ctx, Tx.READ)
     request.state.uow = uow
     async with uow:
+        yield uow
+
+
+@contextlib.asynccontextmanager
+async def _fresh_frame(request: Request) -> AsyncIterator[None]:
+    """The route's unit of work has ended (rolled back): the error page reads the frame (who is
+    signed in, their orgs) in a read unit of work of its own."""
+    ctx: AppContext = request.app.state.ctx
+    async with _read_unit(request) as uow:
         token = session_token(request, ctx.settings)
         principal = await resolve_principal(uow.session, token) if token else None
         request.state.viewer = principal if principal is not None and principal.kind == "session" else None
@@ -128,7 +137,11 @@ class PageRoute(UnitOfWorkRoute):
                     return await sign_in_reply(request, SignInNeeded(ended=False))
                 return await error_reply(request, CsrfRefused())
             try:
-                return await handler(request)
+                response = await handler(request)
+                if isinstance(response, RefusedForm):
+                    async with _read_unit(request):
+                        return await response.show(request_uow(request))
+                return response
             except SignInNeeded as err:
                 return await sign_in_reply(request, err)
             except AppError as err:

@@ -16,7 +16,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 
 from svc.deps import Ctx, Uow, api_router, transaction
-from svc.domains.access import cookies, errors, pages, service
+from svc.domains.access import cookies, errors, host_pages, service
 from svc.kit.hosts import normalize_host
 from svc.kit.pages import error_page, wants_html
 from svc.kit.paths import safe_next
@@ -76,7 +76,7 @@ async def password_form(request: Request, uow: Uow, ctx: Ctx) -> Response:
         return error_page(request, err, title="Unknown site")
     if found.redirect is not None:
         return _go_on(found.redirect, ctx=ctx)
-    return pages.password_page(host=host, next_path=next_path, service_name=ctx.settings.service_name)
+    return host_pages.password_page(host=host, next_path=next_path, service_name=ctx.settings.service_name)
 
 
 @router.post("/v1/edge/password")
@@ -102,7 +102,7 @@ async def password_sign_in(request: Request, uow: Uow, ctx: Ctx) -> Response:
     except (errors.WrongPassword, errors.TooManyTries) as err:
         if not wants_html(request):
             return error_page(request, err, title="")
-        return pages.password_page(host=host, next_path=next_path, service_name=ctx.settings.service_name,
+        return host_pages.password_page(host=host, next_path=next_path, service_name=ctx.settings.service_name,
                                    error=err)
     return _go_on(next_path, cookie, ctx=ctx)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from fastapi import Response
 
 from svc.auth.principal import CurrentPrincipal
+from svc.auth.projects import ProjectAdmin, ProjectViewer
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.access import schemas, service
-from svc.domains.projects.deps import ProjectAdmin, ProjectViewer
 
 router = api_router(tags=["access"])
 

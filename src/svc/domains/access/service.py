@@ -23,7 +23,7 @@ from svc.auth.roles import OrgAccess
 from svc.domains.access import cookies, errors, queries
 from svc.domains.access.schemas import AccessPolicy
 from svc.domains.audit.service import record
-from svc.domains.orgs import queries as org_queries
+from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.domains.ratelimits import service as ratelimits
 from svc.kit.clock import as_utc, utcnow
@@ -123,7 +123,7 @@ async def authorize(uow: UnitOfWork, principal: Principal, *, to: str, next_path
     route = await projects.route_for_host(uow, host)
     if route is None:
         raise errors.UnknownHostname(details={"host": host})
-    if await org_queries.role_in(session, route.org_id, principal.user.id) is None:
+    if await orgs.role_in(uow, route.org_id, principal.user.id) is None:
         raise errors.NotOrgMember(details={"org": route.org_slug})
     code = secrets.token_urlsafe(32)
     now = utcnow()
@@ -192,7 +192,7 @@ async def check(uow: UnitOfWork, *, host: str, uri: str | None, cookie_values: l
         if route.access_mode == AccessMode.password:
             return None
         # Org mode: the person must still be in the org, on every check.
-        if await org_queries.role_in(session, route.org_id, claims.subject) is not None:
+        if await orgs.role_in(uow, route.org_id, claims.subject) is not None:
             return None
     return login_url(settings, route, uri)
 

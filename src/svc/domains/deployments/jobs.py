@@ -7,10 +7,11 @@ from __future__ import annotations
 from svc.domains.deployments import artifacts, queries
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.models import JobKind
+from svc.settings import Settings
 from svc.uow import Tx
 
 
-def register(registry: JobRegistry) -> None:
+def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.artifact_collect, collect, tx=Tx.READ_THEN_WRITE)
 
 

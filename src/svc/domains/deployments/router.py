@@ -10,11 +10,11 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 from starlette.types import Scope
 
+from svc.auth.projects import ProjectMember, ProjectViewer
 from svc.deps import Ctx, Uow, api_router, transaction
 from svc.domains.deployments import service
 from svc.domains.deployments.provenance import git_provenance
 from svc.domains.deployments.schemas import MAX_VERSION, Deployment, DeploymentList, GitInfo, RollbackRequest
-from svc.domains.projects.deps import ProjectMember, ProjectViewer
 from svc.uow import Tx
 
 # The API's deploy and the dashboard's upload (svc.web.pages.deployments): the same use case.

@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import ClientDisconnect
 
+from svc.auth.projects import OperationInFlight, ProjectNotFound, project_by_name
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
@@ -27,12 +28,10 @@ from svc.domains.deployments.bundle import bad, too_large
 from svc.domains.deployments.errors import DeploymentNotFound, UnsupportedMediaType
 from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.deployments.schemas import GitInfo
-from svc.domains.projects import queries as project_queries
-from svc.domains.projects.errors import OperationInFlight, ProjectNotFound
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Deployment, Project, ProjectState
+from svc.models import Deployment, Project, ProjectState, User
 from svc.uow import Tx, UnitOfWork, unit_of_work
 
 BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
@@ -115,7 +114,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
 
 
 async def _locked_project(session: AsyncSession, access: OrgAccess, project_name: str) -> Project:
-    project = await project_queries.by_name(session, access.org.id, project_name, lock=True)
+    project = await project_by_name(session, access.org.id, project_name, lock=True)
     if project is None:
         raise ProjectNotFound()
     if project.state != ProjectState.active:
@@ -182,3 +181,17 @@ async def remove_artifacts(ctx: AppContext, project_id: str, digests: list[str])
             if await queries.digest_used(uow.session, digest, besides=project_id):
                 continue
         await artifacts.remove_artifact(ctx, digest)
+
+
+async def live(uow: UnitOfWork, project: Project) -> tuple[DeploymentView, User | None] | None:
+    """The project's live deployment and who uploaded it; None before its first deploy."""
+    row = await queries.by_id(uow.session, project.live_deployment_id)
+    if row is None:
+        return None
+    [view] = await views(uow.session, [row], live_id=row.id)
+    return view, await queries.uploader(uow.session, row)
+
+
+async def unshared_digests(uow: UnitOfWork, project_id: str) -> list[str]:
+    """The project's artifacts that no other project's deployment uses (what its teardown removes)."""
+    return await queries.unshared_digests(uow.session, project_id)

@@ -1,6 +1,6 @@
 """Converging the nameserver to the store.
 
-`dns.sync` (enqueued in a change's transaction when no sync is already due; service._bump):
+`dns.sync` (enqueued in a change's transaction when no sync is already due; changes.py):
 reads what is pending as the store has it, gives the store back, sends it to the nameserver in ONE
 apply, then records how far the nameserver got. Two ways:
 - the changed record sets only (dns_pending: REPLACE with the stored content, DELETE when the row
@@ -21,7 +21,7 @@ stored). Zones with a sync under way are left to it (unless it has been under wa
 job ran out of attempts). Zones the nameserver serves that the store does not know are left alone,
 on purpose: an external PowerDNS may serve the operator's own zones, and the nameserver cannot tell
 which zones svc made. A zone deleted in svc is removed by its own sync job, retried for about a day
-(service.SYNC_MAX_ATTEMPTS).
+(changes.py SYNC_MAX_ATTEMPTS).
 """
 
 from __future__ import annotations
@@ -39,10 +39,12 @@ from svc.adapters.nameserver.port import (
     RRsetData,
     ZoneState,
 )
-from svc.domains.dns import queries, records, service
+from svc.domains.dns import queries, records
+from svc.domains.dns.changes import enqueue_sync, zone_changed
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import DnssecState, JobKind, Zone
+from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 
 log = logging.getLogger("svc.dns")
@@ -56,7 +58,7 @@ NAMESERVER_OWN = frozenset({"SOA", "DNSKEY", "RRSIG", "NSEC", "NSEC3", "NSEC3PAR
 Key = tuple[str, str]
 
 
-def register(registry: JobRegistry) -> None:
+def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.dns_sync, sync, tx=Tx.READ_THEN_WRITE)
     registry.cycle(JobKind.dns_reconcile, RECONCILE_SECONDS, reconcile, tx=Tx.READ_THEN_WRITE)
 
@@ -199,7 +201,7 @@ async def sync(run: JobRun) -> None:
     elif changes is not None:
         await queries.clear_pending(session, zone_id, changes.keys)
     if current.generation > generation:
-        service.enqueue_sync(run.uow, name, zone_id)  # changes that came while this one was sending
+        enqueue_sync(run.uow, name, zone_id)  # changes that came while this one was sending
 
 
 async def reconcile(run: JobRun) -> None:
@@ -233,4 +235,4 @@ async def reconcile(run: JobRun) -> None:
         if zone is None:
             continue
         log.warning("dns.reconcile: zone %s drifted at the nameserver; converging it again", name)
-        service.zone_changed(run.uow, zone, force=True)
+        zone_changed(run.uow, zone, force=True)

@@ -7,7 +7,7 @@ again, and only while it is still the project link. At a zone's apex a CNAME is 
 SOA and NS live there), so nothing is created for an apex hostname: the owner points it at the
 edge with A/AAAA records of their own.
 
-Every change goes through service.rrsets_changed (the zone's generation and its nameserver sync,
+Every change goes through changes.rrsets_changed (the zone's generation and its nameserver sync,
 in the same transaction as the hostname's change)."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from enum import StrEnum
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from svc.domains.dns import queries, records, service
+from svc.domains.dns import queries, records
+from svc.domains.dns.changes import MAX_RRSETS, rrsets_changed
 from svc.kit.clock import utcnow
 from svc.models import ManagedBy, RRset, Zone
 from svc.uow import UnitOfWork
@@ -66,12 +67,12 @@ async def link(uow: UnitOfWork, org_id: str, host: str, target: str) -> Linked:
         return Linked.occupied
     if any(owner.endswith("." + r.name) for r in nearby if r.type == "NS"):
         return Linked.occupied  # below a delegation: another nameserver answers for it
-    if await queries.count_rrsets(session, zone.id) >= service.MAX_RRSETS:
+    if await queries.count_rrsets(session, zone.id) >= MAX_RRSETS:
         return Linked.occupied
     data = records.rrset(zone.name, owner, "CNAME", records.DEFAULT_TTL, [absolute(target)])
     session.add(RRset(zone_id=zone.id, name=owner, type="CNAME", ttl=data.ttl, records=list(data.records),
                       managed_by=ManagedBy.project, updated_at=utcnow()))
-    await service.rrsets_changed(uow, zone, [(owner, "CNAME")])
+    await rrsets_changed(uow, zone, [(owner, "CNAME")])
     await session.flush()
     return Linked.created
 
@@ -86,6 +87,6 @@ async def unlink(uow: UnitOfWork, org_id: str, host: str) -> bool:
     if row is None or row.managed_by != ManagedBy.project:
         return False
     await session.delete(row)
-    await service.rrsets_changed(uow, zone, [(row.name, "CNAME")])
+    await rrsets_changed(uow, zone, [(row.name, "CNAME")])
     await session.flush()
     return True

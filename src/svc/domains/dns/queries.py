@@ -94,15 +94,6 @@ async def all_zones(session: AsyncSession) -> list[Zone]:
     return list((await session.scalars(select(Zone).order_by(Zone.name))).all())
 
 
-async def count_in_org(session: AsyncSession, org_id: str) -> int:
-    return int(await session.scalar(select(func.count()).select_from(Zone).where(Zone.org_id == org_id)) or 0)
-
-
-async def names_in_org(session: AsyncSession, org_id: str, limit: int) -> list[str]:
-    return list((await session.scalars(
-        select(Zone.name).where(Zone.org_id == org_id).order_by(Zone.name).limit(limit))).all())
-
-
 async def rrsets(session: AsyncSession, zone_id: str) -> list[RRset]:
     return list((await session.scalars(
         select(RRset).where(RRset.zone_id == zone_id).order_by(RRset.name, RRset.type))).all())

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request, Response
+from fastapi import Path, Response
 
-from svc.adapters.nameserver.port import Nameserver
 from svc.auth.roles import AdminAccess, MemberAccess, ViewerAccess
 from svc.deps import Uow, api_router
 from svc.domains.dns import schemas, service
@@ -26,53 +25,45 @@ NamePath = Annotated[str, Path(alias="name", max_length=300,
 TypePath = Annotated[str, Path(alias="type", max_length=10, description="A, AAAA, MX, SRV, CAA, CNAME, TXT or NS")]
 
 
-async def _configured(request: Request) -> Nameserver:
-    """Declared after the role check: 404/403 first, then 503 dns_not_configured, then the body."""
-    return service.nameserver(request.app.state.ctx)
-
-
-Dns = Annotated[Nameserver, Depends(_configured)]
-
-
 @router.get(_ZONES, response_model=schemas.ZoneList, operation_id="listZones")
-async def list_zones(access: ViewerAccess, _: Dns, uow: Uow) -> schemas.ZoneList:
+async def list_zones(access: ViewerAccess, uow: Uow) -> schemas.ZoneList:
     return await service.list_zones(uow, access)
 
 
 @router.post(_ZONES, response_model=schemas.ZoneDetail, operation_id="createZone")
-async def create_zone(access: AdminAccess, _: Dns, body: schemas.ZoneCreate, uow: Uow) -> schemas.ZoneDetail:
+async def create_zone(access: AdminAccess, body: schemas.ZoneCreate, uow: Uow) -> schemas.ZoneDetail:
     return await service.create_zone(uow, access, body.name)
 
 
 @router.get(_ZONE, response_model=schemas.ZoneDetail, operation_id="getZone")
-async def get_zone(zone: ZonePath, access: ViewerAccess, _: Dns, uow: Uow) -> schemas.ZoneDetail:
+async def get_zone(zone: ZonePath, access: ViewerAccess, uow: Uow) -> schemas.ZoneDetail:
     return await service.zone_detail(uow, access, zone)
 
 
 @router.delete(_ZONE, status_code=204, response_class=Response, operation_id="deleteZone")
-async def delete_zone(zone: ZonePath, access: AdminAccess, _: Dns, uow: Uow) -> Response:
+async def delete_zone(zone: ZonePath, access: AdminAccess, uow: Uow) -> Response:
     await service.delete_zone(uow, access, zone)
     return Response(status_code=204)
 
 
 @router.put(_RRSET, response_model=schemas.RRset, operation_id="setRRset")
-async def set_rrset(zone: ZonePath, name: NamePath, type_: TypePath, access: MemberAccess, _: Dns,
+async def set_rrset(zone: ZonePath, name: NamePath, type_: TypePath, access: MemberAccess,
                     body: schemas.RRsetPut, uow: Uow) -> schemas.RRset:
     return await service.put_rrset(uow, access, zone, name, type_, body)
 
 
 @router.delete(_RRSET, status_code=204, response_class=Response, operation_id="deleteRRset")
-async def delete_rrset(zone: ZonePath, name: NamePath, type_: TypePath, access: MemberAccess, _: Dns,
+async def delete_rrset(zone: ZonePath, name: NamePath, type_: TypePath, access: MemberAccess,
                        uow: Uow) -> Response:
     await service.delete_rrset(uow, access, zone, name, type_)
     return Response(status_code=204)
 
 
 @router.post(_ZONE + "/dnssec", response_model=schemas.Zone, operation_id="setDnssec")
-async def set_dnssec(zone: ZonePath, access: AdminAccess, _: Dns, body: schemas.DnssecSet, uow: Uow) -> schemas.Zone:
+async def set_dnssec(zone: ZonePath, access: AdminAccess, body: schemas.DnssecSet, uow: Uow) -> schemas.Zone:
     return await service.set_dnssec(uow, access, zone, body.enabled)
 
 
 @router.put(_ZONE + "/dnssec/ds", response_model=schemas.Zone, operation_id="setDs")
-async def set_ds(zone: ZonePath, access: AdminAccess, _: Dns, body: schemas.DsSet, uow: Uow) -> schemas.Zone:
+async def set_ds(zone: ZonePath, access: AdminAccess, body: schemas.DsSet, uow: Uow) -> schemas.Zone:
     return await service.set_ds(uow, access, zone, list(body.ds))

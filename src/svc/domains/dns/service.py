@@ -10,7 +10,6 @@ periodic reconcile."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,12 +18,12 @@ from svc.adapters.nameserver.port import Nameserver, NameserverRefused, Nameserv
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.dns import errors, queries, records, schemas
-from svc.domains.orgs import holdings
-from svc.domains.orgs import queries as org_queries
+from svc.domains.dns import errors, links, queries, records, schemas
+from svc.domains.dns.changes import MAX_RRSETS, enqueue_sync, rrsets_changed, zone_changed
+from svc.domains.orgs import service as orgs
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import DnssecState, JobKind, ManagedBy, RRset, Zone
+from svc.models import DnssecState, ManagedBy, RRset, Zone
 from svc.settings import Settings
 from svc.uow import UnitOfWork
 
@@ -33,12 +32,6 @@ log = logging.getLogger("svc.dns")
 # The stored SOA is for display and to lock the name: the nameserver owns the real one (it bumps
 # the serial on every change), so the sync never sends it.
 SOA_TIMERS = "0 10800 3600 604800 300"
-# A sync that keeps failing is retried with the queue's backoff (capped at an hour) for about a
-# day: a zone deletion must reach the nameserver even after a long outage, since the reconcile
-# only repairs zones the store still has.
-SYNC_MAX_ATTEMPTS = 30
-SYNC_GATHER = timedelta(milliseconds=20)
-MAX_RRSETS = 25_000  # per zone; the nameserver's API takes ~10,000 rrsets per request comfortably
 GLUE_TYPES = frozenset({"A", "AAAA"})
 
 
@@ -59,39 +52,6 @@ def nameservers(settings: Settings) -> list[str]:
 
 def _soa(settings: Settings) -> str:
     return f"{settings.nameserver_names[0]} {settings.hostmaster} {SOA_TIMERS}"
-
-
-def zone_changed(uow: UnitOfWork, zone: Zone, *, force: bool = False) -> None:
-    """A change the record-set keys cannot express (the zone made, DNSSEC switched, drift found):
-    the next sync compares the whole zone with the nameserver."""
-    _bump(uow, zone, full=True, force=force)
-
-
-async def rrsets_changed(uow: UnitOfWork, zone: Zone, keys: list[tuple[str, str]]) -> None:
-    """These (absolute name, type) of `zone` changed in this transaction: the next sync sends them."""
-    _bump(uow, zone, full=False)
-    await queries.mark_pending(uow.session, zone.id, keys, zone.generation)
-
-
-def _bump(uow: UnitOfWork, zone: Zone, *, full: bool, force: bool = False) -> None:
-    """A new generation, and a dns.sync job unless one is already due: a sync sends every change
-    pending when it runs, and one that finds newer changes when it finishes enqueues the next,
-    so a burst of changes costs a few nameserver writes, not one each. (Both this and the sync's
-    last step hold the zone's row, so one of them always sees the other.)"""
-    idle = zone.synced_generation >= zone.generation
-    zone.generation += 1
-    if full:
-        zone.full_sync_generation = zone.generation
-    if idle or force:
-        zone.sync_due_at = utcnow()
-        enqueue_sync(uow, zone.name, zone.id)
-
-
-def enqueue_sync(uow: UnitOfWork, name: str, zone_id: str) -> None:
-    """Due after a short gathering window: the changes that come meanwhile (a script setting many
-    records, a dashboard save) go to the nameserver in the same write."""
-    uow.enqueue(JobKind.dns_sync, {"zone": name, "zone_id": zone_id}, max_attempts=SYNC_MAX_ATTEMPTS,
-                run_at=utcnow() + SYNC_GATHER)
 
 
 def _path_zone(name: str) -> str:
@@ -186,7 +146,7 @@ async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
         raise errors.ZoneTaken("A zone overlapping this one (a parent or a child) is held by another org",
                                details={"name": canonical})
     # Under the org's lock: a concurrent org deletion sees this zone or runs first.
-    await org_queries.lock_org(session, access.org.id)
+    await orgs.lock_org(uow, access.org.id)
     now = utcnow()
     ns = nameservers(settings)
     zone = Zone(id=new_id("zone"), org_id=access.org.id, name=canonical, dnssec=DnssecState.off, ds=[],
@@ -369,11 +329,29 @@ async def set_ds(uow: UnitOfWork, access: OrgAccess, zone_name: str, ds: list[st
     return zone_view(zone, uow.ctx.settings)
 
 
-# --- org deletion is blocked while the org holds zones ---
+# --- what the hostnames area asks of DNS ---
 
-async def _zone_holding(session: AsyncSession, org_id: str) -> holdings.Holding:
-    return holdings.Holding(count=await queries.count_in_org(session, org_id),
-                            names=await queries.names_in_org(session, org_id, 5))
+async def link_host(uow: UnitOfWork, org_id: str, host: str, target: str) -> str:
+    """The project link of a custom hostname added in the org's own zone (a CNAME to `target`,
+    managed_by "project"; links.py): what was done, "created", "exists", "apex", "occupied" or
+    "no_zone". Call in the hostname's write transaction."""
+    return (await links.link(uow, org_id, host, target)).value
 
 
-holdings.register("zones", _zone_holding)
+async def unlink_host(uow: UnitOfWork, org_id: str, host: str) -> bool:
+    """The project link of a removed hostname, removed while it still is one; whether it was."""
+    return await links.unlink(uow, org_id, host)
+
+
+async def hosts_in_org_zones(uow: UnitOfWork, wanted: list[tuple[str, str]]) -> set[str]:
+    """Of (host, org id) pairs, the hosts inside a zone of their org, in one query. The closest zone
+    decides: zones of different orgs never overlap."""
+    owners = await queries.zone_owners(uow.session, [name for host, _ in wanted for name in records.enclosing(host)])
+    inside: set[str] = set()
+    for host, org_id in wanted:
+        for name in records.enclosing(host):
+            if name in owners:
+                if owners[name] == org_id:
+                    inside.add(host)
+                break
+    return inside

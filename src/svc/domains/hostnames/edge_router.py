@@ -7,7 +7,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from svc.deps import Ctx, Uow, api_router
-from svc.domains.hostnames import pages, service
+from svc.domains.hostnames import host_pages, service
 from svc.errors import AppError, BadRequest
 from svc.kit.hosts import normalize_host
 from svc.kit.pages import error_page
@@ -33,4 +33,4 @@ async def pending_host(request: Request, uow: Uow, ctx: Ctx) -> Response:
     if "text/html" not in request.headers.get("accept", "").lower():
         return error_page(request, UnknownHostname("This hostname is not served yet: its owner has not proven "
                                                    "control of its DNS"), title="Unknown host")
-    return pages.pending_page(found, service_name=ctx.settings.service_name)
+    return host_pages.pending_page(found, service_name=ctx.settings.service_name)

@@ -7,9 +7,9 @@ from typing import Annotated
 
 from fastapi import Path, Response
 
+from svc.auth.projects import ProjectMember, ProjectViewer
 from svc.deps import Uow, api_router, transaction
 from svc.domains.hostnames import schemas, service
-from svc.domains.projects.deps import ProjectMember, ProjectViewer
 from svc.uow import Tx
 
 router = api_router(tags=["hostnames"])

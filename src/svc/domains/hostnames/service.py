@@ -1,6 +1,6 @@
 """Custom hostname rules: add (normalised, unique across svc, never a service name), remove, the
 ownership check (verify.py) run on demand and by the background cycle (jobs.py), and the record
-svc creates for a hostname inside the org's own zone (domains/dns/links.py). Services flush,
+svc creates for a hostname inside the org's own zone (dns.service.link_host). Services flush,
 never commit.
 
 A hostname is pending_dns until ownership is proven, then active for good (the spec names no other
@@ -20,7 +20,7 @@ from svc.adapters.resolver.port import Resolver
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.dns import links
+from svc.domains.dns import service as dns
 from svc.domains.hostnames import errors, names, queries, schemas, verify
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
@@ -100,12 +100,12 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
         if existing is None:
             raise
         return _existing(existing, project, settings)
-    linked = await links.link(uow, access.org.id, host, fallback_origin(settings))
+    linked = await dns.link_host(uow, access.org.id, host, fallback_origin(settings))
     uow.enqueue(JobKind.hostname_verify, {"host": host}, max_attempts=1)
     # The edge answers for it from now on: the pending page, never the project's content.
     await uow.edge_changed()
     await record(session, "hostname.add", actor=access.principal.user, org=access.org, target=host,
-                 data={"project": project.name, "host": host, "dnsRecord": linked.value})
+                 data={"project": project.name, "host": host, "dnsRecord": linked})
     await session.flush()
     return view(row, settings)
 
@@ -123,7 +123,7 @@ async def delete_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, 
     if row.kind == HostnameKind.default:
         raise errors.DefaultHostname(details={"host": row.host})
     await session.delete(row)
-    unlinked = await links.unlink(uow, access.org.id, row.host)
+    unlinked = await dns.unlink_host(uow, access.org.id, row.host)
     await uow.edge_changed()
     await record(session, "hostname.delete", actor=access.principal.user, org=access.org, target=row.host,
                  data={"project": project.name, "host": row.host, "dnsRecordRemoved": unlinked})
@@ -135,7 +135,7 @@ async def release_project(uow: UnitOfWork, org_id: str, project_id: str) -> int:
     project). Returns how many records were removed. Safe to run twice."""
     removed = 0
     for host in await queries.custom_hosts_of(uow.session, project_id):
-        removed += await links.unlink(uow, org_id, host)
+        removed += await dns.unlink_host(uow, org_id, host)
     return removed
 
 
@@ -151,7 +151,7 @@ async def _check_all(uow: UnitOfWork, items: list[queries.Pending]) -> int:
     """Check pending hostnames (Tx.READ_THEN_WRITE: this reads, gives the store back for the
     lookups, then writes). Returns how many turned active; the edge follows them."""
     ctx = uow.ctx
-    in_zone = await verify.in_org_zones(uow.session, [(i.host, i.org_id) for i in items])
+    in_zone = await dns.hosts_in_org_zones(uow, [(i.host, i.org_id) for i in items])
     await uow.close_reads()
     port = resolver(ctx)
     target = fallback_origin(ctx.settings)

@@ -79,3 +79,7 @@ async def sign_out(uow: UnitOfWork, token: str) -> None:
     (the credential cache is cleared by the write, auth/invalidation.py)."""
     await uow.session.execute(delete(UserSession).where(UserSession.token_hash == token_hash(token)))
 
+
+async def user_by_identity(uow: UnitOfWork, provider: str, subject: str) -> User | None:
+    """The account of a person who has signed in before with this provider and subject."""
+    return await queries.user_by_identity(uow.session, provider, subject)

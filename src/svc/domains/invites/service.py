@@ -17,7 +17,6 @@ from svc.domains.audit.service import record
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.invites import errors, queries, schemas
 from svc.domains.mail.service import discard_unsent, queue_mail
-from svc.domains.orgs import queries as org_queries
 from svc.domains.orgs import service as orgs
 from svc.domains.orgs.errors import AlreadyMember, PersonalOrgIsSolo
 from svc.errors import Conflict
@@ -64,7 +63,7 @@ async def invite(uow: UnitOfWork, access: OrgAccess, *, email: str, role: Role,
     if org.personal:
         raise PersonalOrgIsSolo()
     # Serialises the cap count with concurrent invites of this org (and the row per address).
-    await org_queries.lock_org(session, org.id)
+    await orgs.lock_org(uow, org.id)
     if await queries.member_has_email(session, org.id, email):
         raise AlreadyMember("An account with this email address is already a member of this org")
     now = utcnow()
@@ -166,7 +165,7 @@ async def accept(uow: UnitOfWork, principal: Principal, token: str,
         state, expires_at = current
         key = InviteState.expired if state == InviteState.pending and expires_at <= now else state
         raise _REFUSALS.get(key, errors.InviteUsed)()
-    member = await org_queries.membership(session, org.id, user.id)
+    member = await orgs.membership(uow, org.id, user.id)
     already = member is not None
     if member is None:
         try:
@@ -175,7 +174,7 @@ async def accept(uow: UnitOfWork, principal: Principal, token: str,
                 session.add(member)
         except IntegrityError:  # the same account joined by another invite at this moment
             already = True
-            member = await org_queries.membership(session, org.id, user.id)
+            member = await orgs.membership(uow, org.id, user.id)
             if member is None:
                 raise
     # Spec rule 9: this event records the invited address and the accepting account.

@@ -28,7 +28,7 @@ from svc.uow import Tx
 log = logging.getLogger("svc.mail")
 
 
-def register(registry: JobRegistry) -> None:
+def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.mail_send, send, tx=Tx.READ_THEN_WRITE)
 
 

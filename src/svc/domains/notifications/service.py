@@ -25,8 +25,9 @@ def notify(session: AsyncSession, *, org_id: str, kind: str, message: str, proje
     return row
 
 
-async def latest(uow: UnitOfWork, org_id: str, limit: int) -> list[Notification]:
-    return await queries.latest(uow.session, org_id, limit)
+async def latest(uow: UnitOfWork, org_id: str, limit: int, *, project: str | None = None) -> list[Notification]:
+    """Newest first; only those about `project` when given."""
+    return await queries.latest(uow.session, org_id, limit, project=project)
 
 
 async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int, plan: str,

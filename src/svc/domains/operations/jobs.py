@@ -14,7 +14,6 @@ Phases (svc.models.states.TeardownPhase):
 from __future__ import annotations
 
 from svc.domains.access import service as access
-from svc.domains.deployments import queries as deployment_queries
 from svc.domains.deployments import service as deployments
 from svc.domains.hostnames import service as hostnames
 from svc.domains.operations import queries
@@ -22,12 +21,13 @@ from svc.domains.projects import service as projects
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import JobKind, TeardownPhase, TerminalCode
+from svc.settings import Settings
 from svc.uow import Tx
 
 _ORDER = list(TeardownPhase)
 
 
-def register(registry: JobRegistry) -> None:
+def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.project_teardown, teardown_step, tx=Tx.READ_THEN_WRITE)
 
 
@@ -40,7 +40,7 @@ async def teardown_step(run: JobRun) -> None:
     if phase is TeardownPhase.done:
         return
     if phase is TeardownPhase.files:
-        digests = await deployment_queries.unshared_digests(run.session, project_id)
+        digests = await deployments.unshared_digests(run.uow, project_id)
         await run.uow.close_reads()
         await deployments.remove_artifacts(run.ctx, project_id, digests)
     session = await run.uow.begin_write()

@@ -16,3 +16,8 @@ async def get_operation(uow: UnitOfWork, access: OrgAccess, op_id: str) -> Opera
     if op is None or op.org_id != access.org.id:
         raise OperationNotFound()
     return op
+
+
+async def running_for(uow: UnitOfWork, project_id: str) -> Operation | None:
+    """The operation running on the project, if any (one at a time)."""
+    return await queries.running_for(uow.session, project_id)

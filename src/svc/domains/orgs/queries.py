@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Row, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.context import OrgHolding
 from svc.db import is_postgres, plain_rows
 from svc.models import Membership, Org, Role, User
 
@@ -61,3 +62,15 @@ async def admin_count(session: AsyncSession, org_id: str) -> int:
     return int(await session.scalar(
         select(func.count()).select_from(Membership)
         .where(Membership.org_id == org_id, Membership.role == Role.admin)) or 0)
+
+
+async def holding(session: AsyncSession, held: OrgHolding, org_id: str, *, names: int) -> tuple[int, list[str]]:
+    """How many rows of what an area declares an org holds (its manifest's holdings), and the first
+    few of their names."""
+    model = held.model
+    owned = model.__table__.c.org_id == org_id  # type: ignore[attr-defined]
+    count = int(await session.scalar(select(func.count()).select_from(model).where(owned)) or 0)
+    if not count:
+        return 0, []
+    shown = (await session.scalars(select(held.name).where(owned).order_by(held.name).limit(names))).all()
+    return count, list(shown)

@@ -11,10 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.roles import OrgAccess, OrgNotFound, at_least
 from svc.domains.audit.service import record
-from svc.domains.identity import queries as identity_queries
+from svc.domains.identity import service as identity
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.orgs import errors, queries
-from svc.domains.orgs.holdings import holdings
 from svc.errors import Forbidden
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -94,10 +93,13 @@ async def delete_org(uow: UnitOfWork, access: OrgAccess, confirm: str) -> None:
     if org.plan == Plan.pro:
         raise errors.ActiveSubscription()
     await queries.lock_org(session, org.id)
-    held = await holdings(session, org.id)
+    held = {}
+    for holding in uow.ctx.holdings:
+        count, names = await queries.holding(session, holding, org.id, names=5)
+        if count:
+            held[holding.kind] = {"count": count, "names": names}
     if held:
-        raise errors.OrgNotEmpty(details={"holdings": {
-            kind: {"count": h.count, "names": h.names[:5]} for kind, h in held.items()}})
+        raise errors.OrgNotEmpty(details={"holdings": held})
     await record(session, "org.delete", actor=access.principal.user, org=org, target=org.slug)
     await session.flush()
     await session.delete(org)
@@ -114,7 +116,7 @@ async def add_member(uow: UnitOfWork, access: OrgAccess, *, provider: str, subje
     session = uow.session
     if access.org.personal:
         raise errors.PersonalOrgIsSolo()
-    user = await identity_queries.user_by_identity(session, provider, subject)
+    user = await identity.user_by_identity(uow, provider, subject)
     if user is None:
         raise errors.UserNotFound(details={"provider": provider, "subject": subject})
     if await queries.membership(session, access.org.id, user.id) is not None:
@@ -180,3 +182,19 @@ async def set_plan(uow: UnitOfWork, *, slug: str, plan: Plan, settings: Settings
                  data={"from": old, "to": plan.value, "by": "operator"})
     await session.flush()
     return membership_view(org, Role.admin, settings)
+
+
+# --- what other areas ask of orgs ---
+
+async def lock_org(uow: UnitOfWork, org_id: str) -> None:
+    """Serialise rule checks that span rows of one org (a plan limit, the pending-invite cap)."""
+    await queries.lock_org(uow.session, org_id)
+
+
+async def role_in(uow: UnitOfWork, org_id: str, user_id: str) -> str | None:
+    """The user's role in the org, or None when not a member."""
+    return await queries.role_in(uow.session, org_id, user_id)
+
+
+async def membership(uow: UnitOfWork, org_id: str, user_id: str) -> Membership | None:
+    return await queries.membership(uow.session, org_id, user_id)

@@ -1,10 +1,6 @@
 from __future__ import annotations
 
-from svc.errors import BadRequest, Conflict, NotFound
-
-
-class ProjectNotFound(NotFound):
-    default_message = "No such project"
+from svc.errors import BadRequest, Conflict
 
 
 class ProjectNameTaken(Conflict):
@@ -20,11 +16,6 @@ class HostnameTaken(Conflict):
 class ProjectLimit(Conflict):
     code = "project_limit"
     default_message = "The org's plan allows no more projects"
-
-
-class OperationInFlight(Conflict):
-    code = "op_in_flight"
-    default_message = "Another operation is running on this project"
 
 
 class NameTooLongForHostname(BadRequest):

@@ -9,15 +9,7 @@ from sqlalchemy import Row, Select, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
-from svc.db import is_postgres
 from svc.models import Deployment, EdgeState, Hostname, HostnameKind, HostnameStatus, Org, Project, ProjectState
-
-
-async def by_name(session: AsyncSession, org_id: str, name: str, *, lock: bool = False) -> Project | None:
-    stmt = select(Project).where(Project.org_id == org_id, Project.name == name)
-    if lock and is_postgres(session):
-        stmt = stmt.with_for_update()
-    return (await session.scalars(stmt)).first()
 
 
 async def of_org_with_hosts(session: AsyncSession, org_id: str) -> list[tuple[Project, str]]:
@@ -46,11 +38,6 @@ async def summaries_of_org(session: AsyncSession, org_id: str) -> Sequence[Summa
 
 async def count_in_org(session: AsyncSession, org_id: str) -> int:
     return int(await session.scalar(select(func.count()).select_from(Project).where(Project.org_id == org_id)) or 0)
-
-
-async def names_in_org(session: AsyncSession, org_id: str, limit: int) -> list[str]:
-    return list((await session.scalars(
-        select(Project.name).where(Project.org_id == org_id).order_by(Project.name).limit(limit))).all())
 
 
 async def hostname(session: AsyncSession, host: str) -> Hostname | None:

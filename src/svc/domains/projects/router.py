@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from svc.auth.projects import ProjectAdmin, ProjectViewer
 from svc.auth.roles import MemberAccess, ViewerAccess
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.projects import schemas, service
-from svc.domains.projects.deps import ProjectAdmin, ProjectViewer
 
 router = api_router(tags=["projects"])
 

@@ -11,19 +11,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
+from svc.auth.projects import OperationInFlight, project_by_name
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.deployments import queries as deployment_queries
 from svc.domains.deployments import service as deployments
+from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.identity.schemas import User as UserView
-from svc.domains.notifications import queries as notification_queries
+from svc.domains.notifications import service as notifications
 from svc.domains.notifications.schemas import Notification as NotificationView
-from svc.domains.notifications.service import limit_reached
-from svc.domains.operations import queries as operation_queries
-from svc.domains.orgs import holdings
-from svc.domains.orgs import queries as org_queries
-from svc.domains.orgs.service import project_limit
+from svc.domains.operations import service as operations
+from svc.domains.orgs import service as orgs
 from svc.domains.projects import errors, queries, schemas
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -87,13 +85,13 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
             f"In {org.slug}, a project name has at most {longest} characters: its default hostname's first "
             f"label, {name}-{org.slug}, must fit DNS's 63", details={"maxLength": longest})
     # Counting under the org's lock is what makes the plan limit hold under concurrent creates.
-    await org_queries.lock_org(session, org.id)
-    limit = project_limit(settings, org.plan)
+    await orgs.lock_org(uow, org.id)
+    limit = orgs.project_limit(settings, org.plan)
     count = await queries.count_in_org(session, org.id)
     if count >= limit:
         raise errors.ProjectLimit(f"The {org.plan} plan allows {limit} projects",
                                   details={"limit": limit, "count": count, "plan": org.plan})
-    if await queries.by_name(session, org.id, name) is not None:
+    if await project_by_name(session, org.id, name) is not None:
         raise errors.ProjectNameTaken(details={"name": name})
     host = default_hostname(settings, org, name)
     if await queries.hostname(session, host) is not None:
@@ -112,11 +110,11 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
             await session.flush()
     except IntegrityError:
         # Lost a race on the name or the hostname with a concurrent create.
-        if await queries.by_name(session, org.id, name) is not None:
+        if await project_by_name(session, org.id, name) is not None:
             raise errors.ProjectNameTaken(details={"name": name}) from None
         raise errors.HostnameTaken(details={"hostname": host}) from None
     if count + 1 == limit:
-        await limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
+        await notifications.limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
     await uow.edge_changed()
     return project_view(project, org, host, settings)
 
@@ -148,35 +146,33 @@ async def summaries(uow: UnitOfWork, org: Org, settings: Settings) -> list[Proje
 
 
 async def project_detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectDetail:
-    session = uow.session
-    hosts = await queries.hostnames_of(session, project.id)
+    live = await deployments.live(uow, project)
+    return await _detail(uow, project, org, settings, live[0] if live else None)
+
+
+async def _detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings,
+                  live: DeploymentView | None) -> schemas.ProjectDetail:
+    hosts = await queries.hostnames_of(uow.session, project.id)
     default = next((h.host for h in hosts if h.kind == HostnameKind.default), "")
     base = project_view(project, org, default, settings)
-    live = await deployment_queries.by_id(session, project.live_deployment_id)
-    live_view = None
-    if live is not None:
-        [live_view] = await deployments.views(session, [live], live_id=live.id)
-    return schemas.ProjectDetail(**base.model_dump(), live_deployment=live_view, hostnames=[h.host for h in hosts],
+    return schemas.ProjectDetail(**base.model_dump(), live_deployment=live, hostnames=[h.host for h in hosts],
                                  access_mode=project.access_mode, state=project.state)
 
 
 async def overview(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectOverview:
-    session = uow.session
-    detail = await project_detail(uow, project, org, settings)
-    recent = await deployment_queries.page(session, project.id, limit=5, before=None)
-    recent_views = await deployments.views(session, recent, live_id=project.live_deployment_id)
+    live = await deployments.live(uow, project)
+    detail = await _detail(uow, project, org, settings, live[0] if live else None)
+    recent, _ = await deployments.list_deployments(uow, project, limit=5, before=None)
     serving = None
-    if detail.live_deployment is not None:
-        live = await deployment_queries.by_id(session, project.live_deployment_id)
-        uploader = await deployment_queries.uploader(session, live)
-        serving = schemas.Serving(deployment=detail.live_deployment,
-                                  uploader=UserView.model_validate(uploader) if uploader else None)
+    if live is not None:
+        view, uploader = live
+        serving = schemas.Serving(deployment=view, uploader=UserView.model_validate(uploader) if uploader else None)
     # Declared: the live bundle's svc.json; provisioned: the grants (none exist before their areas land).
     declared = project.manifest or {}
     resources = {name: schemas.Resource(declared=declared.get(name) is True, provisioned=False)
                  for name in RESOURCES}
-    notes = await notification_queries.latest(session, org.id, 5, project=project.name)
-    return schemas.ProjectOverview(project=detail, serving=serving, recent_deployments=recent_views,
+    notes = await notifications.latest(uow, org.id, 5, project=project.name)
+    return schemas.ProjectOverview(project=detail, serving=serving, recent_deployments=recent,
                                    resources=resources,
                                    notifications=[NotificationView.model_validate(n) for n in notes])
 
@@ -185,9 +181,9 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
     session = uow.session
     if confirm != project.name:
         raise errors.ProjectConfirmMismatch(details={"expected": "the project name"})
-    await queries.by_name(session, access.org.id, project.name, lock=True)
-    if await operation_queries.running_for(session, project.id) is not None:
-        raise errors.OperationInFlight()
+    await project_by_name(session, access.org.id, project.name, lock=True)
+    if await operations.running_for(uow, project.id) is not None:
+        raise OperationInFlight()
     now = utcnow()
     op = Operation(id=new_id("op"), org_id=access.org.id, project_id=project.id, project_name=project.name,
                    kind=OperationKind.teardown, phase=TeardownPhase.routing, terminal_code=None, created_at=now,
@@ -198,7 +194,7 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
             session.add(op)
             await session.flush()
     except IntegrityError:
-        raise errors.OperationInFlight() from None
+        raise OperationInFlight() from None
     # Unrouted at once: the edge stops serving the project as soon as it converges.
     project.state = ProjectState.deleting
     await uow.edge_changed()
@@ -213,10 +209,3 @@ async def delete_project_row(session: AsyncSession, project_id: str) -> None:
     """Teardown's last phase: the project and everything keyed to it in the store."""
     await queries.delete_project(session, project_id)
 
-
-async def _project_holding(session: AsyncSession, org_id: str) -> holdings.Holding:
-    return holdings.Holding(count=await queries.count_in_org(session, org_id),
-                            names=await queries.names_in_org(session, org_id, 5))
-
-
-holdings.register("projects", _project_holding)

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import Path, Response
 
+from svc.auth.projects import ProjectMember
 from svc.deps import Ctx, Uow, api_router
-from svc.domains.projects.deps import ProjectMember
 from svc.domains.secrets import schemas, service
 from svc.models import Secret
 

@@ -1,0 +1,26 @@
+"""Every area of svc, one line each, in the order their routes and pages are mounted: svc.app and
+svc.web loop over this list (each area's manifest is its domains/<area>/area.py)."""
+
+from __future__ import annotations
+
+from svc.domains.access.area import AREA as access
+from svc.domains.audit.area import AREA as audit
+from svc.domains.credentials.area import AREA as credentials
+from svc.domains.deployments.area import AREA as deployments
+from svc.domains.dns.area import AREA as dns
+from svc.domains.hostnames.area import AREA as hostnames
+from svc.domains.identity.area import AREA as identity
+from svc.domains.invites.area import AREA as invites
+from svc.domains.mail.area import AREA as mail
+from svc.domains.notifications.area import AREA as notifications
+from svc.domains.operations.area import AREA as operations
+from svc.domains.orgs.area import AREA as orgs
+from svc.domains.projects.area import AREA as projects
+from svc.domains.ratelimits.area import AREA as ratelimits
+from svc.domains.secrets.area import AREA as secrets
+from svc.manifest import Area
+
+AREAS: tuple[Area, ...] = (
+    identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
+    audit, dns, hostnames, mail, ratelimits,
+)

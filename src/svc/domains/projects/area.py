@@ -1,0 +1,28 @@
+"""The projects area: projects of an org, their default hostnames, and what the edge routes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from svc.domains.projects import pages, router
+from svc.manifest import Area, NavLink, OrgHolding
+from svc.models import Project
+from svc.web.dashboard import Place
+
+AREA = Area(
+    name="projects",
+    routers=(router.router,),
+    pages=(pages.router,),
+    templates=Path(__file__).parent / "templates",
+    nav=(NavLink(Place.org, "Projects", "/projects", order=10, at_org_root=True),
+         NavLink(Place.project, "Overview", "", order=0),
+         NavLink(Place.project, "Settings", "/settings", order=90)),
+    hints={
+        "project_limit": "Delete a project you no longer need, or ask the operator of this svc to move the org "
+                         "to the pro plan.",
+        "op_in_flight": "The project is being deleted; wait until that finishes.",
+        "hostname_taken": "A hostname serves one project on this svc: remove it from the project that has it "
+                          "first, or add another name.",
+    },
+    holdings=(OrgHolding("projects", Project, Project.name),),
+)

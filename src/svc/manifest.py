@@ -1,0 +1,50 @@
+"""What an area declares about itself, in one place: its manifest, `domains/<area>/area.py`,
+exporting `AREA = Area(...)`. svc.app (routes, jobs, holdings) and svc.web (pages, templates,
+navigation, hints) loop over the list of areas in svc/areas.py; no other central module names an
+area (docs/architecture.md, "How to add an area"). tests/test_areas.py fails when a job kind, an
+org's holding or an error's hint is not declared by the area it belongs to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fastapi import APIRouter
+from starlette.types import Scope
+
+from svc.context import AppContext, OrgHolding
+from svc.jobs.registry import JobRegistry
+from svc.settings import Settings
+from svc.web.dashboard import FramePart, NavLink
+
+__all__ = ["Area", "FramePart", "NavLink", "OrgHolding"]
+
+
+@dataclass(frozen=True)
+class Area:
+    # The package's name under svc.domains; its dashboard templates are named "<name>/<file>".
+    name: str
+    # Its /v1 routes, and the routes the edge calls (svc.deps.api_router()).
+    routers: Sequence[APIRouter] = ()
+    # Routes that exist only while SVC_ENABLE_DEV_AUTH is on.
+    dev_routers: Sequence[APIRouter] = ()
+    # Its dashboard pages (svc.web.routing.page_router()), the folder of their templates, and its
+    # links in the navigation.
+    pages: Sequence[APIRouter] = ()
+    templates: Path | None = None
+    nav: Sequence[NavLink] = ()
+    # What it adds to every dashboard page's frame (the org switcher's orgs).
+    frame: FramePart | None = None
+    # Error code -> what a person does next, where the message alone leaves them stuck (dashboard).
+    hints: Mapping[str, str] = field(default_factory=dict)
+    # Registers its job kinds and periodic cycles, each with its transaction policy.
+    jobs: Callable[[JobRegistry, Settings], None] | None = None
+    # What an org holds in this area that blocks the org's deletion.
+    holdings: Sequence[OrgHolding] = ()
+    # Requests carrying an upload whose size the area bounds itself (exempt from the API's JSON body cap).
+    uploads: Callable[[Scope], bool] | None = None
+    # What runs around the serving process's life: set up before the first request, cleaned up at
+    # the end (a sweep of what a killed process left, a component the area runs).
+    lifespan: Callable[[AppContext], AbstractAsyncContextManager[None]] | None = None
