@@ -10,39 +10,39 @@ panels would cost more than the rest of `svc --help` together).
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 from typing import Annotated, Any
 
 import typer
 
-from svc.cli import output
+from svc.cli import commands, output
 from svc.cli.client import DEFAULT_API_URL, FROM_DEFAULT, FROM_ENV, FROM_OPTION, CliError, CliState, normalize_url
 
 app = typer.Typer(name="svc", help="svc: host small web projects on your own control plane.",
                   no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
-# The client commands: name -> (module under svc.cli.commands, attribute, short help). A Typer
-# attribute is a group of commands. Only the module of the command being run is imported (all of
-# them for the top-level help).
-COMMANDS: dict[str, tuple[str, str, str]] = {
+# The client's verbs: name -> (module under svc.cli.commands, attribute, short help).
+VERBS: dict[str, tuple[str, str, str]] = {
     "login": ("auth", "login", "Sign in (browser, or --dev) and store the session."),
     "logout": ("auth", "logout", "Forget the session stored for this API address."),
     "whoami": ("auth", "whoami", "Show the signed-in user and their orgs."),
     "deploy": ("deploy", "deploy", "Pack a folder, upload it, and make it live at once."),
     "deployments": ("deploy", "deployments", "List a project's deployments, newest first."),
     "rollback": ("deploy", "rollback", "Make an earlier deployment live again."),
-    "orgs": ("orgs", "app", "Your orgs: list, create, rename, delete."),
-    "members": ("members", "app", "Members of an org and their roles."),
-    "invites": ("invites", "app", "Invitations to join an org, by email."),
-    "tokens": ("tokens", "app", "Your personal access tokens (svc_pat_...)."),
-    "keys": ("keys", "app", "Your SSH public keys, for git over SSH."),
-    "projects": ("projects", "app", "Projects of an org: create, list, show, delete."),
-    "secrets": ("secrets", "app", "A project's secrets (values are never shown)."),
-    "hostnames": ("hostnames", "app", "A project's hostnames: add custom ones, verify, remove."),
-    "access": ("access", "app", "Who may open a project's deployments."),
-    "audit": ("audit", "app", "An org's audit trail: who changed what (admins)."),
-    "dns": ("dns", "app", "DNS zones on svc's nameservers: zones, records, DNSSEC."),
 }
+# Every other module under svc.cli.commands is a group of commands named after it (`svc dns ...` is
+# commands/dns.py), with its Typer `app` and a `HELP` line for the list: an area's CLI module is
+# found by its name, so adding one touches nothing here. Only the module of the command being run
+# is imported (all of them for the top-level help).
+_VERB_MODULES = {module for module, _, _ in VERBS.values()}
+
+
+def groups() -> list[str]:
+    """The command groups: the modules under svc.cli.commands (their files listed, none imported)."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if m.name not in _VERB_MODULES)
+
+
 _ROOT_OPTIONS_WITH_VALUE = ("--api-url",)
 
 _PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
@@ -121,11 +121,12 @@ def _wanted(args: list[str]) -> list[str]:
             i += 1
             continue
         break
+    everything = [*VERBS, *groups()]
     if i >= len(args):
-        return list(COMMANDS)
+        return everything
     if args[i] in ("serve", "admin"):
         return []
-    return [args[i]] if args[i] in COMMANDS else list(COMMANDS)
+    return [args[i]] if args[i] in everything else everything
 
 
 def build(names: list[str]) -> typer.Typer:
@@ -134,12 +135,13 @@ def build(names: list[str]) -> typer.Typer:
     for name in names:
         if name in registered:
             continue
-        module_name, attribute, short_help = COMMANDS[name]
-        target = getattr(importlib.import_module(f"svc.cli.commands.{module_name}"), attribute)
-        if isinstance(target, typer.Typer):
-            app.add_typer(target, name=name, short_help=short_help)
+        if name in VERBS:
+            module_name, attribute, short_help = VERBS[name]
+            verb = getattr(importlib.import_module(f"svc.cli.commands.{module_name}"), attribute)
+            app.command(name, short_help=short_help)(verb)
         else:
-            app.command(name, short_help=short_help)(target)
+            group = importlib.import_module(f"svc.cli.commands.{name}")
+            app.add_typer(group.app, name=name, short_help=group.HELP)
     return app
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
+HELP = "Who may open a project's deployments."  # its line in `svc --help`
 app = typer.Typer(help="Who may open a project's deployments: public, org members, or a shared password.",
                   no_args_is_help=True)
 bypass_app = typer.Typer(help="The bypass secret that CI sends as the Svc-Access-Bypass header.",

@@ -15,6 +15,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "An org's audit trail: who changed what (admins)."  # its line in `svc --help`
 app = typer.Typer(help="An org's audit trail: who changed what, newest first (admins).", no_args_is_help=True)
 
 

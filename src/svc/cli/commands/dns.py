@@ -25,6 +25,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "DNS zones on svc's nameservers: zones, records, DNSSEC."  # its line in `svc --help`
 app = typer.Typer(help="DNS zones on svc's nameservers: zones, their records, DNSSEC.", no_args_is_help=True)
 zones_app = typer.Typer(help="An org's DNS zones: list, create, delete.", no_args_is_help=True)
 records_app = typer.Typer(help="A zone's record sets, in zone-file text: list, set, delete.", no_args_is_help=True)

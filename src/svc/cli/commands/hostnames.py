@@ -19,6 +19,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "A project's hostnames: add custom ones, verify, remove."  # its line in `svc --help`
 app = typer.Typer(help="A project's hostnames: list, add (with the DNS record to create), verify, remove.",
                   no_args_is_help=True)
 

@@ -15,6 +15,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "Invitations to join an org, by email."  # its line in `svc --help`
 app = typer.Typer(help="Invitations to join an org, by email.", no_args_is_help=True)
 
 OrgArg = Annotated[str, typer.Argument(metavar="ORG", help="The org's slug.")]

@@ -14,6 +14,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "Your SSH public keys, for git over SSH."  # its line in `svc --help`
 app = typer.Typer(help="Your SSH public keys, for git over SSH.", no_args_is_help=True)
 
 DEFAULT_KEY = "~/.ssh/id_ed25519.pub"

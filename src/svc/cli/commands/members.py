@@ -14,6 +14,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "Members of an org and their roles."  # its line in `svc --help`
 app = typer.Typer(help="Members of an org and their roles.", no_args_is_help=True)
 
 

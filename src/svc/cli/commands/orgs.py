@@ -13,6 +13,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "Your orgs: list, create, rename, delete."  # its line in `svc --help`
 app = typer.Typer(help="Your orgs: list, create, rename, delete.", no_args_is_help=True)
 
 OrgArg = Annotated[str, typer.Argument(metavar="ORG", help="The org's slug.")]

@@ -20,6 +20,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "Projects of an org: create, list, show, delete."  # its line in `svc --help`
 app = typer.Typer(help="Projects of an org: create, list, show, delete.", no_args_is_help=True)
 
 OrgOption = Annotated[str | None, typer.Option(

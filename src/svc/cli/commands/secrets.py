@@ -17,6 +17,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "A project's secrets (values are never shown)."  # its line in `svc --help`
 app = typer.Typer(help="A project's secrets (reach the worker as env.<NAME>; values are never shown).",
                   no_args_is_help=True)
 

@@ -13,6 +13,7 @@ from svc.cli.output import JsonFlag
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "Your personal access tokens (svc_pat_...)."  # its line in `svc --help`
 app = typer.Typer(help="Your personal access tokens (svc_pat_...).", no_args_is_help=True)
 
 
