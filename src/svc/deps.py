@@ -4,45 +4,28 @@
 so the commit happens before the response is sent (a failed commit is an error response, never a
 2xx for a change that did not happen), an exception rolls everything back, and after-commit
 effects (the edge converging) have run when the client hears back. The transaction policy is the
-method's (GET/HEAD/OPTIONS read, the rest write) unless the endpoint declares its own with
-`@transaction(Tx....)`.
+method's (GET/HEAD/OPTIONS read, the rest write) unless the endpoint runs a use case that declares
+its own (`@runs(service.deploy)`, svc/uow.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 
 from svc.context import AppContext
 from svc.kit.loop_session import StoreSession
-from svc.uow import Tx, UnitOfWork
+from svc.uow import Tx, UnitOfWork, policy_of
 
 # Requests that change nothing: a read unit of work, the credential cache, no project-state check.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-_TX_ATTRIBUTE = "__svc_tx__"
-Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
-
-
-def transaction(tx: Tx) -> Callable[[Endpoint], Endpoint]:
-    """Declare an endpoint's transaction policy where its method's default is not right: a GET
-    that writes (a sign-in callback), or an upload that reads, works outside, then writes."""
-
-    def mark(endpoint: Endpoint) -> Endpoint:
-        setattr(endpoint, _TX_ATTRIBUTE, tx)
-        return endpoint
-
-    return mark
-
-
-def policy_of(route: APIRoute) -> Tx:
-    declared: Tx | None = getattr(route.endpoint, _TX_ATTRIBUTE, None)
-    if declared is not None:
-        return declared
-    return Tx.READ if (route.methods or set()) <= READ_METHODS else Tx.WRITE
+def policy_of_route(route: APIRoute) -> Tx:
+    default = Tx.READ if (route.methods or set()) <= READ_METHODS else Tx.WRITE
+    return policy_of(route.endpoint, default)
 
 
 class UnitOfWorkRoute(APIRoute):
@@ -51,7 +34,7 @@ class UnitOfWorkRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        tx = policy_of(self)
+        tx = policy_of_route(self)
 
         async def in_unit_of_work(request: Request) -> Response:
             uow = UnitOfWork(request.app.state.ctx, tx)

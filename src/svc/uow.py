@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from enum import StrEnum
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import update
 
@@ -59,6 +59,39 @@ class Tx(StrEnum):
     READ_THEN_WRITE = "read_then_write"
 
 
+_POLICY = "__svc_tx__"
+Fn = TypeVar("Fn", bound=Callable[..., Any])
+
+
+def use_case(tx: Tx) -> Callable[[Fn], Fn]:
+    """Declare a use case's transaction policy, once, where the use case is written (its service
+    function, or a job handler that is its own use case). Every entry point that runs it takes the
+    policy from there: a route or page with `@runs(service.deploy)`, a job kind from its handler.
+    Undeclared, a use case runs in its entry point's default (a route's method: GET reads, the rest
+    write; a job: WRITE). A mismatch fails loudly: `close_reads()` in a write unit, `begin_write()`
+    in a read unit."""
+
+    def mark(fn: Fn) -> Fn:
+        setattr(fn, _POLICY, tx)
+        return fn
+
+    return mark
+
+
+def runs(case: Callable[..., Any]) -> Callable[[Fn], Fn]:
+    """An entry point (API route, page, job handler) that runs `case`: its unit of work is opened
+    with the policy `case` declares."""
+    tx: Tx | None = getattr(case, _POLICY, None)
+    if tx is None:
+        raise TypeError(f"{case.__qualname__} declares no transaction policy (@use_case)")
+    return use_case(tx)
+
+
+def policy_of(fn: Callable[..., Any], default: Tx) -> Tx:
+    declared: Tx | None = getattr(fn, _POLICY, None)
+    return declared if declared is not None else default
+
+
 class UnitOfWork:
     def __init__(self, ctx: AppContext, tx: Tx) -> None:
         self.ctx = ctx
@@ -85,10 +118,14 @@ class UnitOfWork:
         return self._writing
 
     async def close_reads(self) -> None:
-        """Before slow outside work (READ_THEN_WRITE): give back what reading held. Objects read
-        so far stay readable, detached; a later `session` is a fresh one."""
-        if not self._writing:
-            await self._close()
+        """Before slow outside work (READ, READ_THEN_WRITE): give back what reading held. Objects
+        read so far stay readable, detached; a later `session` is a fresh one. In a write unit it
+        raises: the write transaction would stay open across the slow work (the use case needs
+        READ_THEN_WRITE, declared with @use_case, and its entry point @runs)."""
+        if self._writing:
+            raise RuntimeError("close_reads() in a write unit of work: the use case is READ_THEN_WRITE, and its "
+                               "entry point must open it so (@runs)")
+        await self._close()
 
     async def begin_write(self) -> StoreSession:
         """The write transaction of a READ_THEN_WRITE use case (the current one for WRITE). Load

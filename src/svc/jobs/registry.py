@@ -10,14 +10,14 @@ from typing import Any
 
 from svc.context import AppContext
 from svc.kit.loop_session import StoreSession
-from svc.uow import Tx, UnitOfWork
+from svc.uow import Tx, UnitOfWork, policy_of
 
 
 @dataclass
 class JobRun:
     """One attempt at a job, inside its unit of work: the handler's writes commit in the same
     transaction that marks the job done, so they happen exactly when the job does. A handler that
-    talks to the outside (SMTP, HTTP) is registered with Tx.READ_THEN_WRITE: it reads, calls
+    talks to the outside (SMTP, HTTP) declares Tx.READ_THEN_WRITE (@use_case): it reads, calls
     `uow.close_reads()`, does the slow work, then writes on `await uow.begin_write()`."""
 
     ctx: AppContext
@@ -58,14 +58,17 @@ class JobRegistry:
     specs: dict[str, JobSpec] = field(default_factory=dict)
     cycles: dict[str, CycleSpec] = field(default_factory=dict)
 
-    def handler(self, kind: StrEnum, fn: JobHandler, *, tx: Tx = Tx.WRITE) -> None:
+    def handler(self, kind: StrEnum, fn: JobHandler) -> None:
+        """The handler of a job kind; its unit of work's policy is the one the handler declares
+        (@use_case, or @runs of the service use case it runs), else WRITE."""
+        tx = policy_of(fn, Tx.WRITE)
         if kind.value in self.specs:
             raise ValueError(f"job kind {kind.value!r} registered twice")
         if tx is Tx.READ:
             raise ValueError("a job commits its completion: it needs Tx.WRITE or Tx.READ_THEN_WRITE")
         self.specs[kind.value] = JobSpec(handler=fn, tx=tx)
 
-    def cycle(self, kind: StrEnum, interval_seconds: float, fn: JobHandler, *, tx: Tx = Tx.WRITE) -> None:
+    def cycle(self, kind: StrEnum, interval_seconds: float, fn: JobHandler) -> None:
         """A periodic cycle is a job kind enqueued once per slot, whichever process claims the slot."""
-        self.handler(kind, fn, tx=tx)
+        self.handler(kind, fn)
         self.cycles[kind.value] = CycleSpec(kind=kind, interval_seconds=interval_seconds)

@@ -13,11 +13,11 @@ from fastapi import Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from svc.auth.principal import resolve_principal
-from svc.deps import Ctx, Uow, request_session, transaction
+from svc.deps import Ctx, Uow, request_session
 from svc.domains.access import errors, service
 from svc.kit.hosts import MAX_HOST, normalize_host
 from svc.kit.paths import MAX_NEXT, safe_next
-from svc.uow import Tx
+from svc.uow import runs
 from svc.web import render
 from svc.web.routing import page_router
 from svc.web.session import session_token
@@ -28,7 +28,7 @@ AUTHORIZE_PATH = "/access/authorize"
 
 
 @router.get(AUTHORIZE_PATH)
-@transaction(Tx.WRITE)  # a signed-in visit issues the one-time code at once, as an OAuth authorize does
+@runs(service.authorize)
 async def authorize_page(request: Request, uow: Uow, ctx: Ctx,
                          to: Annotated[str | None, Query(max_length=MAX_HOST)] = None,
                          next: Annotated[str | None, Query(max_length=MAX_NEXT)] = None) -> Response:

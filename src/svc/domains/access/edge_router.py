@@ -15,12 +15,12 @@ from urllib.parse import parse_qs
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 
-from svc.deps import Ctx, Uow, api_router, transaction
+from svc.deps import Ctx, Uow, api_router
 from svc.domains.access import cookies, errors, host_pages, service
 from svc.kit.hosts import normalize_host
 from svc.kit.pages import error_page, wants_html
 from svc.kit.paths import safe_next
-from svc.uow import Tx
+from svc.uow import runs
 
 router = api_router(include_in_schema=False)
 
@@ -80,7 +80,7 @@ async def password_form(request: Request, uow: Uow, ctx: Ctx) -> Response:
 
 
 @router.post("/v1/edge/password")
-@transaction(Tx.READ)
+@runs(service.password_sign_in)
 async def password_sign_in(request: Request, uow: Uow, ctx: Ctx) -> Response:
     host = _host(request)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -108,7 +108,7 @@ async def password_sign_in(request: Request, uow: Uow, ctx: Ctx) -> Response:
 
 
 @router.get("/v1/edge/callback")
-@transaction(Tx.WRITE)
+@runs(service.exchange_code)
 async def callback(request: Request, uow: Uow, ctx: Ctx) -> Response:
     done = await service.exchange_code(uow, host=_host(request), code=request.query_params.get("code"))
     if done is None:

@@ -33,7 +33,7 @@ from svc.kit.paths import safe_next
 from svc.kit.tokens import token_hash
 from svc.models import PROTECTED_ACCESS_MODES, AccessGrant, AccessMode, Project
 from svc.settings import Settings
-from svc.uow import UnitOfWork
+from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.access")
 
@@ -110,6 +110,7 @@ async def revoke_bypass(uow: UnitOfWork, access: OrgAccess, project: Project) ->
 # --- the org login round trip ---
 
 
+@use_case(Tx.WRITE)  # a signed-in visit issues the one-time code at once, as an OAuth authorize does
 async def authorize(uow: UnitOfWork, principal: Principal, *, to: str, next_path: str,
                     settings: Settings) -> str:
     """The redirect to the host's /__svc/callback with a one-time code (60 s) for this user."""
@@ -139,6 +140,7 @@ class Exchanged:
     next_path: str
 
 
+@use_case(Tx.WRITE)  # a GET (the host's /__svc/callback) that uses up the one-time code
 async def exchange_code(uow: UnitOfWork, *, host: str, code: str | None) -> Exchanged | None:
     """The one-time code -> the host's cookie: single use, unexpired, and only on the host it was
     for. None when refused; a code that was found is used up even then (a refusal is an answer,
@@ -228,6 +230,7 @@ async def password_host(uow: UnitOfWork, host: str, next_path: str) -> PasswordH
     return PasswordHost(route=route, redirect=None)
 
 
+@use_case(Tx.READ)  # a POST that writes nothing: argon2 runs with nothing of the store held
 async def password_sign_in(uow: UnitOfWork, *, host: str, password: str, next_path: str,
                            client: str) -> str | None:
     """The cookie for the host when the password matches; None when the host is not in password

@@ -8,13 +8,14 @@ from svc.domains.deployments import artifacts, queries
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.models import JobKind
 from svc.settings import Settings
-from svc.uow import Tx
+from svc.uow import Tx, use_case
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.artifact_collect, collect, tx=Tx.READ_THEN_WRITE)
+    registry.handler(JobKind.artifact_collect, collect)
 
 
+@use_case(Tx.READ_THEN_WRITE)
 async def collect(run: JobRun) -> None:
     digest = str(run.payload["digest"])
     if await queries.digest_used(run.session, digest):

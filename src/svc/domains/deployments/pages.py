@@ -14,11 +14,11 @@ from typing import Annotated, Any
 from fastapi import Query, Request, Response
 
 from svc.auth.roles import at_least
-from svc.deps import Ctx, Uow, transaction
+from svc.deps import Ctx, Uow
 from svc.domains.deployments import schemas, service
 from svc.domains.projects import service as projects
 from svc.models import ProjectState, Role
-from svc.uow import Tx
+from svc.uow import runs
 from svc.web import render
 from svc.web.deps import ProjectMember, ProjectViewer
 from svc.web.forms import fields, parse
@@ -69,7 +69,7 @@ async def rollback(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -> Re
 
 
 @router.post("/orgs/{orgSlug}/projects/{projectName}/deployments/upload")
-@transaction(Tx.READ_THEN_WRITE)
+@runs(service.deploy)
 async def upload(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -> Response:
     """The body is the bundle (upload.js sends it with the page's CSRF token in X-CSRF-Token and
     HX-Request, so a refusal comes back as the error fragment rather than a whole page)."""

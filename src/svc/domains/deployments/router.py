@@ -11,11 +11,11 @@ from fastapi import Depends, Query, Request
 from starlette.types import Scope
 
 from svc.auth.projects import ProjectMember, ProjectViewer
-from svc.deps import Ctx, Uow, api_router, transaction
+from svc.deps import Ctx, Uow, api_router
 from svc.domains.deployments import service
 from svc.domains.deployments.provenance import git_provenance
 from svc.domains.deployments.schemas import MAX_VERSION, Deployment, DeploymentList, GitInfo, RollbackRequest
-from svc.uow import Tx
+from svc.uow import runs
 
 # The API's deploy and the dashboard's upload (svc.web.pages.deployments): the same use case.
 _UPLOAD_PATH = re.compile(r"/v1/orgs/[^/]+/projects/[^/]+/deployments/?"
@@ -53,7 +53,7 @@ async def list_deployments(
              responses={413: {"description": "Over a bundle bound (bundle_too_large)", **_ERROR},
                         415: {"description": "Not a gzipped bundle (unsupported_media_type)", **_ERROR},
                         503: {"description": "The artifact store is not available", **_ERROR}})
-@transaction(Tx.READ_THEN_WRITE)
+@runs(service.deploy)
 async def create_deployment(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx,
                             git: Annotated[GitInfo, Depends(git_provenance)]) -> Deployment:
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()

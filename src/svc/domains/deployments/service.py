@@ -32,7 +32,7 @@ from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import Deployment, Project, ProjectState, User
-from svc.uow import Tx, UnitOfWork, unit_of_work
+from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
 IDLE_SECONDS = 120
@@ -88,6 +88,7 @@ async def upload_chunks(stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield chunk
 
 
+@use_case(Tx.READ_THEN_WRITE)  # the body streams in with nothing of the store held
 async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: AsyncIterator[bytes],
                  git: GitInfo) -> DeploymentView:
     """A new version from an upload, live once this returns and its unit of work committed."""

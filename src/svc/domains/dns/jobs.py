@@ -45,7 +45,7 @@ from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import DnssecState, JobKind, Zone
 from svc.settings import Settings
-from svc.uow import Tx, unit_of_work
+from svc.uow import Tx, unit_of_work, use_case
 
 log = logging.getLogger("svc.dns")
 
@@ -59,8 +59,8 @@ Key = tuple[str, str]
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.dns_sync, sync, tx=Tx.READ_THEN_WRITE)
-    registry.cycle(JobKind.dns_reconcile, RECONCILE_SECONDS, reconcile, tx=Tx.READ_THEN_WRITE)
+    registry.handler(JobKind.dns_sync, sync)
+    registry.cycle(JobKind.dns_reconcile, RECONCILE_SECONDS, reconcile)
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,7 @@ async def _changes(session: AsyncSession, zone: Zone) -> Changes:
                    delete=sorted(k for k in wanted if k not in stored))
 
 
+@use_case(Tx.READ_THEN_WRITE)  # the nameserver is written with nothing of the store held
 async def sync(run: JobRun) -> None:
     name = str(run.payload["zone"])
     port = run.ctx.adapters.nameserver
@@ -204,6 +205,7 @@ async def sync(run: JobRun) -> None:
         enqueue_sync(run.uow, name, zone_id)  # changes that came while this one was sending
 
 
+@use_case(Tx.READ_THEN_WRITE)
 async def reconcile(run: JobRun) -> None:
     port = run.ctx.adapters.nameserver
     if port is None:

@@ -13,13 +13,14 @@ from svc.domains.hostnames import service
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.models import JobKind
 from svc.settings import Settings
-from svc.uow import Tx
+from svc.uow import runs
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.hostname_verify, settings.hostname_verify_seconds, verify, tx=Tx.READ_THEN_WRITE)
+    registry.cycle(JobKind.hostname_verify, settings.hostname_verify_seconds, verify)
 
 
+@runs(service.verify_pending)
 async def verify(run: JobRun) -> None:
     host = run.payload.get("host")
     await service.verify_pending(run.uow, host if isinstance(host, str) else None)

@@ -23,12 +23,12 @@ from fastapi import Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from svc.auth.projects import ProjectAccess
-from svc.deps import Ctx, Uow, transaction
+from svc.deps import Ctx, Uow
 from svc.domains.hostnames import errors, schemas, service
 from svc.errors import AppError
 from svc.models import HostnameStatus, Role
 from svc.settings import Settings
-from svc.uow import Tx, UnitOfWork
+from svc.uow import UnitOfWork, runs
 from svc.web import render
 from svc.web.deps import ProjectMember, ProjectViewer
 from svc.web.forms import fields, parse, refusable, refusal, refused
@@ -152,7 +152,7 @@ async def add_hostname(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -
 
 
 @router.post(HOST + "/verify")
-@transaction(Tx.READ_THEN_WRITE)  # as the API's: the lookups run with the store given back
+@runs(service.verify_hostname)
 async def verify_hostname(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx, host: HostPath) -> Response:
     checked = await service.verify_hostname(uow, p.project, host)
     card = _card(p, ctx.settings, checked)

@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import Path, Response
 
 from svc.auth.projects import ProjectMember, ProjectViewer
-from svc.deps import Uow, api_router, transaction
+from svc.deps import Uow, api_router
 from svc.domains.hostnames import schemas, service
-from svc.uow import Tx
+from svc.uow import runs
 
 router = api_router(tags=["hostnames"])
 
@@ -35,6 +35,6 @@ async def delete_hostname(host: HostPath, p: ProjectMember, uow: Uow) -> Respons
 
 
 @router.post(_BASE + "/{host}/verify", response_model=schemas.Hostname, operation_id="verifyHostname")
-@transaction(Tx.READ_THEN_WRITE)
+@runs(service.verify_hostname)
 async def verify_hostname(host: HostPath, p: ProjectMember, uow: Uow) -> schemas.Hostname:
     return await service.verify_hostname(uow, p.project, host)

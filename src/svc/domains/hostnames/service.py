@@ -26,7 +26,7 @@ from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.models import Hostname, HostnameKind, HostnameStatus, JobKind, Project
 from svc.settings import Settings
-from svc.uow import UnitOfWork
+from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.hostnames")
 
@@ -177,6 +177,7 @@ async def _check_all(uow: UnitOfWork, items: list[queries.Pending]) -> int:
     return turned
 
 
+@use_case(Tx.READ_THEN_WRITE)  # the lookups run with the store given back
 async def verify_hostname(uow: UnitOfWork, project: Project, host: str) -> schemas.Hostname:
     """POST verify: the check now. Active (and default) hostnames are answered as they are."""
     row = await _own(uow, project, host)
@@ -188,6 +189,7 @@ async def verify_hostname(uow: UnitOfWork, project: Project, host: str) -> schem
     return view(row, uow.ctx.settings)
 
 
+@use_case(Tx.READ_THEN_WRITE)
 async def verify_pending(uow: UnitOfWork, host: str | None = None) -> int:
     """The `hostname.verify` job: one hostname (enqueued by its add), or, for the periodic cycle,
     the pending ones checked longest ago (CYCLE_BATCH of them)."""

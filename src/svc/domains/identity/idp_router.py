@@ -10,10 +10,10 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import RedirectResponse
 
-from svc.deps import Ctx, Uow, api_router, transaction
+from svc.deps import Ctx, Uow, api_router
 from svc.domains.identity import idp_service as idp
 from svc.domains.identity.idp_schemas import CodeQuery, ErrorQuery, ProviderPath, RedirectQuery, StateQuery
-from svc.uow import Tx
+from svc.uow import runs
 
 router = api_router(tags=["identity"])
 
@@ -29,7 +29,7 @@ def _redirect(location: str) -> RedirectResponse:
 @router.get("/v1/auth/{provider}/start", status_code=302, response_class=RedirectResponse, responses=_REDIRECT,
             operation_id="idpStart",
             summary="Start sign-in at the identity provider (browser navigation)")
-@transaction(Tx.WRITE)
+@runs(idp.start)
 async def idp_start(provider: ProviderPath, redirect: RedirectQuery, uow: Uow, ctx: Ctx) -> RedirectResponse:
     """302 to the provider's authorize page. `redirect` is where the browser lands afterwards, with the
     session (or the error) in the URL fragment."""
@@ -46,7 +46,7 @@ async def idp_start(provider: ProviderPath, redirect: RedirectQuery, uow: Uow, c
 @router.get("/v1/auth/{provider}/callback", status_code=302, response_class=RedirectResponse,
             responses=_REDIRECT, operation_id="idpCallback",
             summary="Where the identity provider sends the browser back (browser navigation)")
-@transaction(Tx.READ_THEN_WRITE)
+@runs(idp.finish)
 async def idp_callback(provider: ProviderPath, state: StateQuery, request: Request, uow: Uow, ctx: Ctx,
                        code: CodeQuery = None, error: ErrorQuery = None) -> RedirectResponse:
     """302 to the client callback: `#token=..&expiresAt=..&userId=..&subject=..` on success,

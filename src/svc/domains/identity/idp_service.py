@@ -39,7 +39,7 @@ from svc.kit.clock import utcnow
 from svc.kit.tokens import token_hash
 from svc.models import LoginState
 from svc.settings import Settings
-from svc.uow import UnitOfWork
+from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.identity")
 
@@ -171,6 +171,7 @@ class Started:
     state_hash: str | None
 
 
+@use_case(Tx.WRITE)  # a GET (browser navigation) that records the login state
 async def start(uow: UnitOfWork, *, configured: IdentityProvider | None, provider: str, redirect: str,
                 settings: Settings) -> Started:
     """/start: the provider's authorize page for a new login, or the client's redirect with the
@@ -194,6 +195,7 @@ class Finished:
     state_hash: str
 
 
+@use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
 async def finish(uow: UnitOfWork, *, configured: IdentityProvider | None, provider: str, state: str | None,
                  cookies: dict[str, str], code: str | None, error: str | None, settings: Settings) -> Finished:
     """/callback (READ_THEN_WRITE): the login's row must exist and come back to the browser that

@@ -13,14 +13,14 @@ from urllib.parse import quote, urlencode
 from fastapi import Request, Response
 
 from svc.auth.principal import resolve_principal
-from svc.deps import Ctx, Uow, request_session, transaction
+from svc.deps import Ctx, Uow, request_session
 from svc.domains.identity import queries as identity_queries
 from svc.domains.identity import service as identity
 from svc.domains.identity.idp_service import provider_for_page
 from svc.domains.identity.schemas import DevLogin
 from svc.errors import BadRequest
 from svc.kit.paths import safe_next
-from svc.uow import Tx
+from svc.uow import Tx, use_case
 from svc.web import render
 from svc.web.forms import fields, parse
 from svc.web.routing import page_router
@@ -76,7 +76,7 @@ async def complete_page(request: Request) -> Response:
 
 
 @router.post("/signin/complete")
-@transaction(Tx.READ)
+@use_case(Tx.READ)  # a form post that only reads: the session is already made
 async def complete(request: Request, ctx: Ctx) -> Response:
     form = await fields(request)
     pre = request.cookies.get(pre_cookie_name(ctx.settings), "")

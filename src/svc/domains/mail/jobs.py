@@ -23,13 +23,13 @@ from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import JobKind
 from svc.settings import Settings
-from svc.uow import Tx
+from svc.uow import Tx, use_case
 
 log = logging.getLogger("svc.mail")
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.mail_send, send, tx=Tx.READ_THEN_WRITE)
+    registry.handler(JobKind.mail_send, send)
 
 
 def build_message(settings: Settings, mail: queries.QueuedMail) -> EmailMessage:
@@ -47,6 +47,7 @@ def build_message(settings: Settings, mail: queries.QueuedMail) -> EmailMessage:
     return message
 
 
+@use_case(Tx.READ_THEN_WRITE)  # the SMTP exchange holds nothing of the store
 async def send(run: JobRun) -> None:
     mail_id = str(run.payload["mail_id"])
     mail = await queries.unsent(run.session, mail_id)

@@ -22,15 +22,16 @@ from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import JobKind, TeardownPhase, TerminalCode
 from svc.settings import Settings
-from svc.uow import Tx
+from svc.uow import Tx, use_case
 
 _ORDER = list(TeardownPhase)
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.project_teardown, teardown_step, tx=Tx.READ_THEN_WRITE)
+    registry.handler(JobKind.project_teardown, teardown_step)
 
 
+@use_case(Tx.READ_THEN_WRITE)  # files and blobs are removed with nothing of the store held
 async def teardown_step(run: JobRun) -> None:
     op_id = str(run.payload["operation_id"])
     op = await queries.by_id(run.session, op_id)
