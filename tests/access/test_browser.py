@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from svc.edge import find_nginx
+from svc.supervisor import find_binary
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.bundles import site as bundle
 from tests.support.serve import Server, svc_serve
@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - the dev dependencies include it
 pytestmark = [
     pytest.mark.skipif(async_playwright is None, reason="playwright is not installed"),
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
-    pytest.mark.skipif(find_nginx("nginx") is None, reason="nginx is not installed (make test installs it)"),
+    pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed (make test installs it)"),
 ]
 
 

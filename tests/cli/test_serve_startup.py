@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from svc.edge import find_nginx
+from svc.supervisor import find_binary
 from tests.cli.conftest import SVC, clean_env, free_port, process
 from tests.support.pdns import free_dns_port
 
@@ -39,7 +39,7 @@ def _error_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("error:")]
 
 
-@pytest.mark.skipif(find_nginx("nginx") is None, reason="nginx is not installed (make test installs it)")
+@pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed (make test installs it)")
 def test_edge_port_in_use(tmp_path: Path) -> None:
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))

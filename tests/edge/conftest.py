@@ -15,12 +15,13 @@ import pytest
 
 from svc.context import AppContext
 from svc.domains.projects.service import EdgeRouting
-from svc.edge import NginxEdge, find_nginx
+from svc.edge import NginxEdge
 from svc.settings import Settings
+from svc.supervisor import find_binary
 from tests.edge.helpers import EdgeHttp, FakeCheck, fake_check_server, free_port
 from tests.support.api import Svc, running_svc
 
-NGINX = find_nginx("nginx")
+NGINX = find_binary("nginx")
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (make test installs it)")
 
 
@@ -52,7 +53,7 @@ async def started_edge(svc: Svc, check: FakeCheck) -> AsyncIterator[Running]:
     svc.ctx.edge = edge
     http = EdgeHttp(svc.ctx.settings.edge_port)
     try:
-        assert edge.process.running, edge.process.last_errors()
+        assert edge.process.running, edge.process.last_log()
         yield Running(svc=svc, edge=edge, http=http, check=check)
     finally:
         svc.ctx.edge = None

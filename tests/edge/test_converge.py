@@ -191,6 +191,7 @@ async def test_nginx_left_by_a_dead_svc_is_replaced(tmp_path: Path, check: FakeC
         assert old_master is not None
         for task in first._tasks:  # what kill -9 of svc leaves: nginx, no supervisor
             task.cancel()
+        first.process.abandon()
         await deploy(svc.ctx, site, files(2))
         async with started_edge(svc, check) as r:
             assert r.edge.process.pid != old_master

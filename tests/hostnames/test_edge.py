@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
-from svc.edge import find_nginx
+from svc.supervisor import find_binary
 from tests.hostnames.conftest import until
 from tests.support.bundles import site
 from tests.support.pdns import PDNS_REQUIRED
 from tests.support.serve import Server, svc_serve
 
-pytestmark = [PDNS_REQUIRED, pytest.mark.skipif(find_nginx("nginx") is None, reason="nginx is not installed")]
+pytestmark = [PDNS_REQUIRED, pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed")]
 
 HTML = {"accept": "text/html,application/xhtml+xml"}
 

@@ -26,12 +26,13 @@ import dns.rdatatype
 import dns.resolver
 import pytest
 
-from svc.adapters.nameserver import RunningNameserver, find_pdns, start_nameserver
+from svc.adapters.nameserver import RunningNameserver, start_nameserver
 from svc.adapters.nameserver.powerdns import PowerDnsNameserver
 from svc.adapters.nameserver.process import find_schema
 from svc.settings import Settings
+from svc.supervisor import find_binary
 
-PDNS_INSTALLED = find_pdns("pdns_server") is not None and find_schema() is not None
+PDNS_INSTALLED = find_binary("pdns_server") is not None and find_schema() is not None
 PDNS_REQUIRED = pytest.mark.skipif(
     not PDNS_INSTALLED,
     reason="PowerDNS is not installed (pdns-server, pdns-backend-sqlite3; make test installs them)")

@@ -17,8 +17,9 @@ from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_t
 from svc.adapters.resolver import build_resolver
 from svc.app import create_app, default_adapters
 from svc.auth.invalidation import StoreInUse
-from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken, find_nginx
+from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken
 from svc.settings import Settings
+from svc.supervisor import find_binary
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -121,7 +122,7 @@ def serve(
     if edge_port is not None:
         settings = settings.model_copy(update={"edge_port": edge_port})
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    nginx = find_nginx(settings.nginx_binary) if settings.edge_enabled else None
+    nginx = find_binary(settings.nginx_binary) if settings.edge_enabled else None
     # Else nginx would retry binding for seconds and exit, again and again (the start checks again).
     if nginx is not None and edge_port_taken(settings):
         raise _fail(_edge_port_error(edge_address(settings)))

@@ -1,6 +1,6 @@
 """The edge: a private nginx in front of every project, generated from the state store and
 supervised by svc (docs/edge.md). config.py renders nginx.conf (from templates/nginx.conf.j2),
-process.py runs nginx, converge.py implements the Edge port (svc.adapters.edge.port)."""
+process.py runs nginx (on svc.supervisor), converge.py implements the Edge port (svc.adapters.edge.port)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import logging
 from svc.adapters.edge.port import RoutingSource
 from svc.edge.config import EdgeConfigError, EdgeLayout, listen_address
 from svc.edge.converge import NginxEdge
-from svc.edge.process import EdgePortInUse, EdgeProcessError, find_nginx, port_in_use, stale_master
+from svc.edge.process import EdgePortInUse, nginx_spec
 from svc.settings import Settings
+from svc.supervisor import MissingBinary, Port, ProcessError, resolve_binary, taken_port
 
 log = logging.getLogger("svc.edge")
 
 INSTALL_HINT = "install nginx (Debian: apt-get install nginx-light; `make run` does it) or set SVC_NGINX_BINARY"
 
-__all__ = ["INSTALL_HINT", "EdgePortInUse", "NginxEdge", "edge_address", "edge_port_taken", "find_nginx",
-           "start_edge"]
+__all__ = ["INSTALL_HINT", "EdgePortInUse", "NginxEdge", "edge_address", "edge_port_taken", "start_edge"]
 
 
 def edge_address(settings: Settings) -> str:
@@ -28,25 +28,26 @@ def edge_address(settings: Settings) -> str:
 def edge_port_taken(settings: Settings) -> bool:
     """Whether another program listens on the edge's address, checked before anything starts. An
     nginx that a previous svc on this data dir left running does not count: the edge replaces it."""
-    if stale_master(EdgeLayout(settings.data_dir.resolve() / "edge")) is not None:
-        return False
-    return port_in_use(settings.edge_host, settings.edge_port)
+    spec = nginx_spec(settings.nginx_binary, EdgeLayout(settings.data_dir.resolve() / "edge"),
+                      Port(settings.edge_host, settings.edge_port))
+    return taken_port(spec) is not None
 
 
 async def start_edge(settings: Settings, routing: RoutingSource, *, api_url: str) -> NginxEdge | None:
     """Start this process's edge; None (logged) when nginx is missing or the edge cannot be set up.
     `api_url` is where nginx reaches this svc's API (http://host:port). Raises EdgePortInUse when
     another program listens on the edge's address: svc does not run beside an edge it cannot start."""
-    binary = find_nginx(settings.nginx_binary)
-    if binary is None:
-        log.warning("the edge is off: nginx (%s) was not found; %s", settings.nginx_binary, INSTALL_HINT)
+    try:
+        binary = resolve_binary(settings.nginx_binary, what="nginx")
+    except MissingBinary as exc:
+        log.warning("the edge is off: %s; %s", exc, INSTALL_HINT)
         return None
     edge = NginxEdge(settings, routing, api_url=api_url, binary=binary)
     try:
         await edge.start()
     except EdgePortInUse:
         raise
-    except (EdgeConfigError, EdgeProcessError, OSError) as exc:
+    except (EdgeConfigError, ProcessError, OSError) as exc:
         log.error("the edge is off: %s", exc)
         await edge.stop()
         return None

@@ -1,7 +1,7 @@
 """The Edge port with nginx: converged from the state store (the desired state), supervised.
 
-- start(): render the config from the routing table, start nginx, then two loops: the supervisor
-  (nginx died: kill its leftovers, start it again on the last good config) and the poller
+- start(): render the config from the routing table, start nginx under its supervisor (nginx died:
+  its leftovers killed, started again on the last good config; svc.supervisor), then the poller
   (edge_state.generation moved, or a site was missing last time: converge).
 - converge_now(): read the routing table, make sure each live digest's site exists locally
   (RoutingSource.site: fetched from the blob store and unpacked when this data dir lacks it),
@@ -37,10 +37,9 @@ from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess
 from svc.kit.hosts import valid_host
 from svc.models import PROTECTED_ACCESS_MODES
 from svc.settings import Settings
+from svc.supervisor import Port, PortInUse
 
 log = logging.getLogger("svc.edge")
-
-MAX_BACKOFF = 10.0
 
 
 def _worker_user(data_dir: Path) -> str | None:
@@ -80,10 +79,11 @@ class NginxEdge:
                                    check_cache_seconds=settings.edge_check_cache_seconds,
                                    worker_processes=worker_processes, access_log=access_log,
                                    user=_worker_user(data_dir))
-        self.process = NginxProcess(binary, self.layout, _probe_host(settings.edge_host), settings.edge_port,
-                                    listen_host=settings.edge_host)
         self.description = f"nginx on {listen_address(settings.edge_host, settings.edge_port)}"
+        # One lock serialises converges (config test, reload) and nginx's (re)starts.
         self._lock = asyncio.Lock()
+        self.process = NginxProcess(binary, self.layout, Port(settings.edge_host, settings.edge_port),
+                                    _probe_host(settings.edge_host), config_id=self._config_id, lock=self._lock)
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         # The config file on disk (the last one nginx -t accepted) and the state it was made from.
@@ -113,15 +113,11 @@ class NginxEdge:
         if self._text is None:
             raise EdgeProcessError("no edge config could be written")
         try:
-            async with self._lock:
-                await self.process.start(self._config_id())
-        except EdgePortInUse:
+            await self.process.start()
+        except PortInUse as exc:
             await self.stop()
-            raise
-        except (EdgeProcessError, OSError) as exc:
-            log.error("the edge (%s) did not start; retrying: %s", self.description, exc)
-        self._tasks = [asyncio.create_task(self._supervise(), name="svc-edge-supervisor"),
-                       asyncio.create_task(self._poll(), name="svc-edge-poller")]
+            raise EdgePortInUse(exc.address) from None
+        self._tasks = [asyncio.create_task(self._poll(), name="svc-edge-poller")]
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -130,8 +126,7 @@ class NginxEdge:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        async with self._lock:
-            await self.process.stop()
+        await self.process.stop()
         remove_check_cache_dir(self.options.check_cache_dir)
 
     # --- the Edge port ---
@@ -243,24 +238,3 @@ class NginxEdge:
                 raise
             except Exception:
                 log.exception("edge converge failed; retrying")
-
-    async def _supervise(self) -> None:
-        backoff = 0.1
-        while not self._stopping.is_set():
-            if self.process.running:
-                code = await self.process.wait()
-                if self._stopping.is_set():
-                    return
-                log.error("edge nginx exited (%s); starting it again. %s", code, self.process.last_errors())
-                self.process.cleanup_after_exit()
-            async with self._lock:
-                if self._stopping.is_set():
-                    return
-                try:
-                    await self.process.start(self._config_id())
-                    backoff = 0.1
-                    continue
-                except (EdgeProcessError, OSError) as exc:
-                    log.error("edge nginx did not start; retrying in %.1fs: %s", backoff, exc)
-            await self._sleep(backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF)

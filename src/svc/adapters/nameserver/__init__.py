@@ -13,16 +13,13 @@ from svc.adapters.nameserver.powerdns import SOA_TIMERS, PowerDnsNameserver
 from svc.adapters.nameserver.process import (
     ManagedPowerDns,
     NameserverPortInUse,
-    NameserverProcessError,
     PdnsLayout,
-    PdnsProcess,
-    dns_address,
-    dns_port_in_use,
-    find_pdns,
     find_schema,
-    stale_pdns,
+    pdns_spec,
 )
 from svc.settings import Settings
+from svc.supervisor import Port, ProcessError, find_binary, taken_port
+from svc.supervisor import host_port as dns_address
 
 log = logging.getLogger("svc.dns")
 
@@ -52,7 +49,7 @@ def nameserver_plan(settings: Settings) -> NameserverPlan:
             return NameserverPlan("off", "OFF - SVC_PDNS_API_URL is set but SVC_PDNS_API_KEY is not: the DNS "
                                          "routes answer 503 dns_not_configured")
         return NameserverPlan("external", f"PowerDNS at {settings.pdns_api_url} (external; SVC_PDNS_API_URL)")
-    binary = find_pdns(settings.pdns_binary)
+    binary = find_binary(settings.pdns_binary)
     if binary is None:
         return NameserverPlan("off", f"OFF - PowerDNS ({settings.pdns_binary}) was not found and no "
                                      f"SVC_PDNS_API_URL is set, so the DNS routes answer 503 dns_not_configured. "
@@ -79,9 +76,7 @@ def build_nameserver(settings: Settings) -> PowerDnsNameserver | None:
 def dns_port_taken(settings: Settings) -> bool:
     """Whether another program holds the managed pdns's DNS address, checked before anything
     starts. A pdns that a previous svc on this data dir left running does not count: it is replaced."""
-    if stale_pdns(_layout(settings)) is not None:
-        return False
-    return dns_port_in_use(settings.dns_host, settings.dns_port)
+    return taken_port(pdns_spec(settings.pdns_binary, _layout(settings), _dns_port(settings))) is not None
 
 
 @dataclass
@@ -104,19 +99,19 @@ async def start_nameserver(settings: Settings) -> RunningNameserver | None:
     if plan.mode != "managed" or plan.binary is None:
         return None
     layout = _layout(settings)
-    process = PdnsProcess(plan.binary, layout, dns_host=settings.dns_host, dns_port=settings.dns_port,
-                          soa_content=soa_content(settings))
-    managed = ManagedPowerDns(process)
+    managed = ManagedPowerDns(plan.binary, layout, _dns_port(settings), soa_content=soa_content(settings))
     try:
         # The key (and the db) exist from here on, also when the first start fails and is retried.
         layout.prepare()
-    except (NameserverProcessError, OSError) as exc:
+        await managed.start()
+    except NameserverPortInUse:
+        raise
+    except (ProcessError, OSError) as exc:
         log.error("the nameserver is off: %s", exc)
         return None
-    await managed.start()
     nameserver = PowerDnsNameserver(
         lambda: managed.api_url, layout.read_api_key(), hostmaster=settings.hostmaster,
-        description=f"PowerDNS (managed, DNS on {process.address})")
+        description=f"PowerDNS (managed, DNS on {managed.address})")
     return RunningNameserver(nameserver=nameserver, managed=managed)
 
 
@@ -127,3 +122,7 @@ def soa_content(settings: Settings) -> str:
 
 def _layout(settings: Settings) -> PdnsLayout:
     return PdnsLayout(settings.data_dir.resolve() / "pdns")
+
+
+def _dns_port(settings: Settings) -> Port:
+    return Port(settings.dns_host, settings.dns_port, ("udp", "tcp"))

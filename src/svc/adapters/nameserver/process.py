@@ -13,37 +13,26 @@ change made through the API is answered by the very next query. The process runs
 foreground (daemon=no, guardian=no) as svc's child, in a session of its own so a Ctrl-C meant for
 svc reaches it only through svc's orderly stop.
 
-The supervision rules are the edge's (svc/edge): the DNS port taken by another program is the
-one failure that stops svc from starting (NameserverPortInUse, one line); any other failed start
-is logged in one line and retried with backoff, as is a pdns that dies while svc runs."""
+It runs under svc.supervisor, with the rules of every process svc runs (the edge's nginx too): the
+DNS port taken by another program is the one failure that stops svc from starting
+(NameserverPortInUse, one line); any other failed start is logged in one line and retried with
+backoff, as is a pdns that dies while svc runs."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import logging
 import os
-import re
 import secrets
-import shutil
-import signal
-import socket
 import sqlite3
-import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import httpx
-
-from svc.kit.files import file_size, read_from, tail
+from svc.supervisor import Port, PortInUse, ProcessError, ProcessSpec, Supervisor, free_tcp_port, http_get
 
 log = logging.getLogger("svc.dns")
 
 START_SECONDS = 5.0
-STOP_SECONDS = 5.0
-PORT_GRACE_SECONDS = 1.0
-MAX_BACKOFF = 10.0
-LOG_ROTATE_BYTES = 10 * 1024 * 1024
 SCHEMA_PATHS = (
     Path("/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql"),
     Path("/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql"),
@@ -51,7 +40,7 @@ SCHEMA_PATHS = (
 SCHEMA_HINT = "install pdns-backend-sqlite3 (Debian; `make setup` does it)"
 
 
-class NameserverProcessError(RuntimeError):
+class NameserverProcessError(ProcessError):
     """pdns_server would not start or answer its API."""
 
 
@@ -63,43 +52,9 @@ class NameserverPortInUse(NameserverProcessError):
         self.address = address
 
 
-def dns_address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def find_pdns(binary: str) -> str | None:
-    """The pdns_server executable (a name on PATH, /usr/sbin included, or a path), or None."""
-    if os.sep in binary:
-        return binary if os.path.isfile(binary) and os.access(binary, os.X_OK) else None
-    path = os.environ.get("PATH", os.defpath)
-    return shutil.which(binary, path=os.pathsep.join([path, "/usr/sbin", "/usr/local/sbin"]))
-
-
 def find_schema() -> Path | None:
     """Debian's schema of the gsqlite3 backend (pdns-backend-sqlite3), or None."""
     return next((p for p in SCHEMA_PATHS if p.is_file()), None)
-
-
-def dns_port_in_use(host: str, port: int) -> bool:
-    """Whether another socket holds host:port for UDP or TCP (DNS needs both). TCP binds with
-    SO_REUSEADDR as pdns does, so connections in TIME_WAIT do not count."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
-        with socket.socket(family, kind) as s:
-            if kind == socket.SOCK_STREAM:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind((host, port))
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    return True
-    return False
-
-
-def free_tcp_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 class PdnsLayout:
@@ -138,8 +93,6 @@ class PdnsLayout:
             with os.fdopen(fd, "w") as f:
                 f.write(secrets.token_urlsafe(32))
             tmp.replace(self.api_key)
-        if file_size(self.log) > LOG_ROTATE_BYTES:
-            self.log.replace(self.log.with_suffix(".log.1"))
 
     def read_api_key(self) -> str:
         return self.api_key.read_text().strip()
@@ -179,234 +132,67 @@ def render_conf(layout: PdnsLayout, *, api_key: str, dns_host: str, dns_port: in
         f"{k}={v}\n" for k, v in lines.items())
 
 
-class PdnsProcess:
-    """One pdns_server on a layout: start (and wait until its API answers), wait, stop."""
+def pdns_spec(binary: str, layout: PdnsLayout, dns: Port, *, prepare: Callable[[], Awaitable[None]] | None = None,
+              ready: Callable[[], Awaitable[bool]] | None = None) -> ProcessSpec:
+    """pdns_server as svc runs it on a layout: `prepare` writes its config, `ready`: its API answers."""
+    return ProcessSpec(
+        name=f"PowerDNS (DNS on {dns.address})", binary=binary, args=(f"--config-dir={layout.conf_dir}",),
+        log=layout.log, pid_file=layout.pid, ports=(dns,), prepare=prepare, ready=ready,
+        start_seconds=START_SECONDS)
 
-    def __init__(self, binary: str, layout: PdnsLayout, *, dns_host: str, dns_port: int, soa_content: str) -> None:
-        self.binary = binary
+
+class ManagedPowerDns:
+    """The supervised pdns: started once by svc, started again whenever it exits, stopped at the end.
+    Its API listens on a free port chosen at each start (the adapter follows `api_url`)."""
+
+    def __init__(self, binary: str, layout: PdnsLayout, dns: Port, *, soa_content: str) -> None:
         self.layout = layout
-        self.dns_host = dns_host
-        self.dns_port = dns_port
+        self.dns = dns
         self.soa_content = soa_content
         self.api_port: int | None = None
-        self._proc: asyncio.subprocess.Process | None = None
+        self._key = ""
+        self.process = Supervisor(pdns_spec(binary, layout, self.dns, prepare=self._write_config,
+                                            ready=self._api_answers), logger=log)
 
     @property
     def address(self) -> str:
-        return dns_address(self.dns_host, self.dns_port)
+        return self.dns.address
 
     @property
     def api_url(self) -> str:
         """The API's base URL of the current (or last) start; before any start, one nothing answers on."""
         return f"http://127.0.0.1:{self.api_port or 9}"
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.returncode is None
-
-    async def stop_stale(self) -> None:
-        """A pdns of this data dir that an svc killed without stopping it left running (it still
-        holds the DNS port): found by its pid file and checked by its command line."""
-        pid = stale_pdns(self.layout)
-        if pid is None or (self._proc is not None and pid == self._proc.pid):
-            return
-        log.warning("stopping the PowerDNS (pid %s) a previous svc left running", pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        if not await self._gone(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            await self._gone(pid)
-
-    async def _gone(self, pid: int) -> bool:
-        """Whether the stale pdns `pid` has exited within STOP_SECONDS (it is not our child: polled)."""
-        for _ in range(int(STOP_SECONDS / 0.02)):
-            if not _is_pdns_of(pid, self.layout):
-                return True
-            await asyncio.sleep(0.02)
-        return False
+    def api_key(self) -> str:
+        return self.layout.read_api_key()
 
     async def start(self) -> None:
-        """Start pdns_server and return once its API answers. NameserverPortInUse when the DNS
-        address is taken; NameserverProcessError (with pdns's own words) for any other failure."""
-        if self.running:
-            return
-        await self.stop_stale()
-        await self._check_port()
+        """Start pdns and its supervisor. NameserverPortInUse (pdns not running) when the DNS
+        address is taken; another failed start is logged in one line and retried."""
+        try:
+            await self.process.start()
+        except PortInUse as exc:
+            raise NameserverPortInUse(exc.address) from None
+
+    async def stop(self) -> None:
+        await self.process.stop()
+
+    async def _write_config(self) -> None:
+        """Before each start: the layout (a sqlite db, a key), a fresh API port, the config with both."""
         await asyncio.to_thread(self.layout.prepare)
-        api_key = self.layout.read_api_key()
+        self._key = self.api_key()
         self.api_port = free_tcp_port()
-        text = render_conf(self.layout, api_key=api_key, dns_host=self.dns_host, dns_port=self.dns_port,
+        text = render_conf(self.layout, api_key=self._key, dns_host=self.dns.host, dns_port=self.dns.port,
                            api_port=self.api_port, soa_content=self.soa_content)
         tmp = self.layout.conf.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(text)
         tmp.replace(self.layout.conf)
-        offset = file_size(self.layout.log)
-        with self.layout.log.open("ab") as out:
-            self._proc = await asyncio.create_subprocess_exec(
-                self.binary, f"--config-dir={self.layout.conf_dir}",
-                stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
-        try:
-            await self._wait_ready(api_key)
-        except NameserverProcessError:
-            await self.stop()
-            said = read_from(self.layout.log, offset)
-            if _port_taken(said, self.dns_port):
-                raise NameserverPortInUse(self.address) from None
-            raise NameserverProcessError(
-                f"pdns_server did not start (log: {self.layout.log}): {_reason(said)}") from None
-        log.info("PowerDNS started (pid %s): DNS on %s, API on 127.0.0.1:%s", self._proc.pid, self.address,
-                 self.api_port)
 
-    async def _check_port(self) -> None:
-        """NameserverPortInUse when another program holds the DNS address (pdns would exit at once).
-        A short grace covers a pdns of ours on its way out (a stale one just stopped, the previous
-        run of a restart): its threads may hold the sockets a moment after it shows as exited."""
-        deadline = time.monotonic() + PORT_GRACE_SECONDS
-        while dns_port_in_use(self.dns_host, self.dns_port):
-            if time.monotonic() > deadline:
-                raise NameserverPortInUse(self.address)
-            await asyncio.sleep(0.05)
-
-    async def _wait_ready(self, api_key: str) -> None:
-        deadline = time.monotonic() + START_SECONDS
-        url = f"{self.api_url}/api/v1/servers/localhost"
-        async with httpx.AsyncClient(headers={"X-API-Key": api_key}, timeout=1.0) as client:
-            while True:
-                if not self.running:
-                    raise NameserverProcessError("exited")
-                try:
-                    if (await client.get(url)).status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    # E.g. the API port was taken after it was chosen: pdns then serves DNS without an API.
-                    raise NameserverProcessError(f"no API answer within {START_SECONDS:.0f}s")
-                await asyncio.sleep(0.02)
-
-    async def wait(self) -> int:
-        """Until pdns exits; returns its exit status."""
-        if self._proc is None:
-            return 0
-        return await self._proc.wait()
-
-    async def stop(self) -> None:
-        """SIGTERM (pdns exits in milliseconds), SIGKILL after STOP_SECONDS, and reaped."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=STOP_SECONDS)
-            except TimeoutError:
-                log.warning("PowerDNS did not stop in %ss; killing it", STOP_SECONDS)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
-
-    def last_log(self, limit: int = 600) -> str:
-        return _reason(tail(self.layout.log, limit))
-
-
-class ManagedPowerDns:
-    """The supervised pdns: started once by svc, started again whenever it exits, stopped at the end."""
-
-    def __init__(self, process: PdnsProcess) -> None:
-        self.process = process
-        self._stopping = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def api_url(self) -> str:
-        return self.process.api_url
-
-    def api_key(self) -> str:
-        return self.process.layout.read_api_key()
-
-    async def start(self) -> None:
-        """Start pdns and its supervisor. NameserverPortInUse (pdns not running) when the DNS
-        address is taken; another failed start is logged in one line and retried."""
-        self._stopping.clear()
-        try:
-            await self.process.start()
-        except NameserverPortInUse:
-            raise
-        except (NameserverProcessError, OSError) as exc:
-            log.error("the nameserver (PowerDNS on %s) did not start; retrying: %s", self.process.address, exc)
-        self._task = asyncio.create_task(self._supervise(), name="svc-pdns-supervisor")
-
-    async def stop(self) -> None:
-        self._stopping.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        await self.process.stop()
-
-    async def _supervise(self) -> None:
-        backoff = 0.1
-        while not self._stopping.is_set():
-            if self.process.running:
-                code = await self.process.wait()
-                if self._stopping.is_set():
-                    return
-                log.error("PowerDNS exited (%s); starting it again. %s", code, self.process.last_log())
-            try:
-                await self.process.start()
-                backoff = 0.1
-                continue
-            except (NameserverProcessError, OSError) as exc:
-                log.error("PowerDNS did not start; retrying in %.1fs: %s", backoff, exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=backoff)
-            backoff = min(backoff * 2, MAX_BACKOFF)
-
-
-def stale_pdns(layout: PdnsLayout) -> int | None:
-    """The pid of a pdns_server running on this layout's config (its pid file, checked by its command line)."""
-    try:
-        pid = int(layout.pid.read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return pid if _is_pdns_of(pid, layout) else None
-
-
-def _is_pdns_of(pid: int, layout: PdnsLayout) -> bool:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    args = raw.decode("utf-8", "replace").split("\0")
-    return state != "Z" and bool(args) and args[0].endswith("pdns_server") and \
-        f"--config-dir={layout.conf_dir}" in args
-
-
-_BIND_FAILED = re.compile(r"Unable to bind (?:UDP|TCP) socket to '(?P<addr>[^']*)': Address already in use")
-
-
-def _port_taken(said: str, port: int) -> bool:
-    """Whether pdns's output says the DNS port could not be bound (it exits at once then)."""
-    return any(m.group("addr").endswith(f":{port}") for m in _BIND_FAILED.finditer(said))
-
-
-def _reason(said: str) -> str:
-    """The line of pdns's output that says what went wrong (a fatal or failed line, else the last)."""
-    lines = [line.strip() for line in said.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if re.search(r"fatal|failed|unable|error|does not exist|exception", line, re.IGNORECASE):
-            return line
-    return lines[-1] if lines else "it said nothing"
-
-
-
+    async def _api_answers(self) -> bool:
+        # When the API port was taken after it was chosen, pdns serves DNS without an API: not ready.
+        assert self.api_port is not None
+        answer = await http_get("127.0.0.1", self.api_port, "/api/v1/servers/localhost",
+                                headers={"X-API-Key": self._key}, seconds=1.0)
+        return answer is not None and answer[0] == 200
