@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -32,6 +32,14 @@ class BadRequest(AppError):
     status = 400
     code = "bad_request"
     default_message = "The request is not valid"
+
+    @classmethod
+    def of_field(cls, field: str, predicate: str, reason: str = "value_error") -> Self:
+        """A field breaking a rule only the service knows, refused like every validation failure:
+        details.errors holds the field, a machine reason and a sentence naming the field ("name
+        must not be a wildcard"), never the input."""
+        message = f"{field} {predicate}"
+        return cls(message, details={"errors": [{"field": field, "reason": reason, "message": message}]})
 
 
 class Unauthorized(AppError):

@@ -7,8 +7,7 @@ step, a server-side CLI command). It owns the use case's transaction and what mu
 - `uow.enqueue(kind, payload)`: a job written in the same transaction (the transactional outbox),
   so the job exists exactly when the state change does; the worker is woken after the commit;
 - `uow.after_commit(effect)`: side effects that may only happen once the change is durable (a
-  finished artifact moved into place), run in registration order; `uow.edge_changed()` is the
-  one every change the edge must serve calls;
+  finished artifact moved into place, the edge converging), run in registration order;
 - `uow.after_rollback(effect)`: clean-up of what a failed transaction left outside the store (an
   uploaded artifact no row will ever point to).
 
@@ -27,13 +26,11 @@ from enum import StrEnum
 from types import TracebackType
 from typing import Any, TypeVar
 
-from sqlalchemy import update
-
 from svc.context import AppContext
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.loop_session import LoopReadSession, StoreSession
-from svc.models import EdgeState, Job, JobStatus
+from svc.models import Job, JobStatus
 
 log = logging.getLogger("svc.uow")
 
@@ -159,19 +156,6 @@ class UnitOfWork:
             self._wakes_worker = True
             self.after_commit(self._wake_worker)
         return job
-
-    async def edge_changed(self) -> None:
-        """Call in the unit of work of every change the edge must follow (deploy, rollback, policy,
-        hostname, teardown). A counter moves in this transaction, so every svc process's edge
-        converges to it on its next poll; this process's edge converges once it is committed,
-        before the answer, so a 2xx means "live here"."""
-        if not self._writing:
-            raise RuntimeError("edge_changed needs the write transaction (begin_write first)")
-        await self.session.execute(update(EdgeState).where(EdgeState.id == 1)
-                                   .values(generation=EdgeState.generation + 1, changed_at=utcnow())
-                                   .execution_options(synchronize_session=False))
-        if self.ctx.edge is not None:
-            self.after_commit(self.ctx.edge.converge_now)
 
     def after_commit(self, effect: Effect) -> None:
         """Run `effect` once the commit succeeded; an effect registered twice runs once."""

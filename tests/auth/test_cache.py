@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text, update
 
 from svc.auth.cache import AuthCache
-from svc.auth.principal import Principal, Resolved
+from svc.auth.caller import Principal, Resolved
 from svc.kit.clock import utcnow
 from svc.kit.tokens import token_hash
 from svc.models import User, UserSession

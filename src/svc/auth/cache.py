@@ -25,16 +25,14 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import inspect
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 
+from svc.auth.caller import Resolved
 from svc.kit.clock import utcnow
-
-if TYPE_CHECKING:
-    from svc.auth.principal import Resolved
 
 MAX_ENTRIES = 10_000
 MAX_AGE_SECONDS = 60.0

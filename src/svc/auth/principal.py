@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.cache import AuthCache, detached_copy
+from svc.auth.caller import Principal, Resolved
 from svc.deps import READ_METHODS, request_session
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
 from svc.kit.tokens import PAT_PREFIX, pat_checksum_ok, token_hash
 from svc.models import AccessToken, Membership, Org, User, UserSession
-
-
-@dataclass(frozen=True)
-class Principal:
-    user: User
-    kind: Literal["session", "pat"]
-    credential_id: str
 
 
 def bearer_token(request: Request) -> str | None:
@@ -55,14 +48,6 @@ def _with_org(stmt: AnySelect) -> AnySelect:
 
 _SESSION_WITH_ORG = _with_org(_SESSION_BY_HASH)
 _PAT_WITH_ORG = _with_org(_PAT_BY_HASH)
-
-
-@dataclass(frozen=True)
-class Resolved:
-    principal: Principal
-    # With an org slug: the org, when it exists and the caller is a member, and the role there.
-    org: Org | None = None
-    role: str | None = None
 
 
 def read_cache(request: Request) -> AuthCache | None:

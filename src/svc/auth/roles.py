@@ -8,7 +8,8 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
-from svc.auth.principal import Principal, bearer_token, read_cache, resolve
+from svc.auth.caller import Principal
+from svc.auth.principal import bearer_token, read_cache, resolve
 from svc.deps import request_session
 from svc.errors import Forbidden, NotFound, Unauthorized
 from svc.models import Org, Role

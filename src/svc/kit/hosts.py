@@ -23,3 +23,18 @@ def normalize_host(value: str | None) -> str | None:
         host = host.split(":", 1)[0]
     host = host.removesuffix(".")
     return host if host and valid_host(host) else None
+
+
+def unicode_spelling(name: str) -> str | None:
+    """The internationalized spelling of a name with punycode labels (xn--bcher-kva.example ->
+    bücher.example), for showing beside it; None for a plain name or a label that is not valid
+    punycode. (idna is imported here, not at start: the CLI's start-up stays short.)"""
+    bare = name.rstrip(".")
+    if "xn--" not in bare:
+        return None
+    import idna
+
+    try:
+        return str(idna.decode(bare))
+    except (idna.IDNAError, UnicodeError):
+        return None

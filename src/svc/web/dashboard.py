@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PrefixLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from svc.auth.principal import Principal
+from svc.auth.caller import Principal
 from svc.kit.clock import human_date, relative, rfc3339, utcnow
 from svc.models import Role
 

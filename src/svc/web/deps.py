@@ -7,7 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from svc.auth.principal import Principal, read_cache, resolve_principal
+from svc.auth.caller import Principal
+from svc.auth.principal import read_cache, resolve_principal
 from svc.auth.projects import ProjectAccess, ProjectNamePath, project_access
 from svc.auth.roles import OrgAccess, OrgSlugPath, org_access
 from svc.context import AppContext

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from svc import __version__
-from svc.auth.principal import Principal
+from svc.auth.caller import Principal
 from svc.auth.roles import at_least
 from svc.context import AppContext
 from svc.models import Role
@@ -28,6 +29,12 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "Cache-Control": "no-store", "Referrer-Policy": "same-origin",
            "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Vary": "Accept-Encoding, HX-Request"}
+
+
+def element_id(prefix: str, *parts: str) -> str:
+    """A stable id for a page element standing for a thing whose name holds dots, "*", "_" or "@"
+    (a record set, a hostname): the prefix and a short hash of the name."""
+    return f"{prefix}-" + hashlib.sha256(" ".join(parts).encode()).hexdigest()[:10]
 
 
 def is_htmx(request: Request) -> bool:

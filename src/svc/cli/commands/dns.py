@@ -21,6 +21,7 @@ from svc.cli import output
 from svc.cli.client import Api, ApiError, CliError, seg
 from svc.cli.commands.projects import OrgOption, local_manifest, resolve_org
 from svc.cli.output import JsonFlag
+from svc.kit.hosts import unicode_spelling
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,13 +46,10 @@ NameArg = Annotated[str, typer.Argument(metavar="NAME",
                                         help='Relative to the zone ("www", "_sip._tcp"); "@" is the apex.')]
 TypeArg = Annotated[str, typer.Argument(metavar="TYPE", help="A, AAAA, MX, SRV, CAA, CNAME, TXT or NS.")]
 
-# Hints after an API error, by its code: what to do next, in the CLI's terms.
+# Hints after an API error, by its code: the CLI's own next step (the message says what is wrong
+# and the remedy in words both the CLI and the dashboard show).
 _HINTS = {
     "dns_not_configured": "this svc server has no nameserver: its `svc serve` banner says why (the `dns:` line)",
-    "managed_rrset": "the SOA and the apex NS set are svc's own and cannot be changed (see `svc dns records list`)",
-    "cname_conflict": "a CNAME must be alone on its name and cannot be at the apex (@): delete the other "
-                      "records first, or use A/AAAA records instead",
-    "zone_taken": "another org holds this zone or a zone overlapping it",
     "dnssec_off": "turn DNSSEC on first: svc dns dnssec on ZONE",
 }
 
@@ -103,14 +101,7 @@ def relative_name(name: str, zone: str) -> str:
 
 def unicode_name(name: str) -> str:
     """xn--bcher-kva.example -> bücher.example (as it is when it has no punycode label, or a bad one)."""
-    if "xn--" not in name:
-        return name
-    import idna
-
-    try:
-        return str(idna.decode(name))
-    except (idna.IDNAError, UnicodeError):
-        return name
+    return unicode_spelling(name) or name
 
 
 def _ascii_label(label: str) -> str:

@@ -1,7 +1,7 @@
 """HTTP only: the access policy API (spec "Deployment access control").
 
 Changes the edge must follow (policy, bypass secret) converge this process's edge after their
-commit, before the answer (uow.edge_changed), so a 2xx means the change is live here."""
+commit, before the answer (projects.service.edge_changed), so a 2xx means the change is live here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Access policy rules: the policy and bypass secret of a project, the org login round trip's
 one-time codes, the edge's check, and the password page's sign-in. Services receive the unit of
-work and flush; the unit of work commits. Every policy change moves the edge (uow.edge_changed)."""
+work and flush; the unit of work commits. Every policy change moves the edge (projects.service.edge_changed)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
-from svc.auth.principal import Principal
+from svc.auth.caller import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.access import cookies, errors, queries
 from svc.domains.access.schemas import AccessPolicy
@@ -69,7 +69,7 @@ def policy_view(project: Project) -> AccessPolicy:
 async def _changed(uow: UnitOfWork, project: Project) -> None:
     """Every policy change: old cookies and cached checks stop working; the edge converges."""
     project.access_generation = project.access_generation + 1
-    await uow.edge_changed()
+    await projects.edge_changed(uow)
     await uow.session.flush()
 
 

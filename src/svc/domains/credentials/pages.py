@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import Path, Request, Response
 
-from svc.auth.principal import Principal
+from svc.auth.caller import Principal
 from svc.deps import Uow
 from svc.domains.credentials import schemas, service
 from svc.kit.clock import as_utc, utcnow

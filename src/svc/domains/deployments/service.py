@@ -28,6 +28,7 @@ from svc.domains.deployments.bundle import bad, too_large
 from svc.domains.deployments.errors import DeploymentNotFound, UnsupportedMediaType
 from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.deployments.schemas import GitInfo
+from svc.domains.projects import service as projects
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -109,7 +110,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     # In this order after the commit: the site in place, then the edge serving it, then clean-up.
     uow.after_commit(partial(artifacts.publish_site, ctx, received.digest, received.bundle, received.staging,
                              received.unpacked.files))
-    await uow.edge_changed()
+    await projects.edge_changed(uow)
     uow.after_commit(received.discard)
     return deployment_view(row, live_id=row.id, uploader=access.principal.user.subject)
 
@@ -154,7 +155,7 @@ async def rollback(uow: UnitOfWork, access: OrgAccess, project_name: str, versio
     previous = await queries.by_id(session, project.live_deployment_id)
     project.live_deployment_id = row.id
     project.manifest = row.manifest
-    await uow.edge_changed()
+    await projects.edge_changed(uow)
     await record(session, "deployment.rollback", actor=access.principal.user, org=access.org,
                  target=project.name, data={"version": version, "from": previous.version if previous else None})
     await session.flush()

@@ -19,12 +19,6 @@ AREA = Area(
     hints={
         "dns_not_configured": "The operator of this svc turns DNS on by installing PowerDNS (pdns-server and "
                               "pdns-backend-sqlite3) on the server, or with SVC_PDNS_API_URL and SVC_PDNS_API_KEY.",
-        "cname_conflict": "Delete the other records at that name first, or give the CNAME a name of its own "
-                          "(at the zone itself, use A and AAAA records instead).",
-        "managed_rrset": "svc keeps the SOA and the zone's own NS records itself; use another name or type.",
-        "zone_taken": "A zone belongs to one org on this svc: if the domain is yours, ask the org holding it to "
-                      "delete it.",
-        "dnssec_off": "Enable DNSSEC first, then record the DS records registered at the parent zone.",
     },
     jobs=jobs.register,
     holdings=(OrgHolding("zones", Zone, Zone.name),),

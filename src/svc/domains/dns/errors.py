@@ -5,13 +5,7 @@ from svc.errors import BadRequest, Conflict, NotFound, ServiceUnavailable
 
 class InvalidDns(BadRequest):
     """A field of a DNS request breaking a rule only the DNS rules know (a record's shape, a name
-    outside the zone). details.errors has the same entries as every validation failure (errors.py):
-    the field, a machine reason and a sentence naming the field, never the input."""
-
-    @classmethod
-    def of(cls, field: str, predicate: str, reason: str = "value_error") -> InvalidDns:
-        message = f"{field} {predicate}"
-        return cls(message, details={"errors": [{"field": field, "reason": reason, "message": message}]})
+    outside the zone): InvalidDns.of_field(field, predicate)."""
 
 
 class ZoneNotFound(NotFound):
@@ -24,17 +18,20 @@ class RRsetNotFound(NotFound):
 
 class ZoneTaken(Conflict):
     code = "zone_taken"
-    default_message = "This zone, or a zone overlapping it, is held by another org"
+    default_message = ("This zone, or a zone overlapping it, is held by another org: if the domain is yours, ask "
+                       "that org to delete it")
 
 
 class ManagedRRset(Conflict):
     code = "managed_rrset"
-    default_message = "This record set is managed by svc and cannot be changed"
+    default_message = ("This record set is managed by svc and cannot be changed: svc keeps the SOA and the zone's own "
+                       "NS records itself; use another name or type")
 
 
 class CnameConflict(Conflict):
     code = "cname_conflict"
-    default_message = "A CNAME cannot be at the zone apex nor beside another record type on the same name"
+    default_message = ("A CNAME cannot be at the zone apex nor beside another record type on the same name: delete "
+                       "the other records at that name first, or use A and AAAA records")
 
 
 class DnssecOff(Conflict):

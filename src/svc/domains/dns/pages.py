@@ -15,11 +15,9 @@ waited on with the store locked)."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Any
 from urllib.parse import quote
 
-import idna
 from fastapi import Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
@@ -27,11 +25,12 @@ from svc.auth.roles import OrgAccess, at_least
 from svc.deps import Ctx, Uow
 from svc.domains.dns import errors, records, schemas, service
 from svc.errors import AppError, BadRequest
+from svc.kit.hosts import unicode_spelling
 from svc.models import DnssecState, Role
 from svc.uow import UnitOfWork
 from svc.web import render
 from svc.web.deps import OrgAdmin, OrgMember, OrgViewer
-from svc.web.forms import Refusal, fields, parse, refusable, refusal, refused
+from svc.web.forms import RefusedForm, fields, parse, refusable, refusal, refused
 from svc.web.routing import page_router
 
 router = page_router()
@@ -69,17 +68,6 @@ def _bare(zone_name: str) -> str:
     return zone_name.rstrip(".")
 
 
-def _unicode(zone_name: str) -> str | None:
-    """The internationalized spelling of a punycode zone, shown beside it; None for plain names."""
-    bare = _bare(zone_name)
-    if "xn--" not in bare:
-        return None
-    try:
-        return str(idna.decode(bare))
-    except idna.IDNAError:
-        return None
-
-
 def _zone_url(org_slug: str, zone_name: str) -> str:
     return f"/orgs/{org_slug}/dns/{quote(_bare(zone_name), safe='')}"
 
@@ -88,14 +76,9 @@ def _rrset_url(org_slug: str, zone_name: str, name: str, rtype: str) -> str:
     return f"{_zone_url(org_slug, zone_name)}/rrsets/{quote(name, safe='')}/{quote(rtype, safe='')}"
 
 
-def _key(name: str, rtype: str) -> str:
-    """A stable id fragment for one rrset's form fields (names hold dots, "*", "_" and "@")."""
-    return "rr-" + hashlib.sha256(f"{name} {rtype}".encode()).hexdigest()[:10]
-
-
 def _row(org_slug: str, zone_name: str, rrset: schemas.RRset) -> dict[str, Any]:
     return {"name": rrset.name, "type": rrset.type, "ttl": rrset.ttl, "records": rrset.records,
-            "managed_by": rrset.managed_by, "key": _key(rrset.name, rrset.type),
+            "managed_by": rrset.managed_by, "key": render.element_id("rr", rrset.name, rrset.type),
             "url": _rrset_url(org_slug, zone_name, rrset.name, rrset.type)}
 
 
@@ -127,11 +110,23 @@ def _ttl(text: str | None) -> int | str | None:
     return int(value) if value.isascii() and value.isdigit() and len(value) < 10 else value
 
 
-def _refusal(request: Request, err: AppError, numbers: dict[str, list[int]]) -> Refusal:
-    """What a form shows when the service refused it: messages by field, else the error in words."""
+def _again(request: Request, err: AppError, access: OrgAccess, zone: str, *, numbers: dict[str, list[int]],
+           part: str, typed: dict[str, Any], refusal_as: str, part_values: dict[str, Any] | None = None,
+           page_values: dict[str, Any] | None = None) -> RefusedForm:
+    """A refused form again, as the person had it (`typed`), its refusal named `refusal_as` in the
+    template: for htmx the form alone (`part`), else the zone page with that form open."""
     if isinstance(err, errors.DnsNotConfigured | errors.ZoneNotFound):
         raise err  # not about the form: the page says so
-    return refusal(request, err, fields=FIELD_WORDS, lines=numbers)
+    problem = refusal(request, err, fields=FIELD_WORDS, lines=numbers)
+    shown: dict[str, Any] = {**typed, refusal_as: problem}
+
+    async def show(reading: UnitOfWork) -> Response:
+        if render.is_htmx(request):
+            return await render.render_part(request, part, status=problem.status, **shown, **(part_values or {}),
+                                            **_form_values(access, zone))
+        return await _zone_page(request, access, reading, zone, status=problem.status, **shown,
+                                **(page_values or {}))
+    return refused(problem, show)
 
 
 # --- what the pages show ---
@@ -160,7 +155,7 @@ def _zone_values(access: OrgAccess, detail: schemas.ZoneDetail, *, q: str = "",
     rows = chosen[:ROWS_SHOWN]
     state = DnssecState(detail.dnssec)
     return {**_form_values(access, detail.name), "zone": detail, "zone_bare": _bare(detail.name),
-            "zone_unicode": _unicode(detail.name), "rows": rows, "q": q.strip(), "matching": len(chosen),
+            "zone_unicode": unicode_spelling(detail.name), "rows": rows, "q": q.strip(), "matching": len(chosen),
             "total": len(detail.rrsets), "dnssec_said": DNSSEC_SAID[state],
             # The DS block polls itself until the nameserver has signed the zone (or can be asked).
             "ds_polling": state is not DnssecState.off and not detail.ds_records}
@@ -189,8 +184,8 @@ async def zones_page(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) ->
         listed = await service.list_zones(uow, access)
     except errors.DnsNotConfigured:
         return await _dns_off(request, ctx)
-    zones = [{"name": _bare(z.name), "unicode": _unicode(z.name), "dnssec": z.dnssec, "created_at": z.created_at,
-              "url": _zone_url(access.org.slug, z.name)} for z in listed.zones]
+    zones = [{"name": _bare(z.name), "unicode": unicode_spelling(z.name), "dnssec": z.dnssec,
+              "created_at": z.created_at, "url": _zone_url(access.org.slug, z.name)} for z in listed.zones]
     return await render.render(request, "dns/zones.html", title="DNS", zones=zones, role=access.role.value,
                                is_admin=access.role == Role.admin, nameservers=service.nameservers(ctx.settings))
 
@@ -240,15 +235,8 @@ async def add_rrset(request: Request, access: OrgMember, uow: Uow, zone: ZonePat
         async with refusable(uow):
             saved = await service.put_rrset(uow, access, zone, typed["name"].strip() or "@", typed["type"], body)
     except AppError as err:
-        problem = _refusal(request, err, {"records": numbers})
-
-        async def show(reading: UnitOfWork) -> Response:
-            if render.is_htmx(request):
-                return await render.render_part(request, "dns/_add.html", status=problem.status, add=typed,
-                                                add_refusal=problem, **_form_values(access, zone))
-            return await _zone_page(request, access, reading, zone, status=problem.status, add=typed,
-                                    add_refusal=problem)
-        return refused(problem, show)
+        return _again(request, err, access, zone, numbers={"records": numbers}, part="dns/_add.html",
+                      typed={"add": typed}, refusal_as="add_refusal")
     count = len(saved.records)
     return render.redirect(request, _zone_url(access.org.slug, zone),
                            flash=f"Saved {saved.name} {saved.type}: {count} {'record' if count == 1 else 'records'}, "
@@ -296,17 +284,11 @@ async def save_rrset(request: Request, access: OrgMember, uow: Uow, zone: ZonePa
         async with refusable(uow):
             saved = await service.put_rrset(uow, access, zone, name, rtype, body)
     except AppError as err:
-        problem = _refusal(request, err, {"records": numbers})
-
-        async def show(reading: UnitOfWork) -> Response:
-            if render.is_htmx(request):  # the row's form again, as the person had it
-                row = {"name": name, "type": rtype, "key": _key(name, rtype),
-                       "url": _rrset_url(access.org.slug, zone, name, rtype)}
-                return await render.render_part(request, "dns/_row_edit.html", status=problem.status, r=row,
-                                                edit=edit, refusal=problem, **_form_values(access, zone))
-            return await _zone_page(request, access, reading, zone, status=problem.status, editing=(name, rtype),
-                                    edit=edit, refusal=problem)
-        return refused(problem, show)
+        row = {"name": name, "type": rtype, "key": render.element_id("rr", name, rtype),
+               "url": _rrset_url(access.org.slug, zone, name, rtype)}
+        return _again(request, err, access, zone, numbers={"records": numbers}, part="dns/_row_edit.html",
+                      typed={"edit": edit}, refusal_as="refusal", part_values={"r": row},
+                      page_values={"editing": (name, rtype)})
     if render.is_htmx(request):  # the row again, as saved, with the focus back on its Edit link
         return await render.render_part(request, "dns/_row.html", r=_row(access.org.slug, zone, saved), focus=True,
                                         saved=True, **_form_values(access, zone))
@@ -353,15 +335,8 @@ async def set_ds(request: Request, access: OrgAdmin, uow: Uow, zone: ZonePath) -
         async with refusable(uow):
             changed = await service.set_ds(uow, access, zone, list(body.ds))
     except AppError as err:
-        problem = _refusal(request, err, {"ds": numbers})
-
-        async def show(reading: UnitOfWork) -> Response:
-            if render.is_htmx(request):
-                return await render.render_part(request, "dns/_ds_form.html", status=problem.status, ds_typed=typed,
-                                                ds_refusal=problem, **_form_values(access, zone))
-            return await _zone_page(request, access, reading, zone, status=problem.status, ds_typed=typed,
-                                    ds_refusal=problem)
-        return refused(problem, show)
+        return _again(request, err, access, zone, numbers={"ds": numbers}, part="dns/_ds_form.html",
+                      typed={"ds_typed": typed}, refusal_as="ds_refusal")
     said = (f"DS recorded ({len(changed.ds)}): the zone is DS pending until the parent zone serves it." if changed.ds
             else "No DS recorded: the zone stays signing until you record the DS registered at the parent.")
     return render.redirect(request, _zone_url(access.org.slug, changed.name), flash=said)

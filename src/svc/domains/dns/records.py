@@ -54,7 +54,7 @@ _IN = dns.rdataclass.IN
 
 
 def _bad(field: str, predicate: str) -> errors.InvalidDns:
-    return errors.InvalidDns.of(field, predicate)
+    return errors.InvalidDns.of_field(field, predicate)
 
 
 def _idna_label(label: str, field: str) -> str:
@@ -132,7 +132,7 @@ def record_type(text: str) -> str:
     """The path's {type}: one of TYPES, uppercase. SOA is svc's own: 409 managed_rrset."""
     upper = text.upper()
     if upper in MANAGED_TYPES:
-        raise errors.ManagedRRset("The SOA record set is managed by svc and the nameserver",
+        raise errors.ManagedRRset("The SOA record set is managed by svc and the nameserver: use another type",
                                   details={"type": upper})
     if upper not in TYPES:
         raise _bad("type", "must be one of: " + ", ".join(TYPES))
@@ -195,11 +195,13 @@ def rrset(zone: str, name: str, rtype: str, ttl: int, records: list[str]) -> RRs
     if len(records) > MAX_RECORDS:
         raise _bad("records", f"must have at most {MAX_RECORDS} items")
     if rtype == "NS" and name == zone:
-        raise errors.ManagedRRset("The apex NS record set names svc's nameservers and is managed by svc",
+        raise errors.ManagedRRset("The apex NS record set names svc's nameservers and is managed by svc: use "
+                                  "another name or type",
                                   details={"type": "NS", "name": "@"})
     if rtype == "CNAME":
         if name == zone:
-            raise errors.CnameConflict("A CNAME cannot be at the zone apex (it holds the SOA and NS)",
+            raise errors.CnameConflict("A CNAME cannot be at the zone apex (it holds the SOA and NS): use A and AAAA "
+                                       "records there",
                                        details={"name": "@"})
         if len(records) != 1:
             raise _bad("records", "must hold exactly one record for a CNAME")

@@ -125,7 +125,8 @@ def _check_reserved(settings: Settings, name: str) -> None:
     own = [settings.app_domain.strip().lower().rstrip(".") + ".", *nameservers(settings)]
     for reserved in own:
         if records.is_within(name, reserved) or records.is_within(reserved, name):
-            raise errors.InvalidDns.of("name", f"must not be, contain or be under the service's own name {reserved}")
+            raise errors.InvalidDns.of_field("name",
+                                             f"must not be, contain or be under the service's own name {reserved}")
 
 
 async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.ZoneDetail:
@@ -207,18 +208,18 @@ async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype
                                    details={"name": records.relative(name, zone.name), "types": ["CNAME"]})
     if rtype == "NS":
         if others:
-            raise errors.InvalidDns.of("name", "must not hold other records when it is delegated (NS): "
+            raise errors.InvalidDns.of_field("name", "must not hold other records when it is delegated (NS): "
                                        f"it holds {', '.join(sorted(others))}")
         hidden = [n for n, t in await queries.below(session, zone.id, name) if t not in GLUE_TYPES]
         if hidden:
-            raise errors.InvalidDns.of("name", "must not be delegated (NS) while names below it hold records "
+            raise errors.InvalidDns.of_field("name", "must not be delegated (NS) while names below it hold records "
                                        "other than A or AAAA glue")
         return
     for cut in cuts:
         if cut == name:
-            raise errors.InvalidDns.of("name", "is delegated (it holds NS): only NS records can be here")
+            raise errors.InvalidDns.of_field("name", "is delegated (it holds NS): only NS records can be here")
         if name.endswith("." + cut) and rtype not in GLUE_TYPES:
-            raise errors.InvalidDns.of("name", f"is below the delegated name {records.relative(cut, zone.name)}: "
+            raise errors.InvalidDns.of_field("name", f"is below the delegated name {records.relative(cut, zone.name)}: "
                                        "only A and AAAA glue can be here")
 
 
@@ -244,7 +245,7 @@ async def put_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: st
     now = utcnow()
     if row is None:
         if count >= MAX_RRSETS:
-            raise errors.InvalidDns.of("name", f"cannot be added: a zone holds at most {MAX_RRSETS} record sets")
+            raise errors.InvalidDns.of_field("name", f"cannot be added: a zone holds at most {MAX_RRSETS} record sets")
         row = RRset(zone_id=zone.id, name=owner, type=rtype, ttl=data.ttl, records=list(data.records),
                     managed_by=None, updated_at=now)
         session.add(row)

@@ -7,14 +7,7 @@ __all__ = ["DefaultHostname", "HostnameNotFound", "HostnameTaken", "InvalidHostn
 
 
 class InvalidHostname(BadRequest):
-    """A name that cannot be a custom hostname. details.errors has the same entries as every
-    validation failure (svc/errors.py): the field, a machine reason and a sentence naming the
-    field, never the input."""
-
-    @classmethod
-    def of(cls, predicate: str, *, field: str = "name") -> InvalidHostname:
-        message = f"{field} {predicate}"
-        return cls(message, details={"errors": [{"field": field, "reason": "value_error", "message": message}]})
+    """A name that cannot be a custom hostname: InvalidHostname.of_field("name", predicate)."""
 
 
 class HostnameNotFound(NotFound):

@@ -22,7 +22,7 @@ _SPACE_OR_CONTROL = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 def _bad(predicate: str) -> InvalidHostname:
-    return InvalidHostname.of(predicate)
+    return InvalidHostname.of_field("name", predicate)
 
 
 def _is_ip(text: str) -> bool:

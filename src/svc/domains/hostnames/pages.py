@@ -18,7 +18,6 @@ import hashlib
 from typing import Annotated, Any
 from urllib.parse import quote
 
-import idna
 from fastapi import Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
@@ -26,6 +25,7 @@ from svc.auth.projects import ProjectAccess
 from svc.deps import Ctx, Uow
 from svc.domains.hostnames import errors, schemas, service
 from svc.errors import AppError
+from svc.kit.hosts import unicode_spelling
 from svc.models import HostnameStatus, Role
 from svc.settings import Settings
 from svc.uow import UnitOfWork, runs
@@ -58,21 +58,6 @@ def _host_url(p: ProjectAccess, host: str) -> str:
     return f"{_page_url(p)}/{quote(host, safe='')}"
 
 
-def _key(host: str) -> str:
-    """A stable id fragment for one hostname's card (hosts hold dots; ids should not)."""
-    return "host-" + hashlib.sha256(host.encode()).hexdigest()[:10]
-
-
-def _unicode(host: str) -> str | None:
-    """The internationalized spelling of a punycode host, shown beside it; None for plain names."""
-    if "xn--" not in host:
-        return None
-    try:
-        return str(idna.decode(host))
-    except idna.IDNAError:
-        return None
-
-
 def _seen(h: schemas.Hostname) -> str:
     """What a card shows that can change: its state and the last check's words."""
     return hashlib.sha256(f"{h.status}\n{h.last_error or ''}".encode()).hexdigest()[:16]
@@ -80,11 +65,11 @@ def _seen(h: schemas.Hostname) -> str:
 
 def _card(p: ProjectAccess, settings: Settings, h: schemas.Hostname) -> dict[str, Any]:
     pending = h.status == HostnameStatus.pending_dns.value
-    return {"host": h.host, "unicode": _unicode(h.host), "kind": h.kind, "status": h.status,
+    return {"host": h.host, "unicode": unicode_spelling(h.host), "kind": h.kind, "status": h.status,
             "status_words": STATUS_WORDS.get(h.status, h.status), "pending": pending,
             "is_default": h.kind == "default", "last_error": h.last_error, "verification": h.verification,
-            "cname_target": h.cname_target, "edge_url": settings.edge_url(h.host), "key": _key(h.host),
-            "url": _host_url(p, h.host), "seen": _seen(h)}
+            "cname_target": h.cname_target, "edge_url": settings.edge_url(h.host),
+            "key": render.element_id("host", h.host), "url": _host_url(p, h.host), "seen": _seen(h)}
 
 
 def _values(p: ProjectAccess, settings: Settings) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.dns import service as dns
 from svc.domains.hostnames import errors, names, queries, schemas, verify
+from svc.domains.projects import service as projects
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.models import Hostname, HostnameKind, HostnameStatus, JobKind, Project
@@ -103,7 +104,7 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
     linked = await dns.link_host(uow, access.org.id, host, fallback_origin(settings))
     uow.enqueue(JobKind.hostname_verify, {"host": host}, max_attempts=1)
     # The edge answers for it from now on: the pending page, never the project's content.
-    await uow.edge_changed()
+    await projects.edge_changed(uow)
     await record(session, "hostname.add", actor=access.principal.user, org=access.org, target=host,
                  data={"project": project.name, "host": host, "dnsRecord": linked})
     await session.flush()
@@ -124,7 +125,7 @@ async def delete_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, 
         raise errors.DefaultHostname(details={"host": row.host})
     await session.delete(row)
     unlinked = await dns.unlink_host(uow, access.org.id, row.host)
-    await uow.edge_changed()
+    await projects.edge_changed(uow)
     await record(session, "hostname.delete", actor=access.principal.user, org=access.org, target=row.host,
                  data={"project": project.name, "host": row.host, "dnsRecordRemoved": unlinked})
     await session.flush()
@@ -173,7 +174,7 @@ async def _check_all(uow: UnitOfWork, items: list[queries.Pending]) -> int:
             turned += 1
             log.info("hostname %s is active (ownership proven by %s)", done.item.host, done.check.by)
     if turned:
-        await uow.edge_changed()
+        await projects.edge_changed(uow)
     return turned
 
 

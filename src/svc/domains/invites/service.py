@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
 
-from svc.auth.principal import Principal
+from svc.auth.caller import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
 from svc.domains.identity.schemas import OrgMembership

@@ -22,7 +22,8 @@ from fastapi import Path, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from svc import __version__
-from svc.auth.principal import Principal, resolve_principal
+from svc.auth.caller import Principal
+from svc.auth.principal import resolve_principal
 from svc.auth.roles import at_least
 from svc.context import AppContext
 from svc.deps import Ctx, Uow, request_session, request_uow

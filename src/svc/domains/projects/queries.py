@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Row, Select, delete, func, select
+from sqlalchemy import Row, Select, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
+from svc.kit.clock import utcnow
 from svc.models import Deployment, EdgeState, Hostname, HostnameKind, HostnameStatus, Org, Project, ProjectState
 
 
@@ -93,6 +94,12 @@ async def route_for_host(session: AsyncSession, host: str) -> Route | None:
     row = (await session.execute(_routes().where(Hostname.host == host,
                                                  Hostname.status == HostnameStatus.active))).first()
     return _route(row) if row else None
+
+
+async def bump_edge_generation(session: AsyncSession) -> None:
+    await session.execute(update(EdgeState).where(EdgeState.id == 1)
+                          .values(generation=EdgeState.generation + 1, changed_at=utcnow())
+                          .execution_options(synchronize_session=False))
 
 
 async def edge_generation(session: AsyncSession) -> int:

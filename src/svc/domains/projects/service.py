@@ -68,6 +68,18 @@ class EdgeRouting:
         return await deployments.site_of(self.ctx, digest)
 
 
+async def edge_changed(uow: UnitOfWork) -> None:
+    """Call in the unit of work of every change the edge must follow (deploy, rollback, policy,
+    hostname, teardown). The routing table's counter moves in this transaction, so every svc
+    process's edge converges to it on its next poll; this process's edge converges once it is
+    committed, before the answer, so a 2xx means "live here"."""
+    if not uow.writing:
+        raise RuntimeError("edge_changed needs the write transaction (begin_write first)")
+    await queries.bump_edge_generation(uow.session)
+    if uow.ctx.edge is not None:
+        uow.after_commit(uow.ctx.edge.converge_now)
+
+
 def default_hostname(settings: Settings, org: Org, name: str) -> str:
     """One DNS label under the app domain, so one wildcard certificate covers every project."""
     return f"{name}-{org.slug}.{settings.app_domain}"
@@ -115,7 +127,7 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
         raise errors.HostnameTaken(details={"hostname": host}) from None
     if count + 1 == limit:
         await notifications.limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
-    await uow.edge_changed()
+    await edge_changed(uow)
     return project_view(project, org, host, settings)
 
 
@@ -197,7 +209,7 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
         raise OperationInFlight() from None
     # Unrouted at once: the edge stops serving the project as soon as it converges.
     project.state = ProjectState.deleting
-    await uow.edge_changed()
+    await edge_changed(uow)
     uow.enqueue(JobKind.project_teardown, {"operation_id": op.id})
     await record(session, "project.delete", actor=access.principal.user, org=access.org, target=project.name,
                  data={"operation": op.id})
