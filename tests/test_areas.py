@@ -1,0 +1,67 @@
+"""Every area is wired through its manifest (svc/manifest.py), and nothing an area owns is left out:
+a package under svc.domains without a manifest in svc/areas.py, a job kind no area registers, a
+table whose rows would block org deletion without any area counting them, a hint for an error
+code that does not exist: each fails here."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from sqlalchemy import ForeignKey
+
+import svc.domains
+from svc.app import build_registry
+from svc.areas import AREAS
+from svc.errors import AppError
+from svc.models import Base, JobKind
+from svc.settings import Settings
+
+
+def test_every_area_package_has_its_manifest_in_the_list() -> None:
+    packages = {m.name for m in pkgutil.iter_modules(svc.domains.__path__) if m.ispkg}
+    listed = [area.name for area in AREAS]
+    assert len(listed) == len(set(listed)), "an area is listed twice"
+    assert set(listed) == packages
+    for area in AREAS:
+        manifest = importlib.import_module(f"svc.domains.{area.name}.area")
+        assert manifest.AREA is area, f"svc/areas.py lists another manifest as {area.name}"
+
+
+def test_every_job_kind_is_registered_by_an_area() -> None:
+    registry = build_registry(Settings())
+    assert set(registry.specs) == {kind.value for kind in JobKind}
+
+
+def test_every_table_an_org_cannot_be_deleted_with_is_counted_as_a_holding() -> None:
+    """Rows whose org_id is ON DELETE RESTRICT would make org deletion fail in the store: some
+    area must declare them in its manifest's holdings, so the org is refused with org_not_empty
+    listing them instead."""
+    declared = {holding.model.__table__.name for area in AREAS for holding in area.holdings}  # type: ignore[attr-defined]
+    blocking = set()
+    for table in Base.metadata.tables.values():
+        for column in table.columns:
+            for key in column.foreign_keys:
+                assert isinstance(key, ForeignKey)
+                if key.column.table.name == "orgs" and (key.ondelete or "NO ACTION").upper() in ("RESTRICT",
+                                                                                                 "NO ACTION"):
+                    blocking.add(table.name)
+    assert blocking, "no table holds an org's rows?"
+    assert blocking == declared
+
+
+def _codes(cls: type[AppError]) -> set[str]:
+    found = {cls.code}
+    for sub in cls.__subclasses__():
+        found |= _codes(sub)
+    return found
+
+
+def test_every_hint_is_for_an_error_code_that_exists() -> None:
+    for module in pkgutil.walk_packages(svc.__path__, "svc."):
+        if not module.name.startswith("svc.cli"):
+            importlib.import_module(module.name)
+    codes = _codes(AppError)
+    for area in AREAS:
+        for code in area.hints:
+            assert code in codes, f"{area.name} hints at {code!r}, which no error has"
