@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from fastapi import FastAPI, HTTPException
@@ -32,7 +32,7 @@ from svc.jobs.worker import Worker, worker_name
 from svc.kit.crypto import Keyring, load_or_create_secret_key
 from svc.kit.files import PRIVATE_UMASK, make_private
 from svc.openapi import install_openapi
-from svc.settings import Settings
+from svc.settings import AreaSettings, Settings
 from svc.web import install_dashboard
 
 log = logging.getLogger("svc")
@@ -56,6 +56,13 @@ def build_registry(settings: Settings) -> JobRegistry:
         if area.jobs is not None:
             area.jobs(registry, settings)
     return registry
+
+
+def read_area_settings(given: Iterable[AreaSettings] = ()) -> dict[type[AreaSettings], AreaSettings]:
+    """Every area's own settings, read from the environment once (a bad value raises pydantic's
+    ValidationError, which `svc serve` says in one line); `given` replaces some (the tests')."""
+    chosen = {type(own): own for own in given}
+    return {area.settings: chosen.get(area.settings) or area.settings() for area in AREAS if area.settings is not None}
 
 
 def is_upload(scope: Scope) -> bool:
@@ -125,19 +132,22 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
         await migrate(db)
         adapters = default_adapters(settings)
         yield AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
-                         keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS)
+                         keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS,
+                         area_settings=read_area_settings())
     finally:
         await db.dispose()
 
 
 def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,
                registry: JobRegistry | None = None, run_edge: bool = False, edge_api: str | None = None,
-               run_nameserver: bool = False) -> FastAPI:
+               run_nameserver: bool = False, area_settings: Iterable[AreaSettings] = ()) -> FastAPI:
     """run_edge: start and supervise this process's edge (nginx, svc/edge/) when settings.edge_enabled;
     edge_api is where nginx reaches this API (http://host:port; default SVC_PUBLIC_URL).
     run_nameserver: start and supervise a private PowerDNS (adapters/nameserver/process.py) when no
     nameserver was handed in or configured and pdns_server is installed."""
     registry = registry or build_registry(settings)
+    # Read (and checked) now, before anything starts.
+    own_settings = read_area_settings(area_settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
@@ -154,7 +164,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
                          worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)),
-                         holdings=HOLDINGS)
+                         holdings=HOLDINGS, area_settings=own_settings)
         app.state.ctx = ctx
         app.state.auth_cache = auth_cache
         app.state.auth_keeper = keeper

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.orm import InstrumentedAttribute
 
 from svc.db import Database
 from svc.models import Base
-from svc.settings import Settings
+from svc.settings import AreaSettings, Settings
 
 if TYPE_CHECKING:
     from svc.adapters.blobs.port import BlobStore
@@ -40,6 +40,9 @@ class Adapters:
     off: dict[str, str] = field(default_factory=dict)
 
 
+Own = TypeVar("Own", bound=AreaSettings)
+
+
 @dataclass(frozen=True)
 class OrgHolding:
     """Rows an org holds that block its deletion (their org_id is ON DELETE RESTRICT), declared by
@@ -65,6 +68,15 @@ class AppContext:
     jobs_waiting: asyncio.Event = field(default_factory=asyncio.Event)
     # What orgs hold in every area, from the areas' manifests (svc/areas.py).
     holdings: tuple[OrgHolding, ...] = ()
+    # The areas' own settings, read once at start, by their class.
+    area_settings: dict[type[AreaSettings], AreaSettings] = field(default_factory=dict)
+
+    def settings_of(self, kind: type[Own]) -> Own:
+        """An area's own settings (domains/<area>/settings.py), as read when svc started."""
+        found = self.area_settings.get(kind)
+        if not isinstance(found, kind):
+            raise RuntimeError(f"{kind.__name__} is not the settings of an area in svc/areas.py")
+        return found
 
     @property
     def keys(self) -> Keyring:

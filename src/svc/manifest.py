@@ -16,7 +16,7 @@ from starlette.types import Scope
 
 from svc.context import AppContext, OrgHolding
 from svc.jobs.registry import JobRegistry
-from svc.settings import Settings
+from svc.settings import AreaSettings, Settings
 from svc.web.dashboard import FramePart, NavLink
 
 __all__ = ["Area", "FramePart", "NavLink", "OrgHolding"]
@@ -45,6 +45,8 @@ class Area:
     holdings: Sequence[OrgHolding] = ()
     # Requests carrying an upload whose size the area bounds itself (exempt from the API's JSON body cap).
     uploads: Callable[[Scope], bool] | None = None
+    # Its own SVC_* settings (domains/<area>/settings.py), read once at start and checked then.
+    settings: type[AreaSettings] | None = None
     # What runs around the serving process's life: set up before the first request, cleaned up at
     # the end (a sweep of what a killed process left, a component the area runs).
     lifespan: Callable[[AppContext], AbstractAsyncContextManager[None]] | None = None

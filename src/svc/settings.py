@@ -94,8 +94,6 @@ class Settings(BaseSettings):
     s3_access_key_id: str | None = None
     s3_secret_access_key: SecretStr | None = None
 
-    invite_days: int = 7
-    pending_invite_cap: int = 50
     free_project_limit: int = 3
     pro_project_limit: int = 100
 
@@ -193,3 +191,11 @@ def _resolver_host_port(text: str) -> tuple[str, int]:
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError("the DNS resolver's port must be a number from 1 to 65535")
     return host, int(port)
+
+
+class AreaSettings(BaseSettings):
+    """An area's own settings (domains/<area>/settings.py, named in its manifest): SVC_* variables
+    too, read once when svc starts (svc.app) and checked then: a bad value stops `svc serve` with one
+    line naming the variable. The foundation's settings above are the ones every area shares."""
+
+    model_config = SettingsConfigDict(env_prefix="SVC_", extra="ignore")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from svc.app import create_app
 from svc.context import Adapters, AppContext
-from svc.settings import Settings
+from svc.settings import AreaSettings, Settings
 
 
 @dataclass
@@ -67,8 +67,8 @@ class Svc:
 
 @asynccontextmanager
 async def running_svc(settings: Settings, adapters: Adapters | None = None, *,
-                      run_workers: bool = True) -> AsyncIterator[Svc]:
-    app = create_app(settings, adapters, run_workers=run_workers)
+                      run_workers: bool = True, area_settings: Iterable[AreaSettings] = ()) -> AsyncIterator[Svc]:
+    app = create_app(settings, adapters, run_workers=run_workers, area_settings=area_settings)
     async with app.router.lifespan_context(app):
         anon = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc.test")
         svc = Svc(app, anon)

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import typer
 import uvicorn
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
 from svc.adapters.resolver import build_resolver
-from svc.app import create_app, default_adapters
+from svc.app import create_app, default_adapters, read_area_settings
 from svc.auth.invalidation import StoreInUse
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken
 from svc.settings import Settings
@@ -104,6 +105,13 @@ def _edge_port_error(address: str) -> str:
     return f"the edge port {address} is in use; stop what uses it or choose another with --edge-port"
 
 
+def _bad_settings(exc: ValidationError) -> str:
+    """The variables a ValidationError of the settings names, in one line: SVC_X: what is wrong."""
+    said = [f"SVC_{str(e['loc'][0]).upper()} {e['msg'][:1].lower()}{e['msg'][1:]}" if e["loc"] else e["msg"]
+            for e in exc.errors()]
+    return "; ".join(said)
+
+
 def _fail(message: str) -> typer.Exit:
     console.print(f"[bold red]error:[/bold red] {escape(message)}")
     return typer.Exit(1)
@@ -118,7 +126,11 @@ def serve(
 ) -> None:
     """Run svc: the control API, the edge (nginx) and the background cycles (jobs, mail) in one process."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = Settings()
+    try:
+        settings = Settings()
+        read_area_settings()  # each area's own SVC_* settings, checked before anything starts
+    except ValidationError as exc:
+        raise _fail(_bad_settings(exc)) from None
     if edge_port is not None:
         settings = settings.model_copy(update={"edge_port": edge_port})
     settings.data_dir.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from svc.domains.invites import pages, router
+from svc.domains.invites.settings import InviteSettings
 from svc.manifest import Area, NavLink
 from svc.models import Role
 from svc.web.dashboard import Place
@@ -17,6 +18,7 @@ AREA = Area(
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.org, "Invites", "/invites", order=40, role=Role.admin),),
+    settings=InviteSettings,
     hints={
         "too_many_invites": "Revoke invites that are no longer needed, or wait for some to be accepted.",
         "invite_used": _NEW_INVITE,

@@ -16,6 +16,7 @@ from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.invites import errors, queries, schemas
+from svc.domains.invites.settings import InviteSettings
 from svc.domains.mail.service import discard_unsent, queue_mail
 from svc.domains.orgs import service as orgs
 from svc.domains.orgs.errors import AlreadyMember, PersonalOrgIsSolo
@@ -59,6 +60,7 @@ async def invite(uow: UnitOfWork, access: OrgAccess, *, email: str, role: Role,
     """Create an invite, or re-invite the same address (same row, new token and expiry, role may
     change, earlier unsent mail withdrawn). Either way one new mail is queued."""
     session = uow.session
+    own = uow.ctx.settings_of(InviteSettings)
     org, inviter = access.org, access.principal.user
     if org.personal:
         raise PersonalOrgIsSolo()
@@ -71,10 +73,10 @@ async def invite(uow: UnitOfWork, access: OrgAccess, *, email: str, role: Role,
     counts_already = row is not None and row.state == InviteState.pending and row.expires_at > now
     if not counts_already:
         live = await queries.live_count(session, org.id, now)
-        if live >= settings.pending_invite_cap:
-            raise errors.TooManyInvites(details={"limit": settings.pending_invite_cap, "count": live})
+        if live >= own.pending_invite_cap:
+            raise errors.TooManyInvites(details={"limit": own.pending_invite_cap, "count": live})
     token = new_invite_token()
-    expires_at = now + timedelta(days=settings.invite_days)
+    expires_at = now + timedelta(days=own.invite_days)
     created = row is None
     if row is None:
         row = Invite(id=new_id("inv"), org_id=org.id, email=email, created_at=now)
