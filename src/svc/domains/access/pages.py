@@ -35,7 +35,7 @@ SAID = {
 
 def _values(p: ProjectAccess, ctx: Ctx) -> dict[str, Any]:
     org = p.access.org
-    return {"project": p.project.name, "policy": service.policy_view(p.project), "role": p.access.role,
+    return {"project": p.project.name, "policy": schemas.AccessPolicy.of(p.project), "role": p.access.role,
             "site_url": ctx.settings.edge_url(default_hostname(ctx.settings, org, p.project.name)),
             "header": BYPASS_HEADER, "page_url": f"/orgs/{org.slug}/projects/{p.project.name}/access"}
 

@@ -19,7 +19,7 @@ ACCESS = "/v1/orgs/{orgSlug}/projects/{projectName}/access"
 
 @router.get(ACCESS, response_model=schemas.AccessPolicy, operation_id="getAccessPolicy")
 async def get_policy(p: ProjectViewer) -> schemas.AccessPolicy:
-    return service.policy_view(p.project)
+    return schemas.AccessPolicy.of(p.project)
 
 
 @router.put(ACCESS, response_model=schemas.AccessPolicy, operation_id="setAccessPolicy")

@@ -9,7 +9,7 @@ from pydantic import Field, StringConstraints
 from svc.kit.api import ApiInput, ApiModel
 from svc.kit.hosts import MAX_HOST
 from svc.kit.paths import MAX_NEXT
-from svc.models import AccessMode
+from svc.models import AccessMode, Project
 
 PASSWORD_MIN = 8
 PASSWORD_MAX = 256
@@ -19,6 +19,11 @@ Password = Annotated[str, StringConstraints(min_length=PASSWORD_MIN, max_length=
 
 class AccessPolicy(ApiModel):
     """The project's policy; the password is write-only (only whether one is stored shows)."""
+
+    @classmethod
+    def of(cls, project: Project) -> AccessPolicy:
+        return cls(mode=AccessMode(project.access_mode), has_password=project.access_password_hash is not None,
+                   has_bypass=project.bypass_secret_hash is not None)
 
     mode: AccessMode
     has_password: bool

@@ -60,12 +60,6 @@ def _sha256(secret: str) -> str:
 # --- the policy (API) ---
 
 
-def policy_view(project: Project) -> AccessPolicy:
-    return AccessPolicy(mode=AccessMode(project.access_mode),
-                        has_password=project.access_password_hash is not None,
-                        has_bypass=project.bypass_secret_hash is not None)
-
-
 async def _changed(uow: UnitOfWork, project: Project) -> None:
     """Every policy change: old cookies and cached checks stop working; the edge converges."""
     project.access_generation = project.access_generation + 1
@@ -86,7 +80,7 @@ async def set_policy(uow: UnitOfWork, access: OrgAccess, project: Project, *, mo
     await record(session, "access.set", actor=access.principal.user, org=access.org, target=project.name,
                  data={"mode": mode})
     log.info("access policy set: project=%s mode=%s", project.id, mode)
-    return policy_view(project)
+    return AccessPolicy.of(project)
 
 
 async def new_bypass(uow: UnitOfWork, access: OrgAccess, project: Project) -> str:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 
+from svc import models
 from svc.kit.api import ApiInput, ApiModel, Timestamp, invalid
 
 DEFAULT_LIMIT = 50
@@ -80,6 +81,12 @@ class AuditEvent(ApiModel):
     ip: str | None = Field(description="Not recorded yet: always null")
     user_agent: str | None = Field(description="Not recorded yet: always null")
     payload: dict[str, Any] = Field(description="What the event recorded: names, ids, versions; never a secret")
+
+    @classmethod
+    def of(cls, row: models.AuditEvent) -> AuditEvent:
+        """The listed event. The request's id, address and user agent are not recorded (yet): null."""
+        return cls(id=row.id, at=row.at, actor=row.actor_subject, action=row.action, target=row.target,
+                   request_id=None, ip=None, user_agent=None, payload=dict(row.data or {}))
 
 
 class AuditEventList(ApiModel):

@@ -27,12 +27,6 @@ async def record(session: AsyncSession, action: str, *, actor: User | None, org:
     ))
 
 
-def event_view(row: AuditEvent) -> AuditEventView:
-    """The listed event. The request's id, address and user agent are not recorded (yet): null."""
-    return AuditEventView(id=row.id, at=row.at, actor=row.actor_subject, action=row.action, target=row.target,
-                          request_id=None, ip=None, user_agent=None, payload=dict(row.data or {}))
-
-
 async def list_events(uow: UnitOfWork, access: OrgAccess, query: AuditQuery) -> AuditEventList:
     """One page of the org's events, newest first (admins: the caller's access says so)."""
     before = decode_cursor(query.before) if query.before is not None else None
@@ -41,7 +35,7 @@ async def list_events(uow: UnitOfWork, access: OrgAccess, query: AuditQuery) -> 
     more = len(rows) > query.limit
     rows = rows[:query.limit]
     cursor = encode_cursor(rows[-1].at, rows[-1].id) if more and rows else None
-    return AuditEventList(events=[event_view(r) for r in rows], next_cursor=cursor)
+    return AuditEventList(events=[AuditEventView.of(r) for r in rows], next_cursor=cursor)
 
 
 async def recorded_actions(uow: UnitOfWork, access: OrgAccess) -> list[str]:

@@ -4,6 +4,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from svc import models
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 # Versions are PostgreSQL integers.
@@ -29,6 +30,14 @@ class Deployment(ApiModel):
     git: GitInfo
     size_bytes: int
     file_count: int
+
+    @classmethod
+    def of(cls, row: models.Deployment, *, live_id: str | None, uploader: str | None) -> Deployment:
+        return cls(id=row.id, version=row.version, digest=row.digest, created_at=row.created_at, uploader=uploader,
+                   live=row.id == live_id,
+                   git=GitInfo(commit=row.git_commit, message=row.git_message, branch=row.git_branch,
+                               dirty=row.git_dirty),
+                   size_bytes=row.size_bytes, file_count=row.file_count)
 
 
 class DeploymentList(ApiModel):

@@ -39,18 +39,10 @@ BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-str
 IDLE_SECONDS = 120
 
 
-def deployment_view(row: Deployment, *, live_id: str | None, uploader: str | None) -> DeploymentView:
-    return DeploymentView(
-        id=row.id, version=row.version, digest=row.digest, created_at=row.created_at, uploader=uploader,
-        live=row.id == live_id,
-        git=GitInfo(commit=row.git_commit, message=row.git_message, branch=row.git_branch, dirty=row.git_dirty),
-        size_bytes=row.size_bytes, file_count=row.file_count)
-
-
 async def views(session: AsyncSession, rows: list[Deployment], *, live_id: str | None) -> list[DeploymentView]:
     """The public view of each row, their uploaders resolved in one query."""
     names = await queries.uploader_subjects(session, rows)
-    return [deployment_view(r, live_id=live_id, uploader=names.get(r.uploader_id or "")) for r in rows]
+    return [DeploymentView.of(r, live_id=live_id, uploader=names.get(r.uploader_id or "")) for r in rows]
 
 
 async def list_deployments(uow: UnitOfWork, project: Project, *, limit: int,
@@ -112,7 +104,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
                              received.unpacked.files))
     await projects.edge_changed(uow)
     uow.after_commit(received.discard)
-    return deployment_view(row, live_id=row.id, uploader=access.principal.user.subject)
+    return DeploymentView.of(row, live_id=row.id, uploader=access.principal.user.subject)
 
 
 async def _locked_project(session: AsyncSession, access: OrgAccess, project_name: str) -> Project:

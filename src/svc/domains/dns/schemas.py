@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import Field, StrictBool, StrictInt, StringConstraints
 
+from svc import models
+from svc.domains.dns.records import relative
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 # The records' own rules (shape per type, TXT size, ttl range) are checked by domains/dns/records.py
@@ -45,6 +47,11 @@ class RRset(ApiModel):
                                    '"project" for the record of a custom hostname (both locked); null for '
                                    "the org's own records")
 
+    @classmethod
+    def of(cls, row: models.RRset, zone: str) -> RRset:
+        return cls(name=relative(row.name, zone), type=row.type, ttl=row.ttl, records=list(row.records),
+                   managed_by=row.managed_by)
+
 
 class Zone(ApiModel):
     name: str = Field(description="Absolute, lowercase punycode, with the trailing dot")
@@ -54,6 +61,11 @@ class Zone(ApiModel):
     delegated: bool | None = Field(description="Whether the parent zone delegates to svc's nameservers; "
                                    "null: not checked (svc does not query the parent yet)")
     created_at: Timestamp
+
+    @classmethod
+    def of(cls, zone: models.Zone, nameservers: list[str]) -> Zone:
+        return cls(name=zone.name, dnssec=zone.dnssec, ds=list(zone.ds or []), nameservers=nameservers,
+                   delegated=None, created_at=zone.created_at)
 
 
 class ZoneDetail(Zone):

@@ -72,22 +72,10 @@ async def _zone(session: AsyncSession, access: OrgAccess, name: str, *, lock: bo
     return zone
 
 
-# --- views ---
-
-def rrset_view(row: RRset, zone: str) -> schemas.RRset:
-    return schemas.RRset(name=records.relative(row.name, zone), type=row.type, ttl=row.ttl,
-                         records=list(row.records), managed_by=row.managed_by)
-
-
-def zone_view(zone: Zone, settings: Settings) -> schemas.Zone:
-    return schemas.Zone(name=zone.name, dnssec=zone.dnssec, ds=list(zone.ds or []), nameservers=nameservers(settings),
-                        delegated=None, created_at=zone.created_at)
-
-
 async def _detail(uow: UnitOfWork, zone: Zone, *, ask_nameserver: bool) -> schemas.ZoneDetail:
     rows = await queries.rrsets(uow.session, zone.id)
-    base = zone_view(zone, uow.ctx.settings)
-    detail = schemas.ZoneDetail(**base.model_dump(), rrsets=[rrset_view(r, zone.name) for r in rows],
+    base = schemas.Zone.of(zone, nameservers(uow.ctx.settings))
+    detail = schemas.ZoneDetail(**base.model_dump(), rrsets=[schemas.RRset.of(r, zone.name) for r in rows],
                                 ds_records=[])
     if zone.dnssec != DnssecState.off and ask_nameserver:
         detail.ds_records = await _computed_ds(uow, zone.name)
@@ -110,7 +98,7 @@ async def _computed_ds(uow: UnitOfWork, name: str) -> list[str] | None:
 async def list_zones(uow: UnitOfWork, access: OrgAccess) -> schemas.ZoneList:
     nameserver(uow.ctx)
     rows = await queries.zones_of_org(uow.session, access.org.id)
-    return schemas.ZoneList(zones=[zone_view(z, uow.ctx.settings) for z in rows])
+    return schemas.ZoneList(zones=[schemas.Zone.of(z, nameservers(uow.ctx.settings)) for z in rows])
 
 
 async def zone_detail(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.ZoneDetail:
@@ -250,7 +238,7 @@ async def put_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: st
                     managed_by=None, updated_at=now)
         session.add(row)
     elif row.ttl == data.ttl and list(row.records) == list(data.records):
-        return rrset_view(row, zone.name)  # the same content again: nothing changes, nothing to send
+        return schemas.RRset.of(row, zone.name)  # the same content again: nothing changes, nothing to send
     else:
         row.ttl = data.ttl
         row.records = list(data.records)
@@ -262,7 +250,7 @@ async def put_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: st
                  data={"zone": zone.name, "name": relative, "type": rtype, "ttl": data.ttl,
                        "records": len(data.records)})
     await session.flush()
-    return rrset_view(row, zone.name)
+    return schemas.RRset.of(row, zone.name)
 
 
 async def delete_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name: str, rtype: str) -> None:
@@ -300,12 +288,12 @@ async def set_dnssec(uow: UnitOfWork, access: OrgAccess, zone_name: str, enabled
         zone.dnssec = DnssecState.off
         zone.ds = []
     else:
-        return zone_view(zone, uow.ctx.settings)
+        return schemas.Zone.of(zone, nameservers(uow.ctx.settings))
     zone_changed(uow, zone)
     await record(session, "dns.dnssec.enable" if enabled else "dns.dnssec.disable", actor=access.principal.user,
                  org=access.org, target=zone.name, data={"zone": zone.name, "from": before.value, "to": zone.dnssec})
     await session.flush()
-    return zone_view(zone, uow.ctx.settings)
+    return schemas.Zone.of(zone, nameservers(uow.ctx.settings))
 
 
 async def set_ds(uow: UnitOfWork, access: OrgAccess, zone_name: str, ds: list[str]) -> schemas.Zone:
@@ -327,7 +315,7 @@ async def set_ds(uow: UnitOfWork, access: OrgAccess, zone_name: str, ds: list[st
     await record(session, "dns.dnssec.ds", actor=access.principal.user, org=access.org, target=zone.name,
                  data={"zone": zone.name, "ds": len(checked), "state": zone.dnssec})
     await session.flush()
-    return zone_view(zone, uow.ctx.settings)
+    return schemas.Zone.of(zone, nameservers(uow.ctx.settings))
 
 
 # --- what the hostnames area asks of DNS ---

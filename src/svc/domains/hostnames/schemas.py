@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
+from svc import models
 from svc.kit.api import ApiInput, ApiModel
 
 
@@ -34,6 +35,17 @@ class Hostname(ApiModel):
         "the host to the edge; null for the default hostname")
     last_error: str | None = Field(
         description="What the last ownership check saw, in words; null once active")
+
+    @classmethod
+    def of(cls, row: models.Hostname, *, txt_name: str, cname_target: str) -> Hostname:
+        """A hostname as the API shows it; a custom one with the records that prove it (`txt_name`
+        holding its verification value, or a CNAME to `cname_target`)."""
+        if row.kind == models.HostnameKind.default:
+            return cls(host=row.host, kind=row.kind, status=models.HostnameStatus.active, verification=None,
+                       cname_target=None, last_error=None)
+        return cls(host=row.host, kind=row.kind, status=row.status,
+                   verification=Verification(type="TXT", name=txt_name, value=row.verification_value or ""),
+                   cname_target=cname_target, last_error=row.last_error)
 
 
 class HostnameList(ApiModel):

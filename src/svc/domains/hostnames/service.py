@@ -51,14 +51,7 @@ def fallback_origin(settings: Settings) -> str:
 # --- views ---
 
 def view(row: Hostname, settings: Settings) -> schemas.Hostname:
-    if row.kind == HostnameKind.default:
-        return schemas.Hostname(host=row.host, kind=row.kind, status=HostnameStatus.active, verification=None,
-                                cname_target=None, last_error=None)
-    return schemas.Hostname(
-        host=row.host, kind=row.kind, status=row.status,
-        verification=schemas.Verification(type="TXT", name=verify.txt_name(row.host),
-                                          value=row.verification_value or ""),
-        cname_target=fallback_origin(settings), last_error=row.last_error)
+    return schemas.Hostname.of(row, txt_name=verify.txt_name(row.host), cname_target=fallback_origin(settings))
 
 
 async def list_hostnames(uow: UnitOfWork, project: Project) -> schemas.HostnameList:

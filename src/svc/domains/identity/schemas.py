@@ -4,6 +4,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
+from svc import models
 from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 
 
@@ -35,6 +36,11 @@ class OrgMembership(ApiModel):
     personal: bool
     plan: str
     project_limit: int
+
+    @classmethod
+    def of(cls, org: models.Org, role: str, project_limit: int) -> OrgMembership:
+        return cls(slug=org.slug, name=org.name, role=role, personal=org.personal, plan=org.plan,
+                   project_limit=project_limit)
 
 
 class Me(ApiModel):

@@ -27,8 +27,8 @@ def project_limit(settings: Settings, plan: str) -> int:
 
 
 def membership_view(org: Org, role: str, settings: Settings) -> OrgMembership:
-    return OrgMembership(slug=org.slug, name=org.name, role=role, personal=org.personal, plan=org.plan,
-                         project_limit=project_limit(settings, org.plan))
+    """How a member sees an org: with their role and the limit its plan sets."""
+    return OrgMembership.of(org, role, project_limit(settings, org.plan))
 
 
 async def memberships_of(uow: UnitOfWork, user: User, settings: Settings) -> list[OrgMembership]:

@@ -4,11 +4,13 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
+from svc import models
 from svc.domains.deployments.schemas import Deployment
 from svc.domains.identity.schemas import User as UserView
 from svc.domains.notifications.schemas import Notification
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 from svc.kit.names import ProjectName
+from svc.settings import Settings
 
 
 class ProjectCreate(ApiInput):
@@ -26,6 +28,11 @@ class Project(ApiModel):
     hostname: str
     url: str
     created_at: Timestamp
+
+    @classmethod
+    def of(cls, project: models.Project, org: models.Org, host: str, settings: Settings) -> Project:
+        return cls(id=project.id, name=project.name, org=org.slug, hostname=host, url=settings.edge_url(host),
+                   created_at=project.created_at)
 
 
 class ProjectList(ApiModel):

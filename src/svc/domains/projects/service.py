@@ -128,16 +128,12 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
     if count + 1 == limit:
         await notifications.limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
     await edge_changed(uow)
-    return project_view(project, org, host, settings)
-
-
-def project_view(project: Project, org: Org, host: str, settings: Settings) -> schemas.Project:
-    return schemas.Project(id=project.id, name=project.name, org=org.slug, hostname=host,
-                           url=settings.edge_url(host), created_at=project.created_at)
+    return schemas.Project.of(project, org, host, settings)
 
 
 async def list_projects(uow: UnitOfWork, org: Org, settings: Settings) -> list[schemas.Project]:
-    return [project_view(p, org, host, settings) for p, host in await queries.of_org_with_hosts(uow.session, org.id)]
+    rows = await queries.of_org_with_hosts(uow.session, org.id)
+    return [schemas.Project.of(p, org, host, settings) for p, host in rows]
 
 
 @dataclass(frozen=True)
@@ -166,7 +162,7 @@ async def _detail(uow: UnitOfWork, project: Project, org: Org, settings: Setting
                   live: DeploymentView | None) -> schemas.ProjectDetail:
     hosts = await queries.hostnames_of(uow.session, project.id)
     default = next((h.host for h in hosts if h.kind == HostnameKind.default), "")
-    base = project_view(project, org, default, settings)
+    base = schemas.Project.of(project, org, default, settings)
     return schemas.ProjectDetail(**base.model_dump(), live_deployment=live, hostnames=[h.host for h in hosts],
                                  access_mode=project.access_mode, state=project.state)
 
