@@ -37,12 +37,16 @@ def test_audit_list_filters_pages_and_prints_json(people: People) -> None:
         "events": [], "nextCursor": None}
     assert "No audit events." in alice.ok("audit", "list", "--org", org, "--actor", "dev:nobody").out
 
-    # Paging: the next page's command is told on stderr; --before takes the cursor.
+    # Paging: the next page's command is told on stderr, and works when pasted; --cursor takes the
+    # cursor (--before, its earlier name, too).
     first = alice.ok("audit", "list", "--org", org, "--limit", "2")
-    assert "Older events: svc audit list --org" in first.err and "--limit 2 --before " in first.err
+    told = next(line for line in first.err.splitlines() if "Older events: svc audit list --org" in line)
+    assert "--limit 2 --cursor " in told
+    pasted = alice.ok(*told.split("svc ", 1)[1].split(), "--json").json()
+    assert [e["target"] for e in pasted["events"]] == ["web/API_KEY"] and pasted["nextCursor"] is None
     cursor = alice.ok("audit", "list", "--org", org, "--limit", "2", "--json").json()["nextCursor"]
     rest = alice.ok("audit", "list", "--org", org, "--limit", "2", "--before", cursor, "--json").json()
-    assert [e["target"] for e in rest["events"]] == ["web/API_KEY"] and rest["nextCursor"] is None
+    assert rest == pasted
 
     # Refusals are the API's, with its code.
     alice.fails("bad_request", "audit", "list", "--org", org, "--limit", "0")

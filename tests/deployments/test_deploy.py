@@ -148,11 +148,14 @@ async def test_list_pages_newest_first(env: Env) -> None:
         assert (await env.deploy(bundles.site({"assets/i": str(i).encode()}))).status_code == 201
     page = await env.deployments(limit=2)
     assert [d["version"] for d in page["deployments"]] == [5, 4] and page["nextCursor"] == "4"
-    page = await env.deployments(limit=2, before=page["nextCursor"])
+    page = await env.deployments(limit=2, cursor=page["nextCursor"])
     assert [d["version"] for d in page["deployments"]] == [3, 2] and page["nextCursor"] == "2"
-    page = await env.deployments(limit=2, before=page["nextCursor"])
+    page = await env.deployments(limit=2, cursor=page["nextCursor"])
     assert [d["version"] for d in page["deployments"]] == [1] and page["nextCursor"] is None
-    for params in ({"limit": 0}, {"limit": 101}, {"before": 0}, {"before": "x"}, {"before": 2**40}):
+    # `before`, the cursor's earlier name, still works.
+    assert [d["version"] for d in (await env.deployments(limit=2, before="4"))["deployments"]] == [3, 2]
+    for params in ({"limit": 0}, {"limit": 101}, {"cursor": 0}, {"cursor": "x"}, {"cursor": 2**40}, {"before": 0},
+                   {"page": 2}):
         assert_error(await env.owner.client.get(f"{env.base}/deployments", params=params), 400, "bad_request")
 
 

@@ -45,13 +45,14 @@ def list_events(
     actor: Annotated[str | None, typer.Option(
         metavar="ACTOR", help="Only events by this actor, as listed (provider:subject, e.g. dev:alice).")] = None,
     limit: Annotated[int | None, typer.Option(metavar="N", help="How many events (1-200; default 50).")] = None,
-    before: Annotated[str | None, typer.Option(
-        metavar="CURSOR", help="The next page: the cursor the previous page ended with.")] = None,
+    cursor: Annotated[str | None, typer.Option(
+        "--cursor", "--before", metavar="CURSOR",
+        help="The next page: the cursor the previous page ended with.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List an org's audit events, newest first (admins of the org)."""
     params: dict[str, Any] = {k: v for k, v in (("action", action), ("actor", actor), ("limit", limit),
-                                                 ("before", before)) if v is not None}
+                                                 ("cursor", cursor)) if v is not None}
     with Api.for_context(ctx) as api:
         slug = resolve_org(api, org, local_manifest() if not org else None)
         data = api.get(f"/v1/orgs/{seg(slug)}/audit", params=params)
@@ -60,7 +61,7 @@ def list_events(
         c.print(event_rows(data.get("events") or []))
         cursor = data.get("nextCursor")
         if cursor:
-            again = " ".join(f"--{k} {v}" for k, v in params.items() if k != "before")
-            output.note(f"Older events: svc audit list --org {slug} {again + ' ' if again else ''}--before {cursor}")
+            again = " ".join(f"--{k} {v}" for k, v in params.items() if k != "cursor")
+            output.note(f"Older events: svc audit list --org {slug} {again + ' ' if again else ''}--cursor {cursor}")
 
     output.emit(as_json, data, render)

@@ -32,13 +32,15 @@ def _choices(recorded: list[str], chosen: str | None) -> list[tuple[str, str]]:
 
 @router.get("/orgs/{orgSlug}/audit")
 async def audit_page(request: Request, access: OrgAdmin, uow: Uow) -> Response:
-    given = {k: v for k, v in request.query_params.items() if k in (*FILTERS, "before", "limit") and v != ""}
+    given = {k: v for k, v in request.query_params.items()
+             if k in (*FILTERS, "cursor", "before", "limit") and v != ""}
     query = parse(audit_schemas.AuditQuery, given)
     page = await audit.list_events(uow, access, query)
-    kept = {k: v for k, v in given.items() if k != "before"}  # the filters (and page size) stay as pages turn
+    # The filters (and page size) stay as pages turn; the page follows nextCursor as `cursor`, as the API.
+    kept = {k: v for k, v in given.items() if k not in ("cursor", "before")}
     base = f"/orgs/{access.org.slug}/audit"
-    older = f"{base}?{urlencode({**kept, 'before': page.next_cursor})}" if page.next_cursor else None
-    newest = (f"{base}?{urlencode(kept)}" if kept else base) if query.before else None
+    older = f"{base}?{urlencode({**kept, 'cursor': page.next_cursor})}" if page.next_cursor else None
+    newest = (f"{base}?{urlencode(kept)}" if kept else base) if query.cursor or query.before else None
     return await render.render(request, "audit/list.html", title="Audit log", events=page.events,
                                query=query, filtered=any(k in given for k in FILTERS), older=older, newest=newest,
                                audit_url=base, default_limit=audit_schemas.DEFAULT_LIMIT,

@@ -55,15 +55,18 @@ def _cursor(value: str) -> str:
     return value
 
 
+Cursor = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CURSOR), AfterValidator(_cursor)]
+
+
 class AuditQuery(ApiInput):
     """The filters and page of GET /v1/orgs/{org}/audit (query parameters), and of the dashboard's page."""
 
-    # Query parameters a client adds for its own reasons (a cache buster) are ignored, as elsewhere.
+    # An unknown parameter is refused by the route (svc.deps): never silently ignored.
     model_config = ConfigDict(extra="ignore")
 
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Page size")
-    before: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CURSOR), AfterValidator(_cursor)] | None = (
-        Field(default=None, description="A nextCursor: the events older than those already listed"))
+    cursor: Cursor | None = Field(default=None, description="A nextCursor: the events older than those already listed")
+    before: Cursor | None = Field(default=None, description="The same as cursor (its earlier name)")
     action: Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_action)] | None = Field(
         default=None, description="An event name (exact, e.g. member.add), or a prefix ending in '.' "
                                   "(e.g. member.) for every event under it")
@@ -91,4 +94,4 @@ class AuditEvent(ApiModel):
 
 class AuditEventList(ApiModel):
     events: list[AuditEvent]
-    next_cursor: str | None = Field(description="Pass as `before` for the next (older) page; null at the end")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next (older) page; null at the end")

@@ -29,7 +29,8 @@ async def record(session: AsyncSession, action: str, *, actor: User | None, org:
 
 async def list_events(uow: UnitOfWork, access: OrgAccess, query: AuditQuery) -> AuditEventList:
     """One page of the org's events, newest first (admins: the caller's access says so)."""
-    before = decode_cursor(query.before) if query.before is not None else None
+    given = query.cursor or query.before
+    before = decode_cursor(given) if given is not None else None
     rows = await queries.page(uow.session, access.org.id, limit=query.limit + 1, before=before,
                               action=query.action, actor=query.actor)
     more = len(rows) > query.limit

@@ -42,10 +42,12 @@ def is_bundle_upload(scope: Scope) -> bool:
 async def list_deployments(
     p: ProjectViewer, uow: Uow,
     limit: Annotated[int, Query(ge=1, le=100, description="Page size")] = 50,
-    before: Annotated[int | None, Query(ge=1, le=MAX_VERSION, description="A nextCursor: versions below it")] = None,
+    cursor: Annotated[int | None, Query(ge=1, le=MAX_VERSION, description="A nextCursor: versions below it")] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_VERSION, description="The same as cursor (its earlier name)")]
+    = None,
 ) -> DeploymentList:
-    views, cursor = await service.list_deployments(uow, p.project, limit=limit, before=before)
-    return DeploymentList(deployments=views, next_cursor=cursor)
+    views, following = await service.list_deployments(uow, p.project, limit=limit, before=cursor or before)
+    return DeploymentList(deployments=views, next_cursor=following)
 
 
 @router.post("/v1/orgs/{orgSlug}/projects/{projectName}/deployments", status_code=201, response_model=Deployment,

@@ -42,7 +42,7 @@ class Deployment(ApiModel):
 
 class DeploymentList(ApiModel):
     deployments: list[Deployment]
-    # Pass as `before` for the next (older) page; null at the end.
+    # Pass as `cursor` for the next (older) page; null at the end.
     next_cursor: str | None = None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import RedirectResponse
 
-from svc.deps import Ctx, Uow, api_router
+from svc.deps import Ctx, Uow, any_query, api_router
 from svc.domains.identity import idp_service as idp
 from svc.domains.identity.idp_schemas import CodeQuery, ErrorQuery, ProviderPath, RedirectQuery, StateQuery
 from svc.uow import runs
@@ -47,6 +47,7 @@ async def idp_start(provider: ProviderPath, redirect: RedirectQuery, uow: Uow, c
             responses=_REDIRECT, operation_id="idpCallback",
             summary="Where the identity provider sends the browser back (browser navigation)")
 @runs(idp.finish)
+@any_query  # the provider adds parameters of its own (iss, session_state, ...)
 async def idp_callback(provider: ProviderPath, state: StateQuery, request: Request, uow: Uow, ctx: Ctx,
                        code: CodeQuery = None, error: ErrorQuery = None) -> RedirectResponse:
     """302 to the client callback: `#token=..&expiresAt=..&userId=..&subject=..` on success,
