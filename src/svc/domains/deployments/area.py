@@ -29,8 +29,8 @@ AREA = Area(
     hints={
         "bundle_too_large": "Leave out what the site does not need (node_modules, source maps), or raise "
                             "SVC_MAX_BUNDLE_BYTES on the server.",
-        "bad_bundle": "Upload a .tar.gz with svc.json at its root (as `svc deploy` makes it), or drop the site's "
-                      "folder.",
+        "bad_bundle": "Upload a .tar.gz with svc.json at its root (as the svc deploy command makes it), or drop the "
+                      "site's folder.",
         "unsupported_media_type": "Upload a .tar.gz file (a gzipped tar with svc.json at its root) or a folder.",
     },
     jobs=jobs.register,

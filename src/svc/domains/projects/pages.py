@@ -61,7 +61,18 @@ async def create_project(request: Request, access: OrgMember, uow: Uow, ctx: Ctx
 async def overview(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx) -> Response:
     view = await service.overview(uow, p.project, p.access.org, ctx.settings)
     return await render.render(request, "projects/overview.html", title=p.project.name, view=view,
-                               project=p.project.name, role=p.access.role)
+                               project=p.project.name, role=p.access.role, resource_words=RESOURCE_WORDS)
+
+
+# What each resource a bundle may declare in svc.json is, for the overview; none of them can be
+# provisioned on this svc yet (their areas come later), and the page says so rather than "no".
+RESOURCE_WORDS = {
+    "db": "A PostgreSQL database of the project's own (env.DB)",
+    "storage": "Object storage for files (env.STORAGE)",
+    "email": "Sending and receiving mail",
+    "auth": "Sign-in for the site's own users",
+    "ai": "AI models, paid from the org's credit (env.AI)",
+}
 
 
 @router.get("/orgs/{orgSlug}/projects/{projectName}/settings")
