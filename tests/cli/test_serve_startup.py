@@ -74,6 +74,10 @@ def test_data_dir_in_use(tmp_path: Path) -> None:
     assert len(lines) == 1, output
     assert str(data_dir) in lines[0], lines
     assert "Application startup failed" not in output
+    # Checked before anything is said: no addresses printed as if it were starting.
+    assert "dashboard:" not in output and "API:" not in output, output
+    # The first start made its brand-new data folder private itself: nothing to warn about.
+    assert "readable by other users" not in (tmp_path / "first.log").read_text()
 
 
 def test_a_bad_setting_stops_the_start_in_one_line(tmp_path: Path) -> None:

@@ -141,22 +141,37 @@ _owners: dict[Path, _Owner] = {}
 _owners_lock = threading.Lock()
 
 
+def _lock(data_dir: Path) -> int:
+    """The data directory's lock, taken (its file descriptor); StoreInUse when another process has it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise StoreInUse(
+            f"Another svc process (pid {holder}) is using the SQLite store in {data_dir} "
+            f"(it holds {path}). With SQLite, one svc process serves a data directory: stop "
+            "the other one, or use PostgreSQL (SVC_DATABASE_URL) to run several.") from None
+    return fd
+
+
+def check_store_free(data_dir: Path) -> None:
+    """StoreInUse when another process serves this SQLite data directory: checked by `svc serve`
+    before it says anything, so a second one stops with that line alone (the start claims it again)."""
+    with _owners_lock:
+        if data_dir in _owners:
+            return
+        os.close(_lock(data_dir))
+
+
 def _claim(data_dir: Path, cache: AuthCache) -> None:
     with _owners_lock:
         owner = _owners.get(data_dir)
         if owner is None:
-            data_dir.mkdir(parents=True, exist_ok=True)
-            path = data_dir / LOCK_FILE
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                raise StoreInUse(
-                    f"Another svc process (pid {holder}) is using the SQLite store in {data_dir} "
-                    f"(it holds {path}). With SQLite, one svc process serves a data directory: stop "
-                    "the other one, or use PostgreSQL (SVC_DATABASE_URL) to run several.") from None
+            fd = _lock(data_dir)
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
             owner = _owners[data_dir] = _Owner(fd)

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
 from svc.adapters.resolver import build_resolver
 from svc.app import create_app, default_adapters, read_area_settings
-from svc.auth.invalidation import StoreInUse
+from svc.auth.invalidation import StoreInUse, check_store_free
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken
 from svc.settings import Settings
 from svc.supervisor import find_binary
@@ -133,7 +133,13 @@ def serve(
         raise _fail(_bad_settings(exc)) from None
     if edge_port is not None:
         settings = settings.model_copy(update={"edge_port": edge_port})
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # Private from the start (the first start's check of the data dir then finds nothing to repair).
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if settings.is_sqlite:
+        try:  # before anything is said: a second svc on the same data says only this
+            check_store_free(settings.data_dir.resolve())
+        except StoreInUse as exc:
+            raise _fail(str(exc)) from None
     nginx = find_binary(settings.nginx_binary) if settings.edge_enabled else None
     # Else nginx would retry binding for seconds and exit, again and again (the start checks again).
     if nginx is not None and edge_port_taken(settings):

@@ -287,7 +287,8 @@ class Extractor:
             except zlib.error:
                 if not b"\x1f\x8b".startswith(self._member_head):
                     if self._members == 0:
-                        raise bad("not_gzip", "The upload is not a gzip-compressed file: a bundle is a .tar.gz") from None
+                        raise bad("not_gzip", "The upload is not a gzip-compressed file: a bundle is a "
+                                  ".tar.gz") from None
                     raise bad("trailing_data", "The body has data after the end of the gzip stream") from None
                 raise bad("corrupt_gzip", "The gzip data is corrupt") from None
             if out:
