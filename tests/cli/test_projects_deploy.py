@@ -137,7 +137,9 @@ def test_deploy_the_example_site_then_redeploy_list_and_roll_back(cli: Cli) -> N
     assert _edge_get(url, "/img/pattern.png").content == (EXAMPLE / "assets" / "img" / "pattern.png").read_bytes()
 
     second = cli.ok("deploy", str(EXAMPLE))
-    assert "Deployed version 2 of hello" in second.out and f"Live at {url}" in second.out
+    # The address as people open it (with the slash the README shows); the count in words.
+    assert "Deployed version 2 of hello" in second.out and f"Live at {url}/\n" in second.out
+    assert "Packed 1 files" not in second.err
 
     listed = cli.ok("deployments", "--project", "hello", "--json").json()["deployments"]
     assert [(d["version"], d["live"]) for d in listed] == [(2, True), (1, False)]
@@ -151,7 +153,7 @@ def test_deploy_the_example_site_then_redeploy_list_and_roll_back(cli: Cli) -> N
     listed = cli.ok("deployments", "--project", "hello", "--json").json()["deployments"]
     assert [(d["version"], d["live"]) for d in listed] == [(2, False), (1, True)]
     assert cli.ok("projects", "show", "hello", "--json").json()["liveDeployment"]["version"] == 1
-    assert f"Version 2 of hello ({dep['digest'][:19]}) is live at {url}." in cli.ok(
+    assert f"Version 2 of hello ({dep['digest'][:19]}) is live at {url}/." in cli.ok(
         "rollback", "2", "--project", "hello").out
     cli.fails("not_found", "rollback", "9", "--project", "hello")
     r = cli("rollback", "0", "--project", "hello")
@@ -222,7 +224,9 @@ def test_deploy_sends_git_provenance_from_the_working_tree(cli: Cli, tmp_path: P
     _git(repo, "commit", "-q", "-m", f"{message}\n\nbody text is not sent")
     head = _git(repo, "rev-parse", "HEAD")
 
-    cli.ok("deploy", str(site))
+    first = cli.ok("deploy", str(site))
+    # A folder inside a repository: whose commit is recorded is said (and --no-git leaves it out).
+    assert f"Recording the commit {head[:7]} of the git repository at {repo}" in first.err
     (site / "assets" / "index.html").write_text("v2, not committed")
     r = cli.ok("deploy", str(site))
     assert f"from {head[:7]} on feature/ünïcode with uncommitted changes" in r.out

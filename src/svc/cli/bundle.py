@@ -227,6 +227,8 @@ class GitInfo:
     message: str
     branch: str | None
     dirty: bool
+    # The repository's top folder (the deployed folder, or one it lies in).
+    root: Path | None = None
 
     def headers(self) -> dict[str, str]:
         """The X-Svc-Git-* headers (display only on the server; never used for authorization)."""
@@ -263,5 +265,6 @@ def git_info(directory: Path) -> GitInfo | None:
     message = (_git(directory, "log", "-1", "--format=%s") or "").strip()
     branch = (_git(directory, "rev-parse", "--abbrev-ref", "HEAD") or "").strip()
     status = _git(directory, "status", "--porcelain")
+    top = (_git(directory, "rev-parse", "--show-toplevel") or "").strip()
     return GitInfo(commit=commit, message=message, branch=branch if branch and branch != "HEAD" else None,
-                   dirty=bool(status and status.strip()))
+                   dirty=bool(status and status.strip()), root=Path(top) if top else None)

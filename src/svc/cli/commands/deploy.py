@@ -32,6 +32,12 @@ DEFAULT_MAX_BUNDLE_BYTES = 100 * 1024 * 1024
 MAX_BUNDLE_ENV = "SVC_MAX_BUNDLE_BYTES"
 
 
+def _page(url: Any) -> str:
+    """A project's address as people open it: its home page, with the path's slash."""
+    text = str(url)
+    return text if text.endswith("/") or "/" in text.split("://", 1)[-1] else text + "/"
+
+
 def human(n: int) -> str:
     size = float(n)
     for unit in ("B", "kB", "MB", "GB"):
@@ -102,12 +108,20 @@ def upload(api: Api, path: str, body: IO[bytes], size: int, headers: dict[str, s
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
+    from rich.text import Text
+
+    class Speed(TransferSpeedColumn):
+        """The speed, or nothing until it is known (a small upload ends before it is: no "?")."""
+
+        def render(self, task: Any) -> Text:
+            return super().render(task) if (task.finished_speed or task.speed) is not None else Text("")
 
     if not api.token:
         raise api.not_signed_in()
     # Uploads may be large and the server unpacks before it answers: a generous bound on waiting.
     timeout = httpx.Timeout(connect=10.0, read=300.0, write=300.0, pool=10.0)
-    columns = (TextColumn("Uploading"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    columns = (TextColumn("Uploading"), BarColumn(), DownloadColumn(), Speed(),
+               TimeRemainingColumn(elapsed_when_finished=True))
     with Progress(*columns, console=output.err()) as progress:
         task = progress.add_task("upload", total=size)
         chunks = bundle.read_chunks(body, on_chunk=lambda n: progress.advance(task, n))
@@ -184,8 +198,13 @@ def deploy(
                 where = "This folder" if directory == Path(".") else str(directory)
                 output.note(f"{where} has no svc.json: the bundle gets an empty one ({{}}).")
             layout = "" if packed.layout == "assets" else " (the folder as the site: assets/)"
-            output.note(f"Packed {packed.files} files ({human(packed.unpacked_bytes)}) into "
-                        f"{human(packed.size)}{layout}.")
+            files = f"{packed.files} file{'' if packed.files == 1 else 's'}"
+            output.note(f"Packed {files} ({human(packed.unpacked_bytes)}) into {human(packed.size)}{layout}.")
+            if git is not None and git.root is not None and git.root.resolve() != directory.resolve():
+                # A folder inside a repository (a site in a monorepo, or a folder that merely lies
+                # in someone's checkout): whose commit is recorded is said, and can be left out.
+                output.note(f"Recording the commit {git.commit[:7]} of the git repository at {git.root}, which "
+                            f"holds this folder (--no-git leaves it out).")
             if packed.size > bound:
                 raise too_large(packed.size, bound)
             info = ensure_project(api, slug, name)
@@ -204,7 +223,7 @@ def deploy(
                         + (" with uncommitted changes" if git.dirty else ""))
         line.append(".")
         c.print(line, soft_wrap=True)
-        c.print(Text.assemble("Live at ", (str(url), "bold")), soft_wrap=True)
+        c.print(Text.assemble("Live at ", (_page(url), "bold")), soft_wrap=True)
 
     output.emit(as_json, result, render)
 
@@ -261,7 +280,7 @@ def rollback(
         from rich.text import Text
 
         c.print(Text.assemble("Version ", (str(dep.get("version")), "bold"), " of ", (name, "bold"),
-                              f" ({short_digest(dep.get('digest'))}) is live at ", (str(url), "bold"), "."),
+                              f" ({short_digest(dep.get('digest'))}) is live at ", (_page(url), "bold"), "."),
                 soft_wrap=True)
 
     output.emit(as_json, result, render)
