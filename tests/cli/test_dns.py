@@ -241,3 +241,32 @@ def test_dns_turned_off_says_why(tmp_path: Path) -> None:
         cli.login(uniq("nodns"))
         r = cli.fails("dns_not_configured", "dns", "zones", "list")
         assert "hint: this svc server has no nameserver" in r.err
+
+
+def _pasted(me: Cli, said: str, prefix: str) -> list[str]:
+    """The command (up to its --org) a line of `said` tells after `prefix`, as a shell would split it."""
+    import shlex
+
+    line = next(line for line in said.splitlines() if prefix in line)
+    told = re.search(r"svc (.*?--org \S+)", line.split(prefix, 1)[1])
+    assert told is not None, line
+    return shlex.split(told.group(1))
+
+
+def test_every_printed_command_works_when_pasted(me: Cli, zone: str) -> None:
+    """In an org that is not the person's own (their folder says nothing), each command svc prints
+    as the next step names the org, so it works pasted as it is."""
+    org = uniq("paste")
+    me.ok("orgs", "create", org)
+    created = me.ok("dns", "zones", "create", zone, "--org", org)
+    me.ok(*_pasted(me, created.out, "Add records with: "))
+    assert me.ok("dns", "records", "list", zone, "--org", org, "--json").json()["rrsets"]
+    on = me.ok("dns", "dnssec", "on", zone, "--org", org)
+    assert _pasted(me, on.out, "Next: ") == ["dns", "dnssec", "ds", zone, "--org", org]
+    waited = me.ok("dns", "dnssec", "on", zone, "--org", org, "--wait")
+    record = _pasted(me, waited.err, "then record them with: ")
+    assert record[:3] == ["dns", "dnssec", "ds"] and record[-2:] == ["--org", org]
+    ds_line = DS_LINE.search(waited.out)
+    assert ds_line is not None, waited.out
+    recorded = me.ok(*[ds_line.group(0) if w == "<DS>" else w for w in record])
+    assert "Recorded 1 DS record" in recorded.out

@@ -8,6 +8,7 @@ record and answers in words. The server stores a change and its nameserver follo
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from collections.abc import Iterator
@@ -58,6 +59,12 @@ _HINTS = {
 
 def _org(api: Api, org: str | None) -> str:
     return resolve_org(api, org, local_manifest() if not org else None)
+
+
+def _command(org: str, *words: str) -> str:
+    """A command to paste, with the org named (so it works wherever it is pasted, whatever the
+    folder's svc.json says)."""
+    return " ".join(["svc", "dns", *words, "--org", shlex.quote(org)])
 
 
 def _zones_path(org: str) -> str:
@@ -216,7 +223,7 @@ def create_zone(ctx: typer.Context,
     output.say(f"To delegate it, set the nameservers (NS) of {zone_name} at your registrar to:")
     for ns in zone.get("nameservers") or []:
         output.say(f"  {shown(ns)}")
-    output.say(f"Add records with: svc dns records set {zone_name} www A 192.0.2.1")
+    output.say(f"Add records with: {_command(slug, 'records', 'set', zone_name, 'www', 'A', '192.0.2.1')}")
 
 
 @zones_app.command("delete")
@@ -337,10 +344,10 @@ def delete_records(ctx: typer.Context, zone: ZoneArg, name: NameArg, rtype: Type
 
 # --- DNSSEC ---
 
-def _print_ds(zone: str, ds_records: list[str]) -> None:
+def _print_ds(org: str, zone: str, ds_records: list[str]) -> None:
     """The DS lines on stdout (nothing else: `svc dns dnssec ds ZONE > ds.txt`), what to do on stderr."""
     output.note(f"The DS records of {zone}: register them at your registrar (the parent zone), then record them "
-                f"with `svc dns dnssec ds {zone} \"<DS>\"`.")
+                "with: " + _command(org, "dnssec", "ds", zone, '"<DS>"'))
     for line in ds_records:
         output.say(line)
     for line in ds_records:
@@ -368,7 +375,8 @@ def _wait_for_ds(api: Api, slug: str, zone: str, timeout: float) -> dict[str, An
                 return detail
             if time.monotonic() >= deadline:
                 raise CliError(f"The nameserver has not signed {shown(zone)} after {timeout:g} s", "timeout",
-                               hint="it goes on in the background: `svc dns dnssec ds ZONE` shows the DS once it has")
+                               hint=f"it goes on in the background: {_command(slug, 'dnssec', 'ds', shown(zone))} "
+                                    "shows the DS once it has")
             time.sleep(POLL_SECONDS)
 
 
@@ -391,9 +399,10 @@ def dnssec_on(ctx: typer.Context, zone: ZoneArg, org: OrgOption = None,
     output.emit_line(False, data, "DNSSEC is on for ", (name, "bold"), f" ({data.get('dnssec')}): the nameserver "
                      "signs the zone.")
     if wait and data.get("dsRecords"):
-        _print_ds(name, [str(d) for d in data["dsRecords"]])
+        _print_ds(slug, name, [str(d) for d in data["dsRecords"]])
     else:
-        output.say(f"Next: `svc dns dnssec ds {name}` prints the DS records to register at your registrar.")
+        output.say(f"Next: {_command(slug, 'dnssec', 'ds', name)} prints the DS records to register at your "
+                   "registrar.")
 
 
 @dnssec_app.command("off")
@@ -443,25 +452,25 @@ def dnssec_ds(
         output.emit_line(as_json, data, f"Recorded {count} DS record{'s' if count != 1 else ''} for ",
                          (shown(data.get("name")), "bold"), f"; DNSSEC is {data.get('dnssec')}.")
         return
-    _show_computed_ds(data, as_json)
+    _show_computed_ds(slug, data, as_json)
 
 
-def _show_computed_ds(data: dict[str, Any], as_json: bool) -> None:
+def _show_computed_ds(org: str, data: dict[str, Any], as_json: bool) -> None:
     name = shown(data.get("name"))
     if data.get("dnssec") == "off":
         raise CliError(f"DNSSEC is off for {name}: there are no DS records", "dnssec_off",
-                       hint=f"turn it on first: svc dns dnssec on {name}")
+                       hint=f"turn it on first: {_command(org, 'dnssec', 'on', name)}")
     computed = data.get("dsRecords")
     if computed is None:
         raise CliError(f"The nameserver could not be asked for the DS records of {name}", "nameserver_unavailable",
                        hint="the server keeps the zone and signs it once its nameserver is back; try again later")
     if not computed:
         raise CliError(f"The nameserver has not signed {name} yet", "not_signed_yet",
-                       hint=f"it follows within a moment: try again, or `svc dns dnssec on {name} --wait`")
+                       hint=f"it follows within a moment: try again, or {_command(org, 'dnssec', 'on', name)} --wait")
     if as_json:
         output.print_json(data)
         return
-    _print_ds(name, [str(d) for d in computed])
+    _print_ds(org, name, [str(d) for d in computed])
     recorded = data.get("ds") or []
     output.note(f"DNSSEC is {data.get('dnssec')}; DS recorded at the parent: "
                 f"{len(recorded) if recorded else 'none yet'}.")
