@@ -141,3 +141,19 @@ def test_ds_records() -> None:
 def test_relative() -> None:
     assert records.relative(ZONE, ZONE) == "@"
     assert records.relative("a.b.example.com.", ZONE) == "a.b"
+
+
+@pytest.mark.parametrize(("rtype", "text", "said"), [
+    ("MX", "10", "a part is missing"), ("MX", "10 mail 3 a", "more parts than a MX record holds"),
+    ("SRV", "1 2 70000 x.", "a number is out of range"), ("MX", "x mail.", "must be a number"),
+    ("A", "999.1.1.1", "expected an IPv4 address such as 192.0.2.1"),
+])
+def test_a_refused_record_is_said_in_words(rtype: str, text: str, said: str) -> None:
+    """What is wrong, in words a person reads: never the parser's own ("Text input is malformed",
+    "expected EOL or EOF, got 3")."""
+    with pytest.raises(errors.InvalidDns) as caught:
+        rr(rtype, text)
+    message = caught.value.message
+    assert said in message, message
+    for internal in ("malformed", "EOL", "EOF", "expecting", "identifier", "unsigned 16-bit"):
+        assert internal not in message, message

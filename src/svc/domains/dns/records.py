@@ -261,9 +261,19 @@ _SHAPES = {
 
 
 def _hint(rtype: str, exc: Exception) -> str:
-    # dnspython's messages name no input ("Text input is malformed."), so they are safe to pass on.
-    detail = str(exc).strip().rstrip(".") or type(exc).__name__
-    return f"expected {_SHAPES.get(rtype, 'zone-file text')} ({detail})"
+    """What is wrong with a record, in words: the shape it should have and, where the parser's
+    complaint says which, what part is off (its own words are a parser's, not a person's)."""
+    said = str(exc)
+    shape = f"expected {_SHAPES.get(rtype, 'zone-file text')}"
+    if said.startswith("expected EOL or EOF"):
+        return f"it has more parts than a {rtype} record holds ({shape})"
+    if said.startswith("expecting an identifier") or said.startswith("expecting a string") or "end of" in said:
+        return f"a part is missing ({shape})"
+    if said.startswith("expecting an integer"):
+        return f"a part that must be a number is not ({shape})"
+    if "is not an unsigned" in said or "out of range" in said:
+        return f"a number is out of range ({shape})"
+    return shape
 
 
 def _check_target(rdata: dns.rdata.Rdata, rtype: str, field: str) -> None:
