@@ -71,6 +71,9 @@ async def test_plan_limit_holds_under_concurrent_creates(svc: Svc) -> None:
     refused = next(r for r in results if r.status_code == 409)
     assert_error(refused, 409, "project_limit")
     assert refused.json()["details"] == {"limit": 3, "count": 3, "plan": "free"}
+    # What raises it, in the message: the operator's command and the setting.
+    assert "svc admin plan acme pro" in refused.json()["message"]
+    assert "SVC_FREE_PROJECT_LIMIT" in refused.json()["message"]
     async with svc.ctx.db.transaction(write=False) as s:
         org_projects = await s.scalar(select(func.count()).select_from(Project))
     assert org_projects == 3

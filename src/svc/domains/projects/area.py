@@ -18,8 +18,6 @@ AREA = Area(
          NavLink(Place.project, "Overview", "", order=0),
          NavLink(Place.project, "Settings", "/settings", order=90)),
     hints={
-        "project_limit": "Delete a project you no longer need, or ask the operator of this svc to move the org "
-                         "to the pro plan.",
         "op_in_flight": "The project is being deleted; wait until that finishes.",
         "hostname_taken": "A hostname serves one project on this svc: remove it from the project that has it "
                           "first, or add another name.",

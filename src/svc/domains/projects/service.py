@@ -101,7 +101,10 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
     limit = orgs.project_limit(settings, org.plan)
     count = await queries.count_in_org(session, org.id)
     if count >= limit:
-        raise errors.ProjectLimit(f"The {org.plan} plan allows {limit} projects",
+        other = "pro" if org.plan == "free" else "free"
+        raise errors.ProjectLimit(f"The {org.plan} plan allows {limit} projects: delete one, or have the operator "
+                                  f"of this svc move the org to the {other} plan (svc admin plan {org.slug} {other}, "
+                                  f"on the server) or raise SVC_{org.plan.upper()}_PROJECT_LIMIT",
                                   details={"limit": limit, "count": count, "plan": org.plan})
     if await project_by_name(session, org.id, name) is not None:
         raise errors.ProjectNameTaken(details={"name": name})
