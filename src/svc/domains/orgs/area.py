@@ -7,7 +7,6 @@ from pathlib import Path
 
 from svc.domains.orgs import pages, router
 from svc.manifest import Area, NavLink
-from svc.models import Role
 from svc.web.dashboard import Place
 
 AREA = Area(
@@ -16,7 +15,7 @@ AREA = Area(
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.org, "Members", "/members", order=30),
-         NavLink(Place.org, "Org settings", "/settings", order=90, role=Role.admin),
+         NavLink(Place.org, "Org settings", "/settings", order=90),
          NavLink(Place.account, "New org", "/orgs/new", order=10)),
     frame=pages.org_switcher,
     hints={
