@@ -38,3 +38,21 @@ def unicode_spelling(name: str) -> str | None:
         return str(idna.decode(bare))
     except (idna.IDNAError, UnicodeError):
         return None
+
+
+def idna_label(label: str) -> str:
+    """One label of a DNS name as stored: lowercase ASCII, the punycode of an internationalized
+    label (UTS-46 maps case and width, then IDNA 2008 checks it), or a punycode label (xn--) checked
+    to be one. ValueError for a label that is not a valid internationalized name: zones, record
+    names and custom hostnames hold their labels to this one rule."""
+    import idna
+
+    try:
+        if not label.isascii():
+            return str(idna.encode(label, uts46=True).decode("ascii"))
+        lowered = label.lower()
+        if lowered.startswith("xn--"):
+            idna.decode(lowered)  # an A-label must decode to a valid U-label
+        return lowered
+    except (idna.IDNAError, UnicodeError):
+        raise ValueError("has a label that is not a valid internationalized name") from None

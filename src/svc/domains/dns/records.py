@@ -21,10 +21,10 @@ import dns.rdatatype
 import dns.rdtypes.ANY.CAA
 import dns.rdtypes.ANY.TXT
 import dns.tokenizer
-import idna
 
 from svc.adapters.nameserver.port import RRsetData
 from svc.domains.dns import errors
+from svc.kit.hosts import idna_label
 
 # What an rrset PUT may hold. SOA and the apex NS exist in every zone, managed by svc.
 TYPES = ("A", "AAAA", "MX", "SRV", "CAA", "CNAME", "TXT", "NS")
@@ -58,13 +58,11 @@ def _bad(field: str, predicate: str) -> errors.InvalidDns:
 
 
 def _idna_label(label: str, field: str) -> str:
-    """One label in lowercase punycode (UTS-46 maps case and width, then IDNA 2008 checks it)."""
-    if label.isascii():
-        return label.lower()
+    """One label in lowercase punycode (kit.hosts.idna_label: the rule custom hostnames follow too)."""
     try:
-        return idna.encode(label, uts46=True).decode("ascii")
-    except idna.IDNAError:
-        raise _bad(field, "has a label that is not a valid internationalized name") from None
+        return idna_label(label)
+    except ValueError as exc:
+        raise _bad(field, str(exc)) from None
 
 
 # --- zone names ---
