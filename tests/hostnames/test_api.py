@@ -16,14 +16,15 @@ pytestmark = PDNS_REQUIRED
 
 H = "/v1/orgs/acme/projects/web/hostnames"
 OTHER = "/v1/orgs/other/projects/site/hostnames"
-FIELDS = {"host", "kind", "status", "verification", "cnameTarget", "lastError"}
+FIELDS = {"host", "kind", "status", "verification", "cnameTarget", "lastError", "lastCheckedAt"}
 
 
 async def test_add_list_readd_and_remove(hsvc: Svc) -> None:
     t = await team(hsvc)
     listed = (await t.vic.client.get(H)).json()
     assert listed == {"hostnames": [{"host": "web-acme.localhost", "kind": "default", "status": "active",
-                                     "verification": None, "cnameTarget": None, "lastError": None}]}
+                                     "verification": None, "cnameTarget": None, "lastError": None,
+                                     "lastCheckedAt": None}]}
 
     r = await t.bob.client.post(H, json={"name": "WWW.Example.COM"})
     assert r.status_code == 200, r.text
@@ -51,7 +52,10 @@ async def test_add_list_readd_and_remove(hsvc: Svc) -> None:
         return next((h["lastError"] for h in rows if h["host"] == "www.example.com"), None)
 
     error = await until(checked, "the first check of www.example.com")
-    assert "_svc-verify.www.example.com" in error and "REFUSED" in error
+    assert "_svc-verify.www.example.com" in error and "it refused" in error and "REFUSED" not in error
+    # When it was checked is told too (the CLI's and the dashboard's "last check").
+    rows = (await t.vic.client.get(H)).json()["hostnames"]
+    assert next(h for h in rows if h["host"] == "www.example.com")["lastCheckedAt"] is not None
 
     assert (await t.bob.client.delete(f"{H}/WWW.example.com.")).status_code == 204
     assert [h["host"] for h in (await t.vic.client.get(H)).json()["hostnames"]] == [

@@ -161,7 +161,8 @@ async def test_unanswered_lookups_in_words(hsvc: Svc, pdns: Pdns) -> None:
     assert (await t.bob.client.post(H, json={"name": "www.elsewhere.net"})).status_code == 200
     got = (await t.bob.client.post(f"{H}/www.elsewhere.net/verify")).json()
     assert got["lastError"] == (f"the resolver at {pdns.host}:{pdns.port} could not answer for "
-                                "_svc-verify.www.elsewhere.net nor www.elsewhere.net (REFUSED)")
+                                "_svc-verify.www.elsewhere.net nor www.elsewhere.net (it refused: no nameserver it "
+                                "asks serves the domain, or the domain is not delegated yet)")
     # A resolver that does not answer at all (nothing listens there).
     silent = DnsResolver.at("127.0.0.1", free_dns_port(), lifetime=0.3)
     check = await verify.check_records(silent, "www.elsewhere.net", "value", ORIGIN)

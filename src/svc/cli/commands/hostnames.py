@@ -106,9 +106,10 @@ def list_hostnames(ctx: typer.Context, project: ProjectOption = None, org: OrgOp
     hostnames = [h for h in data.get("hostnames") or [] if isinstance(h, dict)]
 
     def render(c: Console) -> None:
-        c.print(output.table(["HOST", "KIND", "STATUS", "LAST CHECK"],
-                             ([h.get("host"), h.get("kind"), h.get("status"), h.get("lastError")] for h in hostnames),
-                             empty=f"No hostnames in {proj}.", shrink={"LAST CHECK": 24}))
+        c.print(output.table(["HOST", "KIND", "STATUS", "CHECKED", "LAST CHECK SAW"],
+                             ([h.get("host"), h.get("kind"), h.get("status"), output.when(h.get("lastCheckedAt")),
+                               h.get("lastError")] for h in hostnames),
+                             empty=f"No hostnames in {proj}.", shrink={"LAST CHECK SAW": 24}))
         for h in hostnames:
             if h.get("kind") == "custom" and h.get("status") != ACTIVE:
                 c.print()

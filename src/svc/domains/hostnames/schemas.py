@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from svc import models
-from svc.kit.api import ApiInput, ApiModel
+from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 
 class HostnameAdd(ApiInput):
@@ -35,6 +35,9 @@ class Hostname(ApiModel):
         "the host to the edge; null for the default hostname")
     last_error: str | None = Field(
         description="What the last ownership check saw, in words; null once active")
+    last_checked_at: Timestamp | None = Field(
+        description="When ownership was last checked (the minute's cycle, Check now, or the add itself); "
+                    "null before the first check and for the default hostname")
 
     @classmethod
     def of(cls, row: models.Hostname, *, txt_name: str, cname_target: str) -> Hostname:
@@ -42,10 +45,10 @@ class Hostname(ApiModel):
         holding its verification value, or a CNAME to `cname_target`)."""
         if row.kind == models.HostnameKind.default:
             return cls(host=row.host, kind=row.kind, status=models.HostnameStatus.active, verification=None,
-                       cname_target=None, last_error=None)
+                       cname_target=None, last_error=None, last_checked_at=None)
         return cls(host=row.host, kind=row.kind, status=row.status,
                    verification=Verification(type="TXT", name=txt_name, value=row.verification_value or ""),
-                   cname_target=cname_target, last_error=row.last_error)
+                   cname_target=cname_target, last_error=row.last_error, last_checked_at=row.checked_at)
 
 
 class HostnameList(ApiModel):

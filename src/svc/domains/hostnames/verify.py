@@ -69,8 +69,20 @@ def _unanswered(resolver: Resolver, lookup: Lookup, name: str) -> str | None:
     if lookup.outcome is Outcome.timeout:
         return f"{resolver.description} did not answer"
     if lookup.outcome is Outcome.failed:
-        return f"{resolver.description} could not answer for {name} ({lookup.detail})"
+        return f"{resolver.description} could not answer for {name}{_why(lookup.detail)}"
     return None
+
+
+# The answer codes a resolver gives when it cannot answer, said for a person (not an RFC's name).
+_WHY = {
+    "REFUSED": "it refused: no nameserver it asks serves the domain, or the domain is not delegated yet",
+    "SERVFAIL": "the domain's own nameservers failed to answer",
+}
+
+
+def _why(detail: str | None) -> str:
+    said = _WHY.get(detail or "")
+    return f" ({said})" if said else ""
 
 
 def _txt_words(resolver: Resolver, host: str, lookup: Lookup) -> str:
@@ -99,7 +111,7 @@ def _cname_words(resolver: Resolver, host: str, lookup: Lookup, target: str) -> 
 def words(resolver: Resolver, host: str, txt: Lookup, cname: Lookup, target: str) -> str:
     """Both observations in one sentence (one, when both lookups failed alike)."""
     if (txt.outcome is Outcome.failed and cname.outcome is Outcome.failed and txt.detail == cname.detail):
-        sentence = f"{resolver.description} could not answer for {txt_name(host)} nor {host} ({txt.detail})"
+        sentence = f"{resolver.description} could not answer for {txt_name(host)} nor {host}{_why(txt.detail)}"
     else:
         parts: list[str] = []
         for part in (_txt_words(resolver, host, txt), _cname_words(resolver, host, cname, target)):
