@@ -62,10 +62,24 @@ class DnsResolver:
     async def cname(self, name: str) -> Lookup:
         return await self._lookup(name, "CNAME")
 
-    async def _lookup(self, name: str, rdtype: str) -> Lookup:
+    async def nameservers(self, name: str) -> Lookup:
+        answer = await self._ask(name, "NS")
+        if isinstance(answer, Lookup):
+            return answer
+        qname = answer.qname
+        found = [r for r in answer.response.answer if r.rdtype == dns.rdatatype.NS and r.name == qname]
+        if not found:
+            # An authoritative parent (not a recursive resolver) answers with a referral.
+            found = [r for r in answer.response.authority if r.rdtype == dns.rdatatype.NS and r.name == qname]
+        if not found:
+            return Lookup(Outcome.no_answer)
+        return Lookup(Outcome.found, values=tuple(sorted({rd.target.to_text().lower() for rd in found[0]})))
+
+    async def _ask(self, name: str, rdtype: str) -> dns.resolver.Answer | Lookup:
+        """The resolver's answer, or the Lookup that says why there is none."""
         try:
             qname = dns.name.from_text(name)
-            answer = await self._resolver.resolve(qname, rdtype, raise_on_no_answer=False, search=False)
+            return await self._resolver.resolve(qname, rdtype, raise_on_no_answer=False, search=False)
         except dns.resolver.NXDOMAIN:
             return Lookup(Outcome.nxdomain)
         except dns.resolver.LifetimeTimeout:
@@ -74,6 +88,11 @@ class DnsResolver:
             return Lookup(Outcome.failed, detail=_failure(exc))
         except dns.exception.DNSException as exc:
             return Lookup(Outcome.failed, detail=type(exc).__name__)
+
+    async def _lookup(self, name: str, rdtype: str) -> Lookup:
+        answer = await self._ask(name, rdtype)
+        if isinstance(answer, Lookup):
+            return answer
         # A recursive resolver following a CNAME chain answers the TXT of the chain's end: the
         # records of the type asked are the ones that count (the last rrset of that type).
         want = dns.rdatatype.from_text(rdtype)

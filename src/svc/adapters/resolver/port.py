@@ -1,6 +1,6 @@
-"""The resolver port: what ownership checks of custom hostnames need of DNS resolution. Each
-lookup says what was seen (an outcome and the values), never raises for DNS reasons: the caller
-turns outcomes into words for the owner.
+"""The resolver port: what ownership checks need of the public DNS (custom hostnames' records, a
+zone's delegation). Each lookup says what was seen (an outcome and the values), never raises for
+DNS reasons: the caller turns outcomes into words for the owner.
 
 Names are absolute or relative text as a person writes them ("_svc-verify.www.example.com");
 values are decoded text: a TXT record's strings joined, a CNAME's target absolute and lowercase
@@ -44,4 +44,10 @@ class Resolver(Protocol):
 
     async def cname(self, name: str) -> Lookup:
         """The CNAME of `name` (its target, absolute and lowercase) when it has one."""
+        ...
+
+    async def nameservers(self, name: str) -> Lookup:
+        """The nameservers the DNS sends `name` to (absolute, lowercase, sorted): its NS set as
+        answered, or as the parent's referral names it (an authoritative parent answers with one).
+        `no_answer`: the name exists but is not delegated (it lies inside its parent's zone)."""
         ...
