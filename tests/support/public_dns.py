@@ -45,6 +45,6 @@ class PublicDns:
         delegates it there."""
         await self.delegate(zone, ELSEWHERE)
         await self.pdns.nameserver.ensure_zone(zone, nameservers=ELSEWHERE)
-        await self.pdns.nameserver.apply(zone, replace=[
-            RRsetData(name=name, type=rtype, ttl=60, records=tuple(values)) for (name, rtype), values in records.items()],
-            delete=[])
+        sets = [RRsetData(name=name, type=rtype, ttl=60, records=tuple(values))
+                for (name, rtype), values in records.items()]
+        await self.pdns.nameserver.apply(zone, replace=sets, delete=[])
