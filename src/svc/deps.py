@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 
 from svc.context import AppContext
-from svc.kit.loop_session import StoreSession
+from svc.kit.store_session import StoreSession
 from svc.uow import Tx, UnitOfWork
 
 # Requests that change nothing: a read unit of work, the credential cache, no project-state check.

@@ -32,7 +32,8 @@ from sqlalchemy import update
 from svc.context import AppContext
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.kit.loop_session import LoopReadSession, StoreSession
+from svc.kit.loop_session import LoopReadSession
+from svc.kit.store_session import StoreSession
 from svc.models import EdgeState, Job, JobStatus
 
 log = logging.getLogger("svc.uow")

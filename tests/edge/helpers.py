@@ -22,7 +22,6 @@ from typing import Any
 import httpx
 import uvicorn
 from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -32,11 +31,12 @@ from svc.context import AppContext
 from svc.domains.deployments import artifacts
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import Deployment, EdgeState, Project
 from tests.support.api import User
 
 
-async def _bump_edge(session: AsyncSession) -> None:
+async def _bump_edge(session: StoreSession) -> None:
     """Move the edge's counter as a change made by another process would: the edge under test
     sees it on its poll (these helpers do not converge it themselves)."""
     await session.execute(update(EdgeState).where(EdgeState.id == 1).values(generation=EdgeState.generation + 1))

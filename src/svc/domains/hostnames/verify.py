@@ -16,11 +16,10 @@ import asyncio
 import re
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from svc.adapters.resolver.port import Lookup, Outcome, Resolver
 from svc.domains.dns import links, records
 from svc.domains.dns import queries as dns_queries
+from svc.kit.store_session import StoreSession
 
 TXT_PREFIX = "_svc-verify."
 MAX_ERROR = 500  # the column's size
@@ -42,11 +41,11 @@ def txt_name(host: str) -> str:
     return TXT_PREFIX + host
 
 
-async def in_org_zone(session: AsyncSession, org_id: str, host: str) -> bool:
+async def in_org_zone(session: StoreSession, org_id: str, host: str) -> bool:
     return await links.org_zone(session, org_id, host) is not None
 
 
-async def in_org_zones(session: AsyncSession, wanted: list[tuple[str, str]]) -> set[str]:
+async def in_org_zones(session: StoreSession, wanted: list[tuple[str, str]]) -> set[str]:
     """Of (host, org id) pairs, the hosts inside a zone of their org (proof 1), in one query. The
     closest zone decides: zones of different orgs never overlap."""
     owners = await dns_queries.zone_owners(session, [name for host, _ in wanted for name in records.enclosing(host)])

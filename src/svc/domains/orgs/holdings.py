@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from svc.kit.store_session import StoreSession
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class Holding:
     names: list[str]
 
 
-HoldingCounter = Callable[[AsyncSession, str], Awaitable[Holding]]
+HoldingCounter = Callable[[StoreSession, str], Awaitable[Holding]]
 
 _COUNTERS: dict[str, HoldingCounter] = {}
 
@@ -25,7 +25,7 @@ def register(kind: str, counter: HoldingCounter) -> None:
     _COUNTERS[kind] = counter
 
 
-async def holdings(session: AsyncSession, org_id: str) -> dict[str, Holding]:
+async def holdings(session: StoreSession, org_id: str) -> dict[str, Holding]:
     found = {}
     for kind, counter in _COUNTERS.items():
         held = await counter(session, org_id)

@@ -8,7 +8,6 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
 from svc.auth.roles import OrgAccess
@@ -27,6 +26,7 @@ from svc.domains.orgs.service import project_limit
 from svc.domains.projects import errors, queries, schemas
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import (
     AccessMode,
     Hostname,
@@ -209,12 +209,12 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
     return op
 
 
-async def delete_project_row(session: AsyncSession, project_id: str) -> None:
+async def delete_project_row(session: StoreSession, project_id: str) -> None:
     """Teardown's last phase: the project and everything keyed to it in the store."""
     await queries.delete_project(session, project_id)
 
 
-async def _project_holding(session: AsyncSession, org_id: str) -> holdings.Holding:
+async def _project_holding(session: StoreSession, org_id: str) -> holdings.Holding:
     return holdings.Holding(count=await queries.count_in_org(session, org_id),
                             names=await queries.names_in_org(session, org_id, 5))
 
