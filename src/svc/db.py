@@ -25,10 +25,11 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, Executable, Row, create_engine, event, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
-from svc.kit.loop_session import LoopReadSession, LoopWriteSession, PlainReader, StoreSession
+from svc.kit.loop_session import LoopReadSession, LoopWriteSession, PlainReader
+from svc.kit.store_session import StoreSession
 from svc.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -81,7 +82,7 @@ class Database:
             self.sqlite_reader.engine.dispose()
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
+    async def transaction(self, *, write: bool = True) -> AsyncIterator[StoreSession]:
         """A session that commits on success and rolls back on error, for the tests and tools that
         look at the store directly. Use cases never open one: they run in a unit of work
         (svc/uow.py), which decides when to commit. A read transaction is only closed."""
@@ -180,7 +181,7 @@ async def migrate(db: Database, revision: str = "head") -> None:
         await conn.run_sync(_upgrade)
 
 
-async def plain_rows(session: AsyncSession, statement: Executable,
+async def plain_rows(session: StoreSession, statement: Executable,
                      params: Mapping[str, Any] | None = None) -> Sequence[Row[Any]]:
     """The rows of a Core statement (table columns, no ORM entities), for the hottest reads: on
     an SQLite read session they come straight from a connection, skipping the ORM session's
@@ -190,6 +191,6 @@ async def plain_rows(session: AsyncSession, statement: Executable,
     return (await session.execute(statement, params)).all()
 
 
-def is_postgres(session: AsyncSession) -> bool:
+def is_postgres(session: StoreSession) -> bool:
     """Row locks and SKIP LOCKED exist only there; SQLite serialises writers instead."""
     return session.get_bind().dialect.name == "postgresql"

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from svc.context import AppContext
 from svc.errors import BadRequest
-from svc.kit.loop_session import StoreSession
+from svc.kit.store_session import StoreSession
 from svc.uow import Tx, UnitOfWork, policy_of
 
 # Requests that change nothing: a read unit of work, the credential cache, no project-state check.

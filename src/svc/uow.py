@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 from svc.context import AppContext
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.kit.loop_session import LoopReadSession, StoreSession
+from svc.kit.loop_session import LoopReadSession
+from svc.kit.store_session import StoreSession
 from svc.models import Job, JobStatus
 
 log = logging.getLogger("svc.uow")

@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy import Select, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.cache import AuthCache, detached_copy
 from svc.auth.caller import Principal, Resolved
 from svc.deps import READ_METHODS, request_session
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
+from svc.kit.store_session import StoreSession
 from svc.kit.tokens import PAT_PREFIX, pat_checksum_ok, token_hash
 from svc.models import AccessToken, Membership, Org, User, UserSession
 
@@ -59,7 +59,7 @@ def read_cache(request: Request) -> AuthCache | None:
     return cache if cache is not None and cache.enabled else None
 
 
-async def resolve(session: AsyncSession, token: str, org_slug: str | None = None, *,
+async def resolve(session: StoreSession, token: str, org_slug: str | None = None, *,
                   cache: AuthCache | None = None) -> Resolved | None:
     """Bearer token -> principal (None when invalid, expired or revoked), optionally with the
     caller's membership of one org, in a single query, or none when `cache` has the answer."""
@@ -80,7 +80,7 @@ async def resolve(session: AsyncSession, token: str, org_slug: str | None = None
     return resolved
 
 
-async def _resolve(session: AsyncSession, token: str, digest: str,
+async def _resolve(session: StoreSession, token: str, digest: str,
                    org_slug: str | None) -> tuple[Resolved | None, datetime | None]:
     """From the store; with the credential's expiry."""
     now = utcnow()
@@ -109,7 +109,7 @@ async def _resolve(session: AsyncSession, token: str, digest: str,
     return Resolved(principal, org if role is not None else None, role), expires_at
 
 
-async def resolve_principal(session: AsyncSession, token: str, *, cache: AuthCache | None = None) -> Principal | None:
+async def resolve_principal(session: StoreSession, token: str, *, cache: AuthCache | None = None) -> Principal | None:
     resolved = await resolve(session, token, cache=cache)
     return resolved.principal if resolved else None
 

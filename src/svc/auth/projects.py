@@ -11,11 +11,11 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.roles import OrgAccess, require_role
 from svc.deps import READ_METHODS, request_session
 from svc.errors import Conflict, NotFound
+from svc.kit.store_session import StoreSession
 from svc.models import Project, ProjectState, Role
 
 ProjectNamePath = Annotated[str, Path(alias="projectName", max_length=64)]
@@ -36,7 +36,7 @@ class ProjectAccess:
     project: Project
 
 
-async def project_by_name(session: AsyncSession, org_id: str, name: str, *, lock: bool = False) -> Project | None:
+async def project_by_name(session: StoreSession, org_id: str, name: str, *, lock: bool = False) -> Project | None:
     """The org's project of that name; `lock`: held until the transaction ends (PostgreSQL's row
     lock; SQLite's writers are serialised anyway, and it renders no FOR UPDATE)."""
     stmt = select(Project).where(Project.org_id == org_id, Project.name == name)

@@ -6,14 +6,14 @@ import random
 from datetime import timedelta
 
 from sqlalchemy import CursorResult, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
 from svc.kit.clock import utcnow
+from svc.kit.store_session import StoreSession
 from svc.models import Cycle, Job, JobStatus
 
 
-async def claim(session: AsyncSession, *, worker: str, lease: timedelta, limit: int) -> list[Job]:
+async def claim(session: StoreSession, *, worker: str, lease: timedelta, limit: int) -> list[Job]:
     """Take up to `limit` due jobs, or jobs whose holder's lease ran out (it died mid-job)."""
     now = utcnow()
     due = or_(
@@ -43,7 +43,7 @@ async def claim(session: AsyncSession, *, worker: str, lease: timedelta, limit: 
     return jobs
 
 
-async def complete(session: AsyncSession, job_id: str, worker: str) -> bool:
+async def complete(session: StoreSession, job_id: str, worker: str) -> bool:
     """Mark done only if this worker still holds the lease; False means the job was taken over."""
     result = await session.execute(
         update(Job).where(Job.id == job_id, Job.locked_by == worker, Job.status == JobStatus.running)
@@ -60,7 +60,7 @@ def backoff(attempt: int) -> timedelta:
     return timedelta(seconds=base * random.uniform(0.75, 1.25))
 
 
-async def fail(session: AsyncSession, job_id: str, worker: str, error: str) -> None:
+async def fail(session: StoreSession, job_id: str, worker: str, error: str) -> None:
     job = await session.get(Job, job_id, with_for_update=is_postgres(session))
     if job is None or job.locked_by != worker or job.status != JobStatus.running:
         return
@@ -75,13 +75,13 @@ async def fail(session: AsyncSession, job_id: str, worker: str, error: str) -> N
         job.run_at = utcnow() + backoff(job.attempts)
 
 
-async def extend_lease(session: AsyncSession, job_ids: list[str], worker: str, lease: timedelta) -> None:
+async def extend_lease(session: StoreSession, job_ids: list[str], worker: str, lease: timedelta) -> None:
     await session.execute(
         update(Job).where(Job.id.in_(job_ids), Job.locked_by == worker, Job.status == JobStatus.running)
         .values(locked_until=utcnow() + lease).execution_options(synchronize_session=False))
 
 
-async def due_cycles(session: AsyncSession, names: list[str]) -> tuple[list[str], set[str]]:
+async def due_cycles(session: StoreSession, names: list[str]) -> tuple[list[str], set[str]]:
     """(names due now, names that have no schedule row yet)."""
     now = utcnow()
     rows = (await session.execute(select(Cycle.name, Cycle.next_run_at).where(Cycle.name.in_(names)))).all()
@@ -89,7 +89,7 @@ async def due_cycles(session: AsyncSession, names: list[str]) -> tuple[list[str]
     return [n for n, at in known.items() if at <= now], set(names) - set(known)
 
 
-async def create_cycles(session: AsyncSession, names: set[str]) -> None:
+async def create_cycles(session: StoreSession, names: set[str]) -> None:
     now = utcnow()
     for name in names:
         exists = await session.get(Cycle, name)
@@ -97,7 +97,7 @@ async def create_cycles(session: AsyncSession, names: set[str]) -> None:
             await session.execute(insert(Cycle).values(name=name, next_run_at=now, last_run_at=None))
 
 
-async def take_cycle_slot(session: AsyncSession, name: str, interval: timedelta) -> bool:
+async def take_cycle_slot(session: StoreSession, name: str, interval: timedelta) -> bool:
     """One conditional UPDATE: of several processes, exactly one moves the schedule on."""
     now = utcnow()
     result = await session.execute(

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from svc.context import AppContext
-from svc.kit.loop_session import StoreSession
+from svc.kit.store_session import StoreSession
 from svc.uow import Tx, UnitOfWork, policy_of
 
 

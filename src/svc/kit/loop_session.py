@@ -23,6 +23,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import Session
 
+from svc.kit.store_session import StoreSession
+
 _BUFFERED = util.immutabledict({"prebuffer_rows": True})  # what AsyncSession asks for: rows read at once
 
 
@@ -57,29 +59,6 @@ class PlainReader:
         for conn in opened:
             conn.close()
         self._local = threading.local()
-
-
-class UnitOfWorkCommits(RuntimeError):
-    """A use case called commit() or rollback(): only its unit of work (svc/uow.py) may."""
-
-
-class StoreSession(AsyncSession):
-    """Every session of the state store. A use case flushes; the unit of work that opened the
-    session decides whether it commits (svc/uow.py), so commit() and rollback() refuse here.
-    Savepoints (begin_nested) stay a use case's own."""
-
-    async def commit(self) -> None:
-        raise UnitOfWorkCommits("A use case does not commit: its unit of work does, once it returns")
-
-    async def rollback(self) -> None:
-        raise UnitOfWorkCommits("A use case does not roll back: raise an error, and its unit of work rolls back")
-
-    async def finish(self, *, commit: bool) -> None:
-        """End the transaction: for the unit of work (and the store's own test helpers) only."""
-        if commit:
-            await AsyncSession.commit(self)
-        else:
-            await AsyncSession.rollback(self)
 
 
 class _OnTheLoop(StoreSession):

@@ -15,7 +15,6 @@ from urllib.parse import quote
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
 from svc.auth.caller import Principal
@@ -30,6 +29,7 @@ from svc.kit.clock import as_utc, utcnow
 from svc.kit.crypto import Keyring
 from svc.kit.hosts import normalize_host
 from svc.kit.paths import safe_next
+from svc.kit.store_session import StoreSession
 from svc.kit.tokens import token_hash
 from svc.models import PROTECTED_ACCESS_MODES, AccessGrant, AccessMode, Project
 from svc.settings import Settings
@@ -197,7 +197,7 @@ async def is_routed(uow: UnitOfWork, host: str) -> bool:
     return await projects.route_for_host(uow, host) is not None
 
 
-async def forget_project_grants(session: AsyncSession, project_id: str) -> None:
+async def forget_project_grants(session: StoreSession, project_id: str) -> None:
     """For a project's teardown: its one-time login codes (found by its hostnames)."""
     await queries.delete_grants_of_project(session, project_id)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import and_, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.kit.store_session import StoreSession
 from svc.models import AuditEvent
 
 
-async def page(session: AsyncSession, org_id: str, *, limit: int, before: tuple[datetime, str] | None,
+async def page(session: StoreSession, org_id: str, *, limit: int, before: tuple[datetime, str] | None,
                action: str | None, actor: str | None) -> list[AuditEvent]:
     """The org's events, newest first (instant, then id); older than `before` when given. `action`
     ending in "." is a prefix of whole segments; otherwise it is the exact name."""
@@ -27,7 +27,7 @@ async def page(session: AsyncSession, org_id: str, *, limit: int, before: tuple[
     return list((await session.scalars(stmt)).all())
 
 
-async def actions(session: AsyncSession, org_id: str) -> list[str]:
+async def actions(session: StoreSession, org_id: str) -> list[str]:
     """The event names recorded for the org, in order."""
     rows = await session.scalars(select(AuditEvent.action).where(AuditEvent.org_id == org_id)
                                  .distinct().order_by(AuditEvent.action))

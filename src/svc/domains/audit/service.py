@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from svc.auth.roles import OrgAccess
 from svc.domains.audit import queries
 from svc.domains.audit.schemas import AuditEvent as AuditEventView
 from svc.domains.audit.schemas import AuditEventList, AuditQuery, decode_cursor, encode_cursor
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import AuditEvent, Org, User
 from svc.uow import UnitOfWork
 
 
-async def record(session: AsyncSession, action: str, *, actor: User | None, org: Org | None,
+async def record(session: StoreSession, action: str, *, actor: User | None, org: Org | None,
                  target: str | None = None, data: dict[str, Any] | None = None) -> None:
     session.add(AuditEvent(
         id=new_id("aud"), at=utcnow(), action=action,

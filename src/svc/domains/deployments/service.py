@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import ClientDisconnect
 
 from svc.auth.projects import OperationInFlight, ProjectNotFound, project_by_name
@@ -32,6 +31,7 @@ from svc.domains.projects import service as projects
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import Deployment, Project, ProjectState, User
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
@@ -39,7 +39,7 @@ BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-str
 IDLE_SECONDS = 120
 
 
-async def views(session: AsyncSession, rows: list[Deployment], *, live_id: str | None) -> list[DeploymentView]:
+async def views(session: StoreSession, rows: list[Deployment], *, live_id: str | None) -> list[DeploymentView]:
     """The public view of each row, their uploaders resolved in one query."""
     names = await queries.uploader_subjects(session, rows)
     return [DeploymentView.of(r, live_id=live_id, uploader=names.get(r.uploader_id or "")) for r in rows]
@@ -107,7 +107,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     return DeploymentView.of(row, live_id=row.id, uploader=access.principal.user.subject)
 
 
-async def _locked_project(session: AsyncSession, access: OrgAccess, project_name: str) -> Project:
+async def _locked_project(session: StoreSession, access: OrgAccess, project_name: str) -> Project:
     project = await project_by_name(session, access.org.id, project_name, lock=True)
     if project is None:
         raise ProjectNotFound()

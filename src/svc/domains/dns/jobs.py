@@ -30,8 +30,6 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from svc.adapters.nameserver.port import (
     Nameserver,
     NameserverRefused,
@@ -43,6 +41,7 @@ from svc.domains.dns import queries, records
 from svc.domains.dns.changes import enqueue_sync, zone_changed
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
+from svc.kit.store_session import StoreSession
 from svc.models import DnssecState, JobKind, Zone
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work, use_case
@@ -83,14 +82,14 @@ def _data(name: str, rtype: str, ttl: int, contents: list[str]) -> RRsetData:
     return RRsetData(name=name, type=rtype, ttl=ttl, records=tuple(contents))
 
 
-async def desired_of(session: AsyncSession, zone: Zone) -> Desired:
+async def desired_of(session: StoreSession, zone: Zone) -> Desired:
     sets = {(n, t): _data(n, t, ttl, recs) for n, t, ttl, recs in await queries.contents(session, zone.id)
             if t not in NAMESERVER_OWN}
     return Desired(name=zone.name, zone_id=zone.id, generation=zone.generation,
                    dnssec=zone.dnssec != DnssecState.off, rrsets=sets)
 
 
-async def desired(session: AsyncSession, name: str) -> Desired | None:
+async def desired(session: StoreSession, name: str) -> Desired | None:
     zone = await queries.zone_by_name(session, name)
     return None if zone is None else await desired_of(session, zone)
 
@@ -145,7 +144,7 @@ class Changes:
     delete: list[Key]
 
 
-async def _changes(session: AsyncSession, zone: Zone) -> Changes:
+async def _changes(session: StoreSession, zone: Zone) -> Changes:
     keys = await queries.pending(session, zone.id)
     wanted = {(n, t) for n, t, _ in keys}
     stored = {(n, t): _data(n, t, ttl, recs)

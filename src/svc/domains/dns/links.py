@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from svc.domains.dns import queries, records
 from svc.domains.dns.changes import MAX_RRSETS, rrsets_changed
 from svc.kit.clock import utcnow
+from svc.kit.store_session import StoreSession
 from svc.models import ManagedBy, RRset, Zone
 from svc.uow import UnitOfWork
 
@@ -41,7 +40,7 @@ def absolute(host: str) -> str:
     return host.lower().rstrip(".") + "."
 
 
-async def org_zone(session: AsyncSession, org_id: str, host: str, *, lock: bool = False) -> Zone | None:
+async def org_zone(session: StoreSession, org_id: str, host: str, *, lock: bool = False) -> Zone | None:
     """The zone of org `org_id` that holds `host` (the closest one), or None. Zones of different
     orgs never overlap (zone_taken), so the closest zone of any org decides."""
     zone = await queries.closest_zone(session, absolute(host), lock=lock)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import and_, delete, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
 from svc.domains.dns.records import enclosing
+from svc.kit.store_session import StoreSession
 from svc.models import PendingChange, RRset, Zone
 
 # pg_advisory_xact_lock key serialising zone creation: the overlap rule reads other rows than the
@@ -16,13 +16,13 @@ from svc.models import PendingChange, RRset, Zone
 _CREATE_LOCK = 0x646E_737A  # "dnsz"
 
 
-async def lock_creation(session: AsyncSession) -> None:
+async def lock_creation(session: StoreSession) -> None:
     """PostgreSQL: serialise zone creations; SQLite: write transactions are already serial."""
     if is_postgres(session):
         await session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CREATE_LOCK})
 
 
-async def zone_by_name(session: AsyncSession, name: str, *, lock: bool = False) -> Zone | None:
+async def zone_by_name(session: StoreSession, name: str, *, lock: bool = False) -> Zone | None:
     stmt = select(Zone).where(Zone.name == name)
     if lock and is_postgres(session):
         # Every change of a zone locks its row: changes of one zone (and the CNAME rules across
@@ -31,7 +31,7 @@ async def zone_by_name(session: AsyncSession, name: str, *, lock: bool = False) 
     return (await session.scalars(stmt)).first()
 
 
-async def zone_counted(session: AsyncSession, name: str) -> tuple[Zone, int] | None:
+async def zone_counted(session: StoreSession, name: str) -> tuple[Zone, int] | None:
     """The zone (locked on PostgreSQL, as zone_by_name with lock) and how many rrsets it holds, in
     one round trip: a record-set change needs both."""
     counted = select(func.count()).select_from(RRset).where(RRset.zone_id == Zone.id).scalar_subquery()
@@ -42,7 +42,7 @@ async def zone_counted(session: AsyncSession, name: str) -> tuple[Zone, int] | N
     return None if row is None else (row[0], int(row[1]))
 
 
-async def around(session: AsyncSession, zone_id: str, apex: str, name: str) -> list[RRset]:
+async def around(session: StoreSession, zone_id: str, apex: str, name: str) -> list[RRset]:
     """What a change of `name` must be checked against, in one round trip: every rrset at `name`
     (any type) and the zone's delegations (NS below the apex)."""
     stmt = select(RRset).where(RRset.zone_id == zone_id, or_(
@@ -50,7 +50,7 @@ async def around(session: AsyncSession, zone_id: str, apex: str, name: str) -> l
     return list((await session.scalars(stmt)).all())
 
 
-async def zone_for_update(session: AsyncSession, zone_id: str) -> Zone | None:
+async def zone_for_update(session: StoreSession, zone_id: str) -> Zone | None:
     """The zone's row as it is now (not as the session saw it earlier), locked on PostgreSQL."""
     stmt = select(Zone).where(Zone.id == zone_id).execution_options(populate_existing=True)
     if is_postgres(session):
@@ -58,7 +58,7 @@ async def zone_for_update(session: AsyncSession, zone_id: str) -> Zone | None:
     return (await session.scalars(stmt)).first()
 
 
-async def zone_owners(session: AsyncSession, names: list[str]) -> dict[str, str]:
+async def zone_owners(session: StoreSession, names: list[str]) -> dict[str, str]:
     """{zone name: org id} of the zones among `names` (absolute names), in one query per 500."""
     found: dict[str, str] = {}
     unique = sorted(set(names))
@@ -68,7 +68,7 @@ async def zone_owners(session: AsyncSession, names: list[str]) -> dict[str, str]
     return found
 
 
-async def closest_zone(session: AsyncSession, name: str, *, lock: bool = False) -> Zone | None:
+async def closest_zone(session: StoreSession, name: str, *, lock: bool = False) -> Zone | None:
     """The zone holding `name` (the closest of its enclosing names that is a zone), in one query;
     locked on PostgreSQL with `lock`."""
     stmt = select(Zone).where(Zone.name.in_(enclosing(name)))
@@ -78,7 +78,7 @@ async def closest_zone(session: AsyncSession, name: str, *, lock: bool = False) 
     return max(zones, key=lambda z: len(z.name), default=None)
 
 
-async def overlapping(session: AsyncSession, name: str) -> list[Zone]:
+async def overlapping(session: StoreSession, name: str) -> list[Zone]:
     """Zones that are `name`'s parents or children (not `name` itself)."""
     parents = enclosing(name)[1:]
     escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -86,24 +86,24 @@ async def overlapping(session: AsyncSession, name: str) -> list[Zone]:
     return list((await session.scalars(stmt)).all())
 
 
-async def zones_of_org(session: AsyncSession, org_id: str) -> list[Zone]:
+async def zones_of_org(session: StoreSession, org_id: str) -> list[Zone]:
     return list((await session.scalars(select(Zone).where(Zone.org_id == org_id).order_by(Zone.name))).all())
 
 
-async def all_zones(session: AsyncSession) -> list[Zone]:
+async def all_zones(session: StoreSession) -> list[Zone]:
     return list((await session.scalars(select(Zone).order_by(Zone.name))).all())
 
 
-async def rrsets(session: AsyncSession, zone_id: str) -> list[RRset]:
+async def rrsets(session: StoreSession, zone_id: str) -> list[RRset]:
     return list((await session.scalars(
         select(RRset).where(RRset.zone_id == zone_id).order_by(RRset.name, RRset.type))).all())
 
 
-async def rrset(session: AsyncSession, zone_id: str, name: str, rtype: str) -> RRset | None:
+async def rrset(session: StoreSession, zone_id: str, name: str, rtype: str) -> RRset | None:
     return await session.get(RRset, (zone_id, name, rtype))
 
 
-async def below(session: AsyncSession, zone_id: str, name: str) -> list[tuple[str, str]]:
+async def below(session: StoreSession, zone_id: str, name: str) -> list[tuple[str, str]]:
     """(name, type) of the rrsets strictly below `name`."""
     escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = await session.execute(select(RRset.name, RRset.type).where(
@@ -111,21 +111,21 @@ async def below(session: AsyncSession, zone_id: str, name: str) -> list[tuple[st
     return [(n, t) for n, t in rows.all()]
 
 
-async def count_rrsets(session: AsyncSession, zone_id: str) -> int:
+async def count_rrsets(session: StoreSession, zone_id: str) -> int:
     return int(await session.scalar(select(func.count()).select_from(RRset).where(RRset.zone_id == zone_id)) or 0)
 
 
-async def delete_rrsets(session: AsyncSession, zone_id: str) -> None:
+async def delete_rrsets(session: StoreSession, zone_id: str) -> None:
     await session.execute(delete(RRset).where(RRset.zone_id == zone_id).execution_options(synchronize_session=False))
 
 
-async def record_synced(session: AsyncSession, zone_id: str, generation: int) -> None:
+async def record_synced(session: StoreSession, zone_id: str, generation: int) -> None:
     """The nameserver holds the zone as it was at `generation` (never moves backwards)."""
     await session.execute(update(Zone).where(Zone.id == zone_id, Zone.synced_generation < generation)
                           .values(synced_generation=generation).execution_options(synchronize_session=False))
 
 
-async def mark_pending(session: AsyncSession, zone_id: str, keys: list[tuple[str, str]], generation: int) -> None:
+async def mark_pending(session: StoreSession, zone_id: str, keys: list[tuple[str, str]], generation: int) -> None:
     """Record that these (name, type) changed at `generation` (one row per key, the latest wins):
     one upsert, both stores speak ON CONFLICT."""
     if not keys:
@@ -137,14 +137,14 @@ async def mark_pending(session: AsyncSession, zone_id: str, keys: list[tuple[str
                                                      set_={"generation": stmt.excluded.generation}))
 
 
-async def pending(session: AsyncSession, zone_id: str) -> list[tuple[str, str, int]]:
+async def pending(session: StoreSession, zone_id: str) -> list[tuple[str, str, int]]:
     """(name, type, generation) of the zone's changes not yet sent."""
     rows = await session.execute(select(PendingChange.name, PendingChange.type, PendingChange.generation)
                                  .where(PendingChange.zone_id == zone_id))
     return [(n, t, g) for n, t, g in rows.all()]
 
 
-async def clear_pending(session: AsyncSession, zone_id: str, sent: list[tuple[str, str, int]]) -> None:
+async def clear_pending(session: StoreSession, zone_id: str, sent: list[tuple[str, str, int]]) -> None:
     """Forget the changes sent, unless the key changed again since (a newer generation)."""
     for name, rtype, generation in sent:
         await session.execute(delete(PendingChange).where(
@@ -152,7 +152,7 @@ async def clear_pending(session: AsyncSession, zone_id: str, sent: list[tuple[st
             PendingChange.generation <= generation).execution_options(synchronize_session=False))
 
 
-async def clear_all_pending(session: AsyncSession, zone_id: str, generation: int) -> None:
+async def clear_all_pending(session: StoreSession, zone_id: str, generation: int) -> None:
     await session.execute(delete(PendingChange).where(
         PendingChange.zone_id == zone_id, PendingChange.generation <= generation)
         .execution_options(synchronize_session=False))
@@ -161,7 +161,7 @@ async def clear_all_pending(session: AsyncSession, zone_id: str, generation: int
 ContentRow = tuple[str, str, int, list[str]]
 
 
-async def contents(session: AsyncSession, zone_id: str, names: list[str] | None = None) -> list[ContentRow]:
+async def contents(session: StoreSession, zone_id: str, names: list[str] | None = None) -> list[ContentRow]:
     """(name, type, ttl, records) of the zone's rrsets (of `names` only, when given), as plain
     tuples: a 10,000-record zone reads in a fraction of the time ORM objects take."""
     stmt = select(RRset.name, RRset.type, RRset.ttl, RRset.records).where(RRset.zone_id == zone_id)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable
 from svc.auth.roles import OrgAccess
@@ -23,6 +22,7 @@ from svc.domains.dns.changes import MAX_RRSETS, enqueue_sync, rrsets_changed, zo
 from svc.domains.orgs import service as orgs
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import DnssecState, ManagedBy, RRset, Zone
 from svc.settings import Settings
 from svc.uow import UnitOfWork
@@ -63,7 +63,7 @@ def _path_zone(name: str) -> str:
         raise errors.ZoneNotFound(details={"zone": name[:255]}) from None
 
 
-async def _zone(session: AsyncSession, access: OrgAccess, name: str, *, lock: bool = False) -> Zone:
+async def _zone(session: StoreSession, access: OrgAccess, name: str, *, lock: bool = False) -> Zone:
     """The org's zone by the path's {zone}, or 404."""
     canonical = _path_zone(name)
     zone = await queries.zone_by_name(session, canonical, lock=lock)
@@ -174,7 +174,7 @@ async def delete_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> None:
 
 # --- record sets ---
 
-async def _zone_counted(session: AsyncSession, access: OrgAccess, name: str) -> tuple[Zone, int]:
+async def _zone_counted(session: StoreSession, access: OrgAccess, name: str) -> tuple[Zone, int]:
     """The org's zone (locked) and how many rrsets it holds, or 404."""
     canonical = _path_zone(name)
     found = await queries.zone_counted(session, canonical)
@@ -183,7 +183,7 @@ async def _zone_counted(session: AsyncSession, access: OrgAccess, name: str) -> 
     return found
 
 
-async def _check_coexistence(session: AsyncSession, zone: Zone, name: str, rtype: str, *, others: list[str],
+async def _check_coexistence(session: StoreSession, zone: Zone, name: str, rtype: str, *, others: list[str],
                              cuts: list[str]) -> None:
     """CNAME alone on its name (409 cname_conflict, both ways); a delegated name (NS below the
     apex) holds only NS, and below it only glue (A, AAAA): anything else would never be served.

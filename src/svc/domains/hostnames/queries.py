@@ -6,27 +6,27 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import case, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
+from svc.kit.store_session import StoreSession
 from svc.models import Hostname, HostnameKind, HostnameStatus, Project, ProjectState
 
 
-async def of_project(session: AsyncSession, project_id: str) -> list[Hostname]:
+async def of_project(session: StoreSession, project_id: str) -> list[Hostname]:
     """The project's hostnames: the default one first, then the custom ones by name."""
     first = case((Hostname.kind == HostnameKind.default, 0), else_=1)
     return list((await session.scalars(
         select(Hostname).where(Hostname.project_id == project_id).order_by(first, Hostname.host))).all())
 
 
-async def by_host(session: AsyncSession, host: str, *, lock: bool = False) -> Hostname | None:
+async def by_host(session: StoreSession, host: str, *, lock: bool = False) -> Hostname | None:
     stmt = select(Hostname).where(Hostname.host == host)
     if lock and is_postgres(session):
         stmt = stmt.with_for_update()
     return (await session.scalars(stmt)).first()
 
 
-async def custom_hosts_of(session: AsyncSession, project_id: str) -> list[str]:
+async def custom_hosts_of(session: StoreSession, project_id: str) -> list[str]:
     return list((await session.scalars(select(Hostname.host).where(
         Hostname.project_id == project_id, Hostname.kind == HostnameKind.custom).order_by(Hostname.host))).all())
 
@@ -40,7 +40,7 @@ class Pending:
     value: str
 
 
-async def pending(session: AsyncSession, limit: int) -> list[Pending]:
+async def pending(session: StoreSession, limit: int) -> list[Pending]:
     """Pending custom hostnames of active projects, the longest unchecked first (never checked
     before all)."""
     rows = await session.execute(
@@ -53,7 +53,7 @@ async def pending(session: AsyncSession, limit: int) -> list[Pending]:
     return [Pending(host=h, org_id=o, value=v or "") for h, o, v in rows.all()]
 
 
-async def pending_one(session: AsyncSession, host: str) -> Pending | None:
+async def pending_one(session: StoreSession, host: str) -> Pending | None:
     row = (await session.execute(
         select(Hostname.host, Project.org_id, Hostname.verification_value)
         .join(Project, Project.id == Hostname.project_id)
@@ -62,7 +62,7 @@ async def pending_one(session: AsyncSession, host: str) -> Pending | None:
     return Pending(host=row[0], org_id=row[1], value=row[2] or "") if row else None
 
 
-async def record_check(session: AsyncSession, host: str, value: str, *, proven: bool, error: str | None,
+async def record_check(session: StoreSession, host: str, value: str, *, proven: bool, error: str | None,
                        at: datetime) -> bool:
     """Write a check's outcome to a row that is still the one checked (pending, same token: not
     removed and added again meanwhile). True when the row turned active."""

@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from sqlalchemy import delete
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.idp.port import IdentityProvider, IdpError, IdpIdentity
 from svc.context import AppContext
@@ -36,6 +35,7 @@ from svc.domains.identity.schemas import Session
 from svc.domains.identity.service import sign_in
 from svc.errors import AppError
 from svc.kit.clock import utcnow
+from svc.kit.store_session import StoreSession
 from svc.kit.tokens import token_hash
 from svc.models import LoginState
 from svc.settings import Settings
@@ -223,7 +223,7 @@ async def finish(uow: UnitOfWork, *, configured: IdentityProvider | None, provid
     return Finished(location=success_location(login.redirect, body), state_hash=login.state_hash)
 
 
-async def _save_login(session: AsyncSession, login: PendingLogin, redirect: str) -> None:
+async def _save_login(session: StoreSession, login: PendingLogin, redirect: str) -> None:
     now = utcnow()
     # Housekeeping: logins nobody finished are of no use once expired.
     await session.execute(delete(LoginState).where(LoginState.expires_at < now))
@@ -235,7 +235,7 @@ async def _save_login(session: AsyncSession, login: PendingLogin, redirect: str)
 # --- /callback ---
 
 
-async def _find_login(session: AsyncSession, state: str | None) -> LoginState:
+async def _find_login(session: StoreSession, state: str | None) -> LoginState:
     """The login's row: a state works only within its 10 minutes."""
     if not state or len(state) > MAX_STATE:
         raise LoginStateInvalid("state is missing or malformed", headers=NO_STORE)
@@ -245,7 +245,7 @@ async def _find_login(session: AsyncSession, state: str | None) -> LoginState:
     return row
 
 
-async def _take_login(session: AsyncSession, state_hash: str) -> None:
+async def _take_login(session: StoreSession, state_hash: str) -> None:
     """Remove the login's row: a state works once. Of two callbacks with one state (a replay, a
     double submit), the one that finds the row gone is refused."""
     result: Any = await session.execute(delete(LoginState).where(LoginState.state_hash == state_hash))

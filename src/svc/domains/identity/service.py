@@ -6,13 +6,13 @@ from datetime import timedelta
 
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.domains.identity import queries
 from svc.domains.orgs import service as orgs
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.names import slug_from
+from svc.kit.store_session import StoreSession
 from svc.kit.tokens import new_session_token, token_hash
 from svc.models import PersonalOrg, User, UserSession
 from svc.uow import UnitOfWork
@@ -34,7 +34,7 @@ async def sign_in(uow: UnitOfWork, *, provider: str, subject: str, email: str | 
     return user, token, row
 
 
-async def _upsert_user(session: AsyncSession, *, provider: str, subject: str, email: str | None,
+async def _upsert_user(session: StoreSession, *, provider: str, subject: str, email: str | None,
                        name: str | None) -> User:
     now = utcnow()
     user = await queries.user_by_identity(session, provider, subject)
@@ -58,7 +58,7 @@ async def _upsert_user(session: AsyncSession, *, provider: str, subject: str, em
     return user
 
 
-async def _ensure_personal_org(session: AsyncSession, user: User) -> None:
+async def _ensure_personal_org(session: StoreSession, user: User) -> None:
     if await queries.has_personal_org(session, user.id):
         return
     base = slug_from(user.subject)

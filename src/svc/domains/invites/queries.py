@@ -5,27 +5,27 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import CursorResult, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from svc.kit.store_session import StoreSession
 from svc.models import Invite, InviteState, Membership, Org, User
 
 
-async def in_org(session: AsyncSession, org_id: str, invite_id: str) -> Invite | None:
+async def in_org(session: StoreSession, org_id: str, invite_id: str) -> Invite | None:
     return (await session.scalars(select(Invite).where(Invite.id == invite_id, Invite.org_id == org_id))).first()
 
 
-async def by_email(session: AsyncSession, org_id: str, email: str) -> Invite | None:
+async def by_email(session: StoreSession, org_id: str, email: str) -> Invite | None:
     return (await session.scalars(select(Invite).where(Invite.org_id == org_id, Invite.email == email))).first()
 
 
-async def by_token_hash(session: AsyncSession, digest: str) -> tuple[Invite, Org] | None:
+async def by_token_hash(session: StoreSession, digest: str) -> tuple[Invite, Org] | None:
     row = (await session.execute(
         select(Invite, Org).join(Org, Org.id == Invite.org_id).where(Invite.token_hash == digest)
         .execution_options(populate_existing=True))).first()
     return (row[0], row[1]) if row else None
 
 
-async def pending(session: AsyncSession, org_id: str) -> list[Invite]:
+async def pending(session: StoreSession, org_id: str) -> list[Invite]:
     """Pending rows, expired ones included (they stay listed)."""
     rows = await session.scalars(
         select(Invite).where(Invite.org_id == org_id, Invite.state == InviteState.pending)
@@ -33,14 +33,14 @@ async def pending(session: AsyncSession, org_id: str) -> list[Invite]:
     return list(rows.all())
 
 
-async def live_count(session: AsyncSession, org_id: str, now: datetime) -> int:
+async def live_count(session: StoreSession, org_id: str, now: datetime) -> int:
     """Pending invites that have not expired: what the pending-invite cap counts."""
     return int(await session.scalar(
         select(func.count()).select_from(Invite)
         .where(Invite.org_id == org_id, Invite.state == InviteState.pending, Invite.expires_at > now)) or 0)
 
 
-async def member_has_email(session: AsyncSession, org_id: str, email: str) -> bool:
+async def member_has_email(session: StoreSession, org_id: str, email: str) -> bool:
     """Whether a member's account carries this (normalized, lowercase) address."""
     found = await session.scalar(
         select(Membership.user_id).join(User, User.id == Membership.user_id)
@@ -48,7 +48,7 @@ async def member_has_email(session: AsyncSession, org_id: str, email: str) -> bo
     return found is not None
 
 
-async def consume(session: AsyncSession, invite_id: str, digest: str, user_id: str, now: datetime) -> bool:
+async def consume(session: StoreSession, invite_id: str, digest: str, user_id: str, now: datetime) -> bool:
     """Single use under concurrency: only one conditional UPDATE finds the row still pending (and
     still holding this token: a concurrent re-invite replaces it)."""
     result = await session.execute(
@@ -60,7 +60,7 @@ async def consume(session: AsyncSession, invite_id: str, digest: str, user_id: s
     return result.rowcount == 1
 
 
-async def revoke(session: AsyncSession, invite_id: str, now: datetime) -> bool:
+async def revoke(session: StoreSession, invite_id: str, now: datetime) -> bool:
     result = await session.execute(
         update(Invite).where(Invite.id == invite_id, Invite.state == InviteState.pending)
         .values(state=InviteState.revoked, finished_at=now).execution_options(synchronize_session=False))
@@ -68,7 +68,7 @@ async def revoke(session: AsyncSession, invite_id: str, now: datetime) -> bool:
     return result.rowcount == 1
 
 
-async def state_of(session: AsyncSession, invite_id: str, digest: str) -> tuple[str, datetime] | None:
+async def state_of(session: StoreSession, invite_id: str, digest: str) -> tuple[str, datetime] | None:
     """The committed state, read after a failed conditional UPDATE (not the session's cached row)."""
     row = (await session.execute(select(Invite.state, Invite.expires_at)
                                  .where(Invite.id == invite_id, Invite.token_hash == digest))).first()

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import CursorResult, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
+from svc.kit.store_session import StoreSession
 from svc.models import Invite, Notification, OutboundMail
 
 _UNFINISHED = (OutboundMail.sent_at.is_(None), OutboundMail.failed_at.is_(None))
@@ -25,7 +25,7 @@ class QueuedMail:
     created_at: datetime
 
 
-async def unsent(session: AsyncSession, mail_id: str) -> QueuedMail | None:
+async def unsent(session: StoreSession, mail_id: str) -> QueuedMail | None:
     """The message while it is still to be sent; None once sent, given up or withdrawn."""
     row = (await session.execute(
         select(OutboundMail.id, OutboundMail.to_addr, OutboundMail.subject, OutboundMail.body,
@@ -43,7 +43,7 @@ DELIVERED_BODY = "[delivered; the body is not kept]"
 UNDELIVERABLE_BODY = "[not delivered; the body is not kept]"
 
 
-async def mark_sent(session: AsyncSession, mail_id: str, now: datetime) -> bool:
+async def mark_sent(session: StoreSession, mail_id: str, now: datetime) -> bool:
     """Record the server's acceptance, and on the invite or notification the mail was for.
     False when the row is gone (the invite was revoked or re-sent meanwhile): nothing is marked.
     Locks the invite before the mail row, the order revoke and re-invite use, so no deadlock."""
@@ -71,7 +71,7 @@ async def mark_sent(session: AsyncSession, mail_id: str, now: datetime) -> bool:
     return True
 
 
-async def mark_failed(session: AsyncSession, mail_id: str, now: datetime, error: str) -> None:
+async def mark_failed(session: StoreSession, mail_id: str, now: datetime, error: str) -> None:
     await session.execute(
         update(OutboundMail).where(OutboundMail.id == mail_id, *_UNFINISHED)
         .values(failed_at=now, last_error=error[:1000], body=UNDELIVERABLE_BODY)

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from svc.domains.mail.service import queue_mail
 from svc.domains.notifications import queries
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import Notification, Org
 from svc.settings import Settings
 from svc.uow import UnitOfWork
 
 
-def notify(session: AsyncSession, *, org_id: str, kind: str, message: str, project: str | None = None,
+def notify(session: StoreSession, *, org_id: str, kind: str, message: str, project: str | None = None,
            data: dict[str, Any] | None = None) -> Notification:
     """Record a notification in the caller's transaction."""
     row = Notification(id=new_id("ntf"), org_id=org_id, kind=kind, message=message[:1000], project=project,

@@ -6,21 +6,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Row, bindparam, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.context import OrgHolding
 from svc.db import is_postgres, plain_rows
+from svc.kit.store_session import StoreSession
 from svc.models import Membership, Org, Role, User
 
 
-async def lock_org(session: AsyncSession, org_id: str) -> None:
+async def lock_org(session: StoreSession, org_id: str) -> None:
     """Serialise rule checks that span rows of one org (last admin, project limit).
     PostgreSQL: a row lock; SQLite: write transactions are already serial (BEGIN IMMEDIATE)."""
     if is_postgres(session):
         await session.execute(select(Org.id).where(Org.id == org_id).with_for_update())
 
 
-async def org_by_slug(session: AsyncSession, slug: str) -> Org | None:
+async def org_by_slug(session: StoreSession, slug: str) -> Org | None:
     return (await session.scalars(select(Org).where(Org.slug == slug))).first()
 
 
@@ -37,34 +37,34 @@ _MEMBERS = (
     .where(_M.org_id == bindparam("org_id")).order_by(_M.created_at, _U.id))
 
 
-async def memberships_of(session: AsyncSession, user_id: str) -> list[tuple[Org, str]]:
+async def memberships_of(session: StoreSession, user_id: str) -> list[tuple[Org, str]]:
     rows = await session.execute(_MEMBERSHIPS_OF, {"user_id": user_id})
     return [(org, role) for org, role in rows.all()]
 
 
-async def members(session: AsyncSession, org_id: str) -> Sequence[Row[*tuple[Any, ...]]]:
+async def members(session: StoreSession, org_id: str) -> Sequence[Row[*tuple[Any, ...]]]:
     """Plain rows, no ORM objects: this is the hottest read of a dashboard."""
     return await plain_rows(session, _MEMBERS, {"org_id": org_id})
 
 
-async def membership(session: AsyncSession, org_id: str, user_id: str) -> Membership | None:
+async def membership(session: StoreSession, org_id: str, user_id: str) -> Membership | None:
     return await session.get(Membership, (org_id, user_id))
 
 
-async def role_in(session: AsyncSession, org_id: str, user_id: str) -> str | None:
+async def role_in(session: StoreSession, org_id: str, user_id: str) -> str | None:
     """The user's role in the org, or None when not a member (the one membership lookup that
     needs no ORM object: the edge's check runs it on every org-mode request)."""
     return await session.scalar(
         select(Membership.role).where(Membership.org_id == org_id, Membership.user_id == user_id))
 
 
-async def admin_count(session: AsyncSession, org_id: str) -> int:
+async def admin_count(session: StoreSession, org_id: str) -> int:
     return int(await session.scalar(
         select(func.count()).select_from(Membership)
         .where(Membership.org_id == org_id, Membership.role == Role.admin)) or 0)
 
 
-async def holding(session: AsyncSession, held: OrgHolding, org_id: str, *, names: int) -> tuple[int, list[str]]:
+async def holding(session: StoreSession, held: OrgHolding, org_id: str, *, names: int) -> tuple[int, list[str]]:
     """How many rows of what an area declares an org holds (its manifest's holdings), and the first
     few of their names."""
     model = held.model

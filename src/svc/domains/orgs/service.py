@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.auth.roles import OrgAccess, OrgNotFound, at_least
 from svc.domains.audit.service import record
@@ -17,6 +16,7 @@ from svc.domains.orgs import errors, queries
 from svc.errors import Forbidden
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import Membership, Org, Plan, Role, User
 from svc.settings import Settings
 from svc.uow import UnitOfWork
@@ -36,7 +36,7 @@ async def memberships_of(uow: UnitOfWork, user: User, settings: Settings) -> lis
     return [membership_view(org, role, settings) for org, role in await queries.memberships_of(session, user.id)]
 
 
-async def _insert_org(session: AsyncSession, *, slug: str, name: str, creator: User, personal: bool) -> Org:
+async def _insert_org(session: StoreSession, *, slug: str, name: str, creator: User, personal: bool) -> Org:
     now = utcnow()
     org = Org(id=new_id("org"), slug=slug, name=name, personal=personal, plan=Plan.free, created_at=now)
     async with session.begin_nested():
@@ -57,7 +57,7 @@ async def create_org(uow: UnitOfWork, *, slug: str, name: str | None, creator: U
         raise errors.OrgSlugTaken(details={"slug": slug}) from None
 
 
-async def create_org_with_free_slug(session: AsyncSession, *, base: str, name: str, creator: User,
+async def create_org_with_free_slug(session: StoreSession, *, base: str, name: str, creator: User,
                                     personal: bool) -> Org:
     """The personal org: the subject's slug, with a numeric suffix where taken."""
     for n in range(1, 1000):

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Row, Select, delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
 from svc.kit.clock import utcnow
+from svc.kit.store_session import StoreSession
 from svc.models import Deployment, EdgeState, Hostname, HostnameKind, HostnameStatus, Org, Project, ProjectState
 
 
-async def of_org_with_hosts(session: AsyncSession, org_id: str) -> list[tuple[Project, str]]:
+async def of_org_with_hosts(session: StoreSession, org_id: str) -> list[tuple[Project, str]]:
     """The org's projects by name, each with its default hostname, in one query."""
     rows = await session.execute(
         select(Project, Hostname.host)
@@ -25,7 +25,7 @@ async def of_org_with_hosts(session: AsyncSession, org_id: str) -> list[tuple[Pr
 SummaryRow = Row[str, str, str, datetime, int, datetime]  # version and time are None without a live deployment
 
 
-async def summaries_of_org(session: AsyncSession, org_id: str) -> Sequence[SummaryRow]:
+async def summaries_of_org(session: StoreSession, org_id: str) -> Sequence[SummaryRow]:
     """(name, state, default host, created, live version, live since) of the org's projects by name,
     in one query of plain columns (the dashboard's project list: no ORM objects to build)."""
     rows = await session.execute(
@@ -37,27 +37,27 @@ async def summaries_of_org(session: AsyncSession, org_id: str) -> Sequence[Summa
     return rows.all()
 
 
-async def count_in_org(session: AsyncSession, org_id: str) -> int:
+async def count_in_org(session: StoreSession, org_id: str) -> int:
     return int(await session.scalar(select(func.count()).select_from(Project).where(Project.org_id == org_id)) or 0)
 
 
-async def hostname(session: AsyncSession, host: str) -> Hostname | None:
+async def hostname(session: StoreSession, host: str) -> Hostname | None:
     return await session.get(Hostname, host)
 
 
-async def hostnames_of(session: AsyncSession, project_id: str) -> list[Hostname]:
+async def hostnames_of(session: StoreSession, project_id: str) -> list[Hostname]:
     return list((await session.scalars(
         select(Hostname).where(Hostname.project_id == project_id)
         .order_by(Hostname.kind, Hostname.host))).all())
 
 
-async def default_hostname(session: AsyncSession, project_id: str) -> str:
+async def default_hostname(session: StoreSession, project_id: str) -> str:
     host = await session.scalar(
         select(Hostname.host).where(Hostname.project_id == project_id, Hostname.kind == HostnameKind.default))
     return host or ""
 
 
-async def delete_project(session: AsyncSession, project_id: str) -> None:
+async def delete_project(session: StoreSession, project_id: str) -> None:
     """The row; its deployments, hostnames and secrets follow by foreign-key cascade."""
     await session.execute(delete(Project).where(Project.id == project_id)
                           .execution_options(synchronize_session=False))
@@ -80,7 +80,7 @@ def _route(row: Row[str, str, str, str, str, str | None, str, int, str]) -> Rout
                  pending=status != HostnameStatus.active)
 
 
-async def routing_table(session: AsyncSession) -> list[Route]:
+async def routing_table(session: StoreSession) -> list[Route]:
     """Every host the edge answers for: active hostnames of active projects, with the live
     deployment's digest, and pending custom hostnames (pending=True: the edge answers them with the
     page naming the record their owner has yet to create, never with the project's content)."""
@@ -89,18 +89,18 @@ async def routing_table(session: AsyncSession) -> list[Route]:
     return [_route(row) for row in rows.all()]
 
 
-async def route_for_host(session: AsyncSession, host: str) -> Route | None:
+async def route_for_host(session: StoreSession, host: str) -> Route | None:
     """The route of a host svc serves (active hostnames only)."""
     row = (await session.execute(_routes().where(Hostname.host == host,
                                                  Hostname.status == HostnameStatus.active))).first()
     return _route(row) if row else None
 
 
-async def bump_edge_generation(session: AsyncSession) -> None:
+async def bump_edge_generation(session: StoreSession) -> None:
     await session.execute(update(EdgeState).where(EdgeState.id == 1)
                           .values(generation=EdgeState.generation + 1, changed_at=utcnow())
                           .execution_options(synchronize_session=False))
 
 
-async def edge_generation(session: AsyncSession) -> int:
+async def edge_generation(session: StoreSession) -> int:
     return int(await session.scalar(select(EdgeState.generation).where(EdgeState.id == 1)) or 0)

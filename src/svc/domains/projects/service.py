@@ -8,7 +8,6 @@ from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.adapters.edge.port import Route
 from svc.auth.projects import OperationInFlight, project_by_name
@@ -25,6 +24,7 @@ from svc.domains.orgs import service as orgs
 from svc.domains.projects import errors, queries, schemas
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
+from svc.kit.store_session import StoreSession
 from svc.models import (
     AccessMode,
     Hostname,
@@ -216,7 +216,7 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
     return op
 
 
-async def delete_project_row(session: AsyncSession, project_id: str) -> None:
+async def delete_project_row(session: StoreSession, project_id: str) -> None:
     """Teardown's last phase: the project and everything keyed to it in the store."""
     await queries.delete_project(session, project_id)
 

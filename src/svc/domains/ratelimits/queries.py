@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from svc.db import is_postgres
+from svc.kit.store_session import StoreSession
 from svc.models import RateCounter
 
 
-async def increment(session: AsyncSession, key: str, window_start: int) -> int:
+async def increment(session: StoreSession, key: str, window_start: int) -> int:
     """Count one try in the window; the window's count after it. One statement (an upsert), so
     concurrent tries from several processes are all counted."""
     dialect = postgresql if is_postgres(session) else sqlite
@@ -20,12 +20,12 @@ async def increment(session: AsyncSession, key: str, window_start: int) -> int:
     return int((await session.execute(stmt)).scalar_one())
 
 
-async def count(session: AsyncSession, key: str, window_start: int) -> int:
+async def count(session: StoreSession, key: str, window_start: int) -> int:
     return int(await session.scalar(
         select(RateCounter.count).where(RateCounter.key == key, RateCounter.window_start == window_start)) or 0)
 
 
-async def forget_before(session: AsyncSession, window_start: int) -> None:
+async def forget_before(session: StoreSession, window_start: int) -> None:
     """Counters of windows that no longer matter, of every key (housekeeping, indexed)."""
     await session.execute(delete(RateCounter).where(RateCounter.window_start < window_start)
                           .execution_options(synchronize_session=False))

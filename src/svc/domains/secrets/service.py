@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.secrets import errors, queries
 from svc.kit.clock import utcnow
+from svc.kit.store_session import StoreSession
 from svc.models import Project, Secret
 from svc.uow import UnitOfWork
 
@@ -94,7 +93,7 @@ async def delete_secret(uow: UnitOfWork, access: OrgAccess, project: Project, na
     await session.flush()
 
 
-async def reveal(session: AsyncSession, ctx: AppContext, project: Project, name: str) -> str:
+async def reveal(session: StoreSession, ctx: AppContext, project: Project, name: str) -> str:
     """The plaintext of a secret, for the worker runtime only (env.<NAME>). Never route this."""
     row = await queries.one(session, project.id, name)
     if row is None:
