@@ -8,14 +8,13 @@ from datetime import datetime
 from sqlalchemy import Row, Select, delete, func, select
 
 from svc.adapters.edge.port import Route
-from svc.db import is_postgres
 from svc.kit.store_session import StoreSession
 from svc.models import Deployment, EdgeState, Hostname, HostnameKind, HostnameStatus, Org, Project, ProjectState
 
 
 async def by_name(session: StoreSession, org_id: str, name: str, *, lock: bool = False) -> Project | None:
     stmt = select(Project).where(Project.org_id == org_id, Project.name == name)
-    if lock and is_postgres(session):
+    if lock:
         stmt = stmt.with_for_update()
     return (await session.scalars(stmt)).first()
 
