@@ -23,13 +23,14 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, Executable, Row, create_engine, event, text
+from sqlalchemy import Engine, Executable, Row, Select, create_engine, event, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
 from svc.kit.loop_session import LoopReadSession, LoopWriteSession, PlainReader
-from svc.kit.store_session import StoreSession
+from svc.kit.store_session import AsyncioStoreSession, StoreSession
 from svc.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -86,78 +87,58 @@ class Database:
         """A session that commits on success and rolls back on error, for the tests and tools that
         look at the store directly. Use cases never open one: they run in a unit of work
         (svc/uow.py), which decides when to commit. A read transaction is only closed."""
-        maker = self.write if write else self.read
-        if not write and self.is_sqlite:
-            # AsyncSession's `async with` closes in a task of its own (so a cancellation cannot
-            # abandon the close partway): a trip through the event loop with the connection still
-            # checked out, during which other requests check out more, past the pool's size.
-            # Closing a LoopReadSession has no await point to abandon.
-            session = maker()
-            try:
-                yield session
-            finally:
-                await session.close()
-            return
-        session = maker()
-        async with session:
-            if not write:
-                yield session
-                return
-            try:
-                yield session
+        session = self.write() if write else self.read()
+        try:
+            yield session
+            if write:
                 await session.finish(commit=True)
-            except BaseException:
+        except BaseException:
+            if write:
                 await session.finish(commit=False)
-                raise
+            raise
+        finally:
+            await session.close()
+
+
+# Objects stay readable after the commit (a use case's answer is built from them); a query
+# flushes what the session holds first.
+_SESSION_OPTIONS: dict[str, Any] = {"expire_on_commit": False, "autoflush": True}
 
 
 def open_database(settings: Settings) -> Database:
     url = settings.sqlalchemy_url
+    # The ORM session class of this Database's sessions (on either store), its own.
+    session_class = type("SvcSession", (Session,), {})
+    read: Callable[[], StoreSession]
+    write: Callable[[], StoreSession]
     if url.startswith("sqlite"):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, pool_size=8, max_overflow=8)
+        engine = create_async_engine(url, pool_size=8, max_overflow=8)  # for migrations
         _install_sqlite_hooks(engine)
-        write_bind = engine.execution_options(sqlite_begin="IMMEDIATE")
         path = str((settings.data_dir / "svc.sqlite3").resolve())
         # Reads run each statement in its own implicit transaction, as PostgreSQL's READ COMMITTED
         # gives each statement its own snapshot; no BEGIN/COMMIT/reset round trips per request.
         # They run on the event loop's thread through a synchronous engine (kit/loop_session.py).
         # (No begin hook and no engine-wide execution options: each costs every read ~10-15 us.)
-        sync_read_engine = create_engine(f"sqlite:///{path}", pool_size=8, max_overflow=24,
-                                         pool_reset_on_return=None,
-                                         connect_args={"check_same_thread": False, "isolation_level": None})
-        _install_sqlite_connect_hook(sync_read_engine)
+        read_engine = create_engine(f"sqlite:///{path}", pool_size=8, max_overflow=24, pool_reset_on_return=None,
+                                    connect_args={"check_same_thread": False, "isolation_level": None})
+        _install_sqlite_connect_hook(read_engine)
         # Writes on the loop's thread too (kit/loop_session.py LoopWriteSession): one connection
         # per turn (this process's writers take turns), BEGIN IMMEDIATE at the first statement.
-        sync_write_engine = create_engine(f"sqlite:///{path}", pool_size=2, max_overflow=2,
-                                          connect_args={"check_same_thread": False, "isolation_level": None})
-        _install_sqlite_connect_hook(sync_write_engine, busy_timeout_ms=0)
-        event.listen(sync_write_engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
-        is_sqlite = True
-    else:
-        engine = create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
-        write_bind = engine
-        sync_read_engine = None
-        sync_write_engine = None
-        is_sqlite = False
-    session_class = type("SvcSession", (Session,), {})
-    read: Callable[[], StoreSession]
-    reader = None
-    if sync_read_engine is not None:
-        reader = PlainReader(sync_read_engine)
-        read = partial(LoopReadSession, reader, sync_session_class=session_class, expire_on_commit=False,
-                       autoflush=True)
-    else:
-        read = async_sessionmaker(engine, class_=StoreSession, expire_on_commit=False, autoflush=True,
-                                  sync_session_class=session_class)
-    write: Callable[[], StoreSession]
-    if sync_write_engine is not None:
-        write = partial(LoopWriteSession, sync_write_engine, asyncio.Lock(), sync_session_class=session_class,
-                        expire_on_commit=False, autoflush=True)
-    else:
-        write = async_sessionmaker(write_bind, class_=StoreSession, expire_on_commit=False, autoflush=True,
-                                   sync_session_class=session_class)
-    return Database(engine=engine, sqlite_reader=reader, read=read, write=write, is_sqlite=is_sqlite,
+        write_engine = create_engine(f"sqlite:///{path}", pool_size=2, max_overflow=2,
+                                     connect_args={"check_same_thread": False, "isolation_level": None})
+        _install_sqlite_connect_hook(write_engine, busy_timeout_ms=0)
+        event.listen(write_engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        reader = PlainReader(read_engine)
+        read = partial(LoopReadSession, reader, partial(session_class, read_engine, **_SESSION_OPTIONS))
+        write = partial(LoopWriteSession, write_engine, asyncio.Lock(),
+                        partial(session_class, write_engine, **_SESSION_OPTIONS))
+        return Database(engine=engine, sqlite_reader=reader, read=read, write=write, is_sqlite=True,
+                        session_class=session_class)
+    engine = create_async_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    maker = async_sessionmaker(engine, sync_session_class=session_class, **_SESSION_OPTIONS)
+    read = write = lambda: AsyncioStoreSession(maker())
+    return Database(engine=engine, sqlite_reader=None, read=read, write=write, is_sqlite=False,
                     session_class=session_class)
 
 
@@ -192,5 +173,23 @@ async def plain_rows(session: StoreSession, statement: Executable,
 
 
 def is_postgres(session: StoreSession) -> bool:
-    """Row locks and SKIP LOCKED exist only there; SQLite serialises writers instead."""
-    return session.get_bind().dialect.name == "postgresql"
+    """Row locks, SKIP LOCKED and advisory locks exist only there; SQLite serialises writers instead."""
+    return session.dialect.name == "postgresql"
+
+
+# Row locks. On SQLite a write transaction holds the whole store's write lock from its first
+# statement (BEGIN IMMEDIATE), so writers are serial and there is nothing to lock; SQLAlchemy's
+# SQLite dialect renders no FOR UPDATE. A query that reads what it locks therefore says
+# `.with_for_update()` on both stores; a lock taken for its own sake goes through lock_rows.
+
+async def lock_rows(session: StoreSession, statement: Select[*tuple[Any, ...]]) -> None:
+    """Hold the rows `statement` selects until the transaction ends, so that rule checks spanning
+    them (the last admin, a cap) run one at a time: SELECT ... FOR UPDATE on PostgreSQL; on
+    SQLite, no statement at all (writers are serial already)."""
+    if is_postgres(session):
+        await session.execute(statement.with_for_update())
+
+
+def dialect_insert(session: StoreSession, table: Any) -> postgresql.Insert | sqlite.Insert:
+    """INSERT in the store's own dialect, for its ON CONFLICT clause (spelt alike by both)."""
+    return postgresql.insert(table) if is_postgres(session) else sqlite.insert(table)

@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 from svc.context import AppContext
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.kit.loop_session import LoopReadSession
 from svc.kit.store_session import StoreSession
 from svc.models import Job, JobStatus
 
@@ -215,14 +214,8 @@ class UnitOfWork:
 
     async def _close(self) -> None:
         session, self._session = self._session, None
-        if session is None:
-            return
-        if isinstance(session, LoopReadSession):
-            await session.close()  # no await point inside: nothing a cancellation could cut short
-        else:
-            # Shielded, as AsyncSession's own `async with` does: a cancelled request still gives
-            # its connection back whole.
-            await asyncio.shield(asyncio.ensure_future(session.close()))
+        if session is not None:
+            await session.close()  # a cancellation does not cut it short (StoreSession.close)
 
 
 async def _run(effects: list[Effect], when: str) -> None:

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 from sqlalchemy import CursorResult, insert, or_, select, update
 
-from svc.db import is_postgres
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import Cycle, Job, JobStatus
@@ -21,8 +20,7 @@ async def claim(session: StoreSession, *, worker: str, lease: timedelta, limit: 
         (Job.status == JobStatus.running) & (Job.locked_until < now),
     )
     stmt = select(Job).where(due).order_by(Job.run_at).limit(limit)
-    if is_postgres(session):
-        stmt = stmt.with_for_update(skip_locked=True)
+    stmt = stmt.with_for_update(skip_locked=True)  # rendered on PostgreSQL only: SQLite's writers are serial
     jobs: list[Job] = []
     for job in (await session.scalars(stmt)).all():
         if job.status == JobStatus.running and job.attempts >= job.max_attempts:
@@ -61,7 +59,7 @@ def backoff(attempt: int) -> timedelta:
 
 
 async def fail(session: StoreSession, job_id: str, worker: str, error: str) -> None:
-    job = await session.get(Job, job_id, with_for_update=is_postgres(session))
+    job = await session.get(Job, job_id, with_for_update=True)
     if job is None or job.locked_by != worker or job.status != JobStatus.running:
         return
     job.last_error = error[:2000]

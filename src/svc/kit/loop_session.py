@@ -1,12 +1,12 @@
-"""SQLite reads on the event loop's thread, without SQLAlchemy's asyncio layer.
+"""SQLite sessions whose statements run on the event loop's thread, on SQLAlchemy's ordinary `Session`.
 
 A read in WAL mode never waits for a lock, and SQLite answers it from the page cache in
 microseconds. Running it through the asyncio extension costs far more than that: a greenlet per
-statement, aiosqlite's hand-over of every DBAPI call, an awaitable per call. So on SQLite a read
-request's session is a `LoopReadSession`: an `AsyncSession` (the type every queries module takes)
-whose statements run directly on an ordinary `Session` bound to a synchronous pysqlite engine.
-Writes run on the loop's thread too (`LoopWriteSession`), waiting for the write lock with an
-asyncio.Lock and an async retry rather than SQLite's busy_timeout, which would block the loop.
+statement, aiosqlite's hand-over of every DBAPI call, an awaitable per call. So on SQLite a
+StoreSession (kit/store_session.py) calls an ordinary `Session` bound to a synchronous pysqlite
+engine directly: `LoopReadSession` for reads (autocommit: each statement sees the latest commit),
+`LoopWriteSession` for writes, which waits for the write lock with an asyncio.Lock and an async
+retry rather than SQLite's busy_timeout, which would block the loop.
 """
 
 from __future__ import annotations
@@ -14,22 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Executable, Row, util
-from sqlalchemy.engine import Result, ScalarResult
+from sqlalchemy import Connection, CursorResult, Engine, Executable, Result, Row, ScalarResult
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import Session
 
-from svc.kit.store_session import StoreSession
+from svc.kit.store_session import AnyRow, Options, Params, StoreConnection, StoreSession
 
-_BUFFERED = util.immutabledict({"prebuffer_rows": True})  # what AsyncSession asks for: rows read at once
-
-
-def _options(execution_options: Any) -> Any:
-    return util.immutabledict(execution_options).union(_BUFFERED) if execution_options else _BUFFERED
+_O = TypeVar("_O", bound=object)
+_NO_OPTIONS: Mapping[str, Any] = {}
 
 
 class PlainReader:
@@ -61,58 +56,105 @@ class PlainReader:
         self._local = threading.local()
 
 
+class _LoopConnection(StoreConnection):
+    def __init__(self, conn: Connection) -> None:
+        super().__init__(conn.dialect)
+        self._conn = conn
+
+    async def execute(self, statement: Executable, params: Params = None, *,
+                      execution_options: Options = None) -> CursorResult[*AnyRow]:
+        return self._conn.execute(statement, params, execution_options=execution_options)
+
+    async def exec_driver_sql(self, statement: str, params: Any = None) -> CursorResult[*AnyRow]:
+        return self._conn.exec_driver_sql(statement, params)
+
+
 class _OnTheLoop(StoreSession):
-    """The statement methods queries use (execute, scalar, scalars, get), run on a synchronous
-    Session on the event loop's thread; `_ready` runs first."""
+    """The StoreSession methods, each a direct call of an ordinary `Session` (made at its first
+    use: a read of plain rows only never needs one). `_ready` runs before anything that may run
+    a statement."""
 
-    async def _ready(self) -> None:
-        """Before a statement: nothing for a read (LoopWriteSession begins its transaction)."""
+    def __init__(self, engine: Engine, make_session: Callable[[], Session]) -> None:
+        super().__init__(engine.dialect)
+        self._make_session = make_session
+        self._orm: Session | None = None
 
-    async def execute(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
-                      bind_arguments: Any = None, **kw: Any) -> Result[Any]:
-        await self._ready()
-        return self.sync_session.execute(statement, params, execution_options=_options(execution_options),
-                                         bind_arguments=bind_arguments, **kw)
+    def _session(self) -> Session:
+        orm = self._orm
+        if orm is None:
+            orm = self._orm = self._make_session()
+        return orm
 
-    async def scalar(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
-                     bind_arguments: Any = None, **kw: Any) -> Any:
-        await self._ready()
-        return self.sync_session.scalar(statement, params, execution_options=_options(execution_options),
-                                        bind_arguments=bind_arguments, **kw)
+    async def _ready(self) -> Session:
+        """The session, ready for a statement (LoopWriteSession begins its transaction first)."""
+        return self._session()
 
-    async def scalars(self, statement: Any, params: Any = None, *, execution_options: Any = util.EMPTY_DICT,
-                      bind_arguments: Any = None, **kw: Any) -> ScalarResult[Any]:
-        return (await self.execute(statement, params, execution_options=execution_options,
-                                   bind_arguments=bind_arguments, **kw)).scalars()
+    async def execute(self, statement: Executable, params: Params = None, *,
+                      execution_options: Options = None) -> Result[*AnyRow]:
+        return (await self._ready()).execute(statement, params, execution_options=execution_options or _NO_OPTIONS)
 
-    async def get(self, entity: Any, ident: Any, *, options: Sequence[Any] | None = None,
-                  populate_existing: bool | None = None, with_for_update: Any = None,
-                  identity_token: Any = None, execution_options: Any = util.EMPTY_DICT) -> Any:
-        await self._ready()
-        return self.sync_session.get(entity, ident, options=options, populate_existing=populate_existing,
-                                     with_for_update=with_for_update, identity_token=identity_token,
-                                     execution_options=execution_options)
+    async def scalar(self, statement: Executable, params: Mapping[str, Any] | None = None, *,
+                     execution_options: Options = None) -> Any:
+        return (await self._ready()).scalar(statement, params, execution_options=execution_options or _NO_OPTIONS)
+
+    async def scalars(self, statement: Executable, params: Mapping[str, Any] | None = None, *,
+                      execution_options: Options = None) -> ScalarResult[Any]:
+        return (await self._ready()).scalars(statement, params, execution_options=execution_options or _NO_OPTIONS)
+
+    async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
+                  populate_existing: bool = False) -> _O | None:
+        return (await self._ready()).get(entity, ident, with_for_update=with_for_update or None,
+                                         populate_existing=populate_existing or None)
+
+    def add(self, instance: object) -> None:
+        self._session().add(instance)
+
+    def expunge(self, instance: object) -> None:
+        self._session().expunge(instance)
+
+    async def flush(self, objects: Sequence[object] | None = None) -> None:
+        (await self._ready()).flush(objects)
+
+    async def delete(self, instance: object) -> None:
+        (await self._ready()).delete(instance)
+
+    async def refresh(self, instance: object, attribute_names: Iterable[str] | None = None,
+                      with_for_update: bool = False) -> None:
+        (await self._ready()).refresh(instance, attribute_names, with_for_update=with_for_update or None)
+
+    async def merge(self, instance: _O, *, load: bool = True) -> _O:
+        return (await self._ready()).merge(instance, load=load)
+
+    @contextlib.asynccontextmanager
+    async def begin_nested(self) -> AsyncIterator[None]:
+        """A savepoint; the transaction around it begins (with this process's turn to write) first."""
+        with (await self._ready()).begin_nested():
+            yield
+
+    async def connection(self) -> StoreConnection:
+        return _LoopConnection((await self._ready()).connection())
 
 
 class LoopReadSession(_OnTheLoop):
-    """The methods read paths use (execute, scalar, scalars, get) run synchronously, with no await
-    point inside; run_sync, refresh and the like still work through AsyncSession's greenlet, on
-    the same engine. There is no AsyncConnection to hand out (the driver is not async): use
-    execute(), or svc.db.plain_rows() for Core statements."""
+    """SQLite reads: every statement runs synchronously, in autocommit, with no await point inside.
+    `plain_reader` serves svc.db.plain_rows (Core rows without the ORM session)."""
 
-    def __init__(self, reader: PlainReader, *, sync_session_class: type[Session], **kw: Any) -> None:
-        super().__init__(sync_session_class=sync_session_class, **kw)
-        self.sync_session.bind = reader.engine
+    def __init__(self, reader: PlainReader, make_session: Callable[[], Session]) -> None:
+        super().__init__(reader.engine, make_session)
         self.plain_reader = reader
 
-    async def connection(self, bind_arguments: Any = None, execution_options: Any = None,
-                         **kw: Any) -> AsyncConnection:
-        raise NotImplementedError("An SQLite read session has no AsyncConnection: use execute() or plain_rows()")
+    async def finish(self, *, commit: bool) -> None:
+        orm = self._orm
+        if orm is not None:
+            if commit:
+                orm.commit()
+            else:
+                orm.rollback()
 
     async def close(self) -> None:
-        sync = self.sync_session
-        if sync.in_transaction() or len(sync.identity_map) or sync.new or sync.deleted:
-            sync.close()  # a request that read only plain rows never used it: nothing to close
+        orm = self._orm
+        if orm is not None:  # a request that read only plain rows never made one
+            orm.close()
 
 
 class LoopWriteSession(_OnTheLoop):
@@ -129,17 +171,17 @@ class LoopWriteSession(_OnTheLoop):
 
     BEGIN_PATIENCE = 30.0  # seconds another process may hold the write lock before we give up
 
-    def __init__(self, engine: Engine, turn: asyncio.Lock, *, sync_session_class: type[Session],
-                 **kw: Any) -> None:
-        super().__init__(sync_session_class=sync_session_class, **kw)
-        self.sync_session.bind = engine
+    def __init__(self, engine: Engine, turn: asyncio.Lock, make_session: Callable[[], Session]) -> None:
+        super().__init__(engine, make_session)
         self._turn = turn
         self._holding = False
 
-    async def _ready(self) -> None:
-        """Begin the transaction in this process's turn, waiting (async) for another process's lock."""
+    async def _ready(self) -> Session:
+        """The session in its transaction, begun in this process's turn, waiting (async) for
+        another process's lock."""
+        orm = self._session()
         if self._holding:
-            return
+            return orm
         try:
             # Bounded like SQLite's own wait was: a writer stalled inside its transaction (a client
             # that never sends its body) fails the others after BEGIN_PATIENCE, not never.
@@ -151,10 +193,10 @@ class LoopWriteSession(_OnTheLoop):
         delay, waited = 0.002, 0.0
         while True:
             try:
-                self.sync_session.connection()  # BEGIN IMMEDIATE (the engine's begin hook)
-                return
+                orm.connection()  # BEGIN IMMEDIATE (the engine's begin hook)
+                return orm
             except OperationalError as exc:
-                self.sync_session.rollback()
+                orm.rollback()
                 if "locked" not in str(exc) or waited > self.BEGIN_PATIENCE:
                     self._release()
                     raise
@@ -167,51 +209,23 @@ class LoopWriteSession(_OnTheLoop):
             self._holding = False
             self._turn.release()
 
-    async def flush(self, objects: Sequence[Any] | None = None) -> None:
-        await self._ready()
-        self.sync_session.flush(objects)
-
-    async def delete(self, instance: object) -> None:
-        await self._ready()
-        self.sync_session.delete(instance)
-
-    async def refresh(self, instance: object, attribute_names: Iterable[str] | None = None,
-                      with_for_update: Any = None) -> None:
-        await self._ready()
-        self.sync_session.refresh(instance, attribute_names=attribute_names, with_for_update=with_for_update)
-
-    async def merge(self, instance: Any, *, load: bool = True, options: Sequence[Any] | None = None) -> Any:
-        await self._ready()
-        return self.sync_session.merge(instance, load=load, options=options)
-
-    async def connection(self, bind_arguments: Any = None, execution_options: Any = None,
-                         **kw: Any) -> AsyncConnection:
-        raise NotImplementedError("An SQLite write session has no AsyncConnection: use execute()")
-
-    def begin_nested(self) -> Any:  # type: ignore[override]
-        """A savepoint; the transaction around it begins (with this process's turn) first."""
-        return self._nested()
-
-    @contextlib.asynccontextmanager
-    async def _nested(self) -> AsyncIterator[Any]:
-        await self._ready()
-        async with AsyncSession.begin_nested(self) as savepoint:
-            yield savepoint
-
     async def finish(self, *, commit: bool) -> None:
+        orm = self._orm
         try:
+            if orm is None:
+                return
             if commit:
-                sync = self.sync_session
-                if sync.new or sync.dirty or sync.deleted:
+                if orm.new or orm.dirty or orm.deleted:
                     await self._ready()  # objects only added so far: the commit's flush writes them
-                sync.commit()
+                orm.commit()
             else:
-                self.sync_session.rollback()
+                orm.rollback()
         finally:
             self._release()
 
     async def close(self) -> None:
         try:
-            self.sync_session.close()
+            if self._orm is not None:
+                self._orm.close()
         finally:
             self._release()

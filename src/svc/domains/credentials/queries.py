@@ -6,7 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import func, or_, select
 
-from svc.db import is_postgres
+from svc.db import lock_rows
 from svc.kit.store_session import StoreSession
 from svc.models import AccessToken, SSHKey, User
 
@@ -14,8 +14,7 @@ from svc.models import AccessToken, SSHKey, User
 async def lock_user(session: StoreSession, user_id: str) -> None:
     """Serialise per-user cap checks. PostgreSQL: a row lock; SQLite: write transactions are
     already serial (BEGIN IMMEDIATE)."""
-    if is_postgres(session):
-        await session.execute(select(User.id).where(User.id == user_id).with_for_update())
+    await lock_rows(session, select(User.id).where(User.id == user_id))
 
 
 async def tokens_of(session: StoreSession, user_id: str) -> list[AccessToken]:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from sqlalchemy import and_, delete, func, or_, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from svc.db import is_postgres
+from svc.db import dialect_insert, is_postgres
 from svc.domains.dns.records import enclosing
 from svc.kit.store_session import StoreSession
 from svc.models import PendingChange, RRset, Zone
@@ -24,7 +22,7 @@ async def lock_creation(session: StoreSession) -> None:
 
 async def zone_by_name(session: StoreSession, name: str, *, lock: bool = False) -> Zone | None:
     stmt = select(Zone).where(Zone.name == name)
-    if lock and is_postgres(session):
+    if lock:
         # Every change of a zone locks its row: changes of one zone (and the CNAME rules across
         # its rrsets) are serial, as they are on SQLite.
         stmt = stmt.with_for_update()
@@ -35,9 +33,7 @@ async def zone_counted(session: StoreSession, name: str) -> tuple[Zone, int] | N
     """The zone (locked on PostgreSQL, as zone_by_name with lock) and how many rrsets it holds, in
     one round trip: a record-set change needs both."""
     counted = select(func.count()).select_from(RRset).where(RRset.zone_id == Zone.id).scalar_subquery()
-    stmt = select(Zone, counted).where(Zone.name == name)
-    if is_postgres(session):
-        stmt = stmt.with_for_update(of=Zone)
+    stmt = select(Zone, counted).where(Zone.name == name).with_for_update(of=Zone)
     row = (await session.execute(stmt)).first()
     return None if row is None else (row[0], int(row[1]))
 
@@ -52,9 +48,7 @@ async def around(session: StoreSession, zone_id: str, apex: str, name: str) -> l
 
 async def zone_for_update(session: StoreSession, zone_id: str) -> Zone | None:
     """The zone's row as it is now (not as the session saw it earlier), locked on PostgreSQL."""
-    stmt = select(Zone).where(Zone.id == zone_id).execution_options(populate_existing=True)
-    if is_postgres(session):
-        stmt = stmt.with_for_update()
+    stmt = select(Zone).where(Zone.id == zone_id).execution_options(populate_existing=True).with_for_update()
     return (await session.scalars(stmt)).first()
 
 
@@ -72,7 +66,7 @@ async def closest_zone(session: StoreSession, name: str, *, lock: bool = False) 
     """The zone holding `name` (the closest of its enclosing names that is a zone), in one query;
     locked on PostgreSQL with `lock`."""
     stmt = select(Zone).where(Zone.name.in_(enclosing(name)))
-    if lock and is_postgres(session):
+    if lock:
         stmt = stmt.with_for_update()
     zones = list((await session.scalars(stmt)).all())
     return max(zones, key=lambda z: len(z.name), default=None)
@@ -130,9 +124,8 @@ async def mark_pending(session: StoreSession, zone_id: str, keys: list[tuple[str
     one upsert, both stores speak ON CONFLICT."""
     if not keys:
         return
-    insert = pg_insert if is_postgres(session) else sqlite_insert
-    stmt = insert(PendingChange).values([{"zone_id": zone_id, "name": n, "type": t, "generation": generation}
-                                         for n, t in keys])
+    stmt = dialect_insert(session, PendingChange).values(
+        [{"zone_id": zone_id, "name": n, "type": t, "generation": generation} for n, t in keys])
     await session.execute(stmt.on_conflict_do_update(index_elements=["zone_id", "name", "type"],
                                                      set_={"generation": stmt.excluded.generation}))
 

@@ -7,7 +7,6 @@ from datetime import datetime
 
 from sqlalchemy import case, select, update
 
-from svc.db import is_postgres
 from svc.kit.store_session import StoreSession
 from svc.models import Hostname, HostnameKind, HostnameStatus, Project, ProjectState
 
@@ -21,7 +20,7 @@ async def of_project(session: StoreSession, project_id: str) -> list[Hostname]:
 
 async def by_host(session: StoreSession, host: str, *, lock: bool = False) -> Hostname | None:
     stmt = select(Hostname).where(Hostname.host == host)
-    if lock and is_postgres(session):
+    if lock:
         stmt = stmt.with_for_update()
     return (await session.scalars(stmt)).first()
 

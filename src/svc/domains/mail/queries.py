@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import CursorResult, select, update
 
-from svc.db import is_postgres
+from svc.db import lock_rows
 from svc.kit.store_session import StoreSession
 from svc.models import Invite, Notification, OutboundMail
 
@@ -51,8 +51,8 @@ async def mark_sent(session: StoreSession, mail_id: str, now: datetime) -> bool:
         select(OutboundMail.invite_id).where(OutboundMail.id == mail_id))).first()
     if owner is None:
         return False
-    if owner.invite_id is not None and is_postgres(session):
-        await session.execute(select(Invite.id).where(Invite.id == owner.invite_id).with_for_update())
+    if owner.invite_id is not None:
+        await lock_rows(session, select(Invite.id).where(Invite.id == owner.invite_id))
     result = await session.execute(
         update(OutboundMail).where(OutboundMail.id == mail_id, OutboundMail.sent_at.is_(None))
         .values(sent_at=now, failed_at=None, last_error=None, body=DELIVERED_BODY)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from svc.db import is_postgres
 from svc.kit.store_session import StoreSession
 from svc.models import Operation
 
 
 async def by_id(session: StoreSession, op_id: str, *, lock: bool = False) -> Operation | None:
-    return await session.get(Operation, op_id, with_for_update=lock and is_postgres(session))
+    return await session.get(Operation, op_id, with_for_update=lock)
 
 
 async def running_for(session: StoreSession, project_id: str) -> Operation | None:

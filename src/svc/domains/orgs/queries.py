@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Row, bindparam, func, select
 
 from svc.context import OrgHolding
-from svc.db import is_postgres, plain_rows
+from svc.db import lock_rows, plain_rows
 from svc.kit.store_session import StoreSession
 from svc.models import Membership, Org, Role, User
 
@@ -16,8 +16,7 @@ from svc.models import Membership, Org, Role, User
 async def lock_org(session: StoreSession, org_id: str) -> None:
     """Serialise rule checks that span rows of one org (last admin, project limit).
     PostgreSQL: a row lock; SQLite: write transactions are already serial (BEGIN IMMEDIATE)."""
-    if is_postgres(session):
-        await session.execute(select(Org.id).where(Org.id == org_id).with_for_update())
+    await lock_rows(session, select(Org.id).where(Org.id == org_id))
 
 
 async def org_by_slug(session: StoreSession, slug: str) -> Org | None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 
-from svc.db import is_postgres
+from svc.db import dialect_insert
 from svc.kit.store_session import StoreSession
 from svc.models import RateCounter
 
@@ -13,10 +12,9 @@ from svc.models import RateCounter
 async def increment(session: StoreSession, key: str, window_start: int) -> int:
     """Count one try in the window; the window's count after it. One statement (an upsert), so
     concurrent tries from several processes are all counted."""
-    dialect = postgresql if is_postgres(session) else sqlite
-    stmt = dialect.insert(RateCounter).values(key=key, window_start=window_start, count=1)
-    stmt = stmt.on_conflict_do_update(index_elements=[RateCounter.key, RateCounter.window_start],
-                                      set_={"count": RateCounter.count + 1}).returning(RateCounter.count)
+    insert = dialect_insert(session, RateCounter).values(key=key, window_start=window_start, count=1)
+    stmt = insert.on_conflict_do_update(index_elements=[RateCounter.key, RateCounter.window_start],
+                                        set_={"count": RateCounter.count + 1}).returning(RateCounter.count)
     return int((await session.execute(stmt)).scalar_one())
 
 

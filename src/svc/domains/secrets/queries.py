@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from svc.db import is_postgres
+from svc.db import lock_rows
 from svc.kit.store_session import StoreSession
 from svc.models import Project, Secret
 
@@ -12,8 +12,7 @@ from svc.models import Project, Secret
 async def lock_project(session: StoreSession, project_id: str) -> None:
     """Serialise secret changes of one project. PostgreSQL: a row lock; SQLite: write transactions
     are already serial (BEGIN IMMEDIATE)."""
-    if is_postgres(session):
-        await session.execute(select(Project.id).where(Project.id == project_id).with_for_update())
+    await lock_rows(session, select(Project.id).where(Project.id == project_id))
 
 
 async def of_project(session: StoreSession, project_id: str) -> list[Secret]:
