@@ -17,6 +17,9 @@ $(BIN)/.synced: pyproject.toml uv.lock package.json package-lock.json scripts/bo
 
 setup: $(BIN)/.synced
 
+# A local run has no public DNS to prove names in: svc's own zones are trusted (the banner says it is
+# unsafe on a shared server). Only `make run`: the tests and a plain `svc serve` never trust them.
+run: export SVC_TRUST_OWN_ZONES ?= true
 run: setup
 	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT)
 

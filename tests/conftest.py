@@ -81,10 +81,13 @@ async def pdns(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pdns]:
 
 @pytest.fixture
 def dns_settings(settings: Settings, pdns: Pdns) -> Settings:
-    """`settings` naming the shared PowerDNS's nameservers and answering on its DNS address."""
+    """`settings` naming the shared PowerDNS's nameservers and answering on its DNS address, its
+    zones trusted as a local run trusts them (SVC_TRUST_OWN_ZONES: every zone counts as delegated,
+    and ownership lookups ask that PowerDNS). What holds without that trust is tested with a second
+    PowerDNS standing for the public DNS (tests/support/public_dns.py)."""
     return settings.model_copy(update={"nameservers": pdns.settings.nameservers,
                                        "hostmaster": pdns.settings.hostmaster,
-                                       "dns_host": pdns.host, "dns_port": pdns.port})
+                                       "dns_host": pdns.host, "dns_port": pdns.port, "trust_own_zones": True})
 
 
 @pytest.fixture

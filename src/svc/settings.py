@@ -73,12 +73,19 @@ class Settings(BaseSettings):
 
     # Custom hostnames (docs/hostnames.md). fallback_origin: the name a custom hostname's CNAME
     # points to (absolute, lowercase; unset: "edge.<app_domain>."). dns_resolver: "host:port" (an IP
-    # address; port 53 when left out) that ownership checks ask; unset: the managed PowerDNS's
-    # dns_host:dns_port when svc runs one, else the system resolver (/etc/resolv.conf).
+    # address; port 53 when left out) of a resolver that stands for the public DNS, which ownership
+    # checks and zones' delegation checks ask; unset: the system resolver (/etc/resolv.conf), or,
+    # with trust_own_zones, the managed PowerDNS's dns_host:dns_port when svc runs one.
     # hostname_verify_seconds: how often pending hostnames are checked.
     fallback_origin: str | None = None
     dns_resolver: str | None = None
     hostname_verify_seconds: float = Field(default=60.0, gt=0)
+    # Trust svc's own zones as proof of ownership: a zone counts as delegated, and ownership
+    # lookups ask the managed PowerDNS. For a local run on a machine with no public DNS (`make run`
+    # sets it); unsafe on a shared server, where any org could claim any name (docs/dns.md).
+    trust_own_zones: bool = False
+    # How long a zone's delegation check stays fresh: the cycle checks again those older than this.
+    delegation_recheck_seconds: float = Field(default=600.0, gt=0)
 
     # Bundles (decisions.md): compressed, unpacked and entry-count bounds.
     max_bundle_bytes: int = 100 * 1024 * 1024

@@ -80,9 +80,10 @@ def running_server(workdir: Path, log_level: str = "warning", **settings: str) -
     yields the API URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    # As `make run` starts it: its own PowerDNS trusted as the public DNS (SVC_TRUST_OWN_ZONES).
     env = clean_env() | {"SVC_DATA_DIR": str(workdir / "data"), "SVC_ENABLE_DEV_AUTH": "true",
                          "SVC_PUBLIC_URL": url, "SVC_MAIL_INTERVAL_SECONDS": "0.2",
-                         "SVC_DNS_PORT": str(free_dns_port())}
+                         "SVC_DNS_PORT": str(free_dns_port()), "SVC_TRUST_OWN_ZONES": "true"}
     env |= {f"SVC_{k.upper()}": v for k, v in settings.items()}
     args = [SVC, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port", str(free_port()),
             "--log-level", log_level]

@@ -20,7 +20,8 @@ from tests.support.team import Team, make_team
 
 Z = "/v1/orgs/acme/dns/zones"
 ZONE = f"{Z}/example.com"
-ZONE_FIELDS = {"name", "dnssec", "ds", "nameservers", "delegated", "createdAt"}
+ZONE_FIELDS = {"name", "dnssec", "ds", "nameservers", "delegated", "delegationCheckedAt", "delegationSeen",
+               "createdAt"}
 
 
 async def _team(svc: Svc) -> Team:
@@ -72,7 +73,8 @@ async def test_create_idempotent_and_detail(dns_svc: Svc, pdns: Pdns) -> None:
     detail = r.json()
     assert set(detail) == ZONE_FIELDS | {"rrsets", "dsRecords"}
     assert detail["name"] == "example.com." and detail["dnssec"] == "off" and detail["ds"] == []
-    assert detail["delegated"] is None and detail["nameservers"] == NAMESERVERS
+    # A local run's trust: the zone counts as delegated at once (without it, the public DNS is asked).
+    assert detail["delegated"] is True and detail["delegationSeen"] is None and detail["nameservers"] == NAMESERVERS
     assert detail["createdAt"].endswith("Z")
     by_type = {(s["name"], s["type"]): s for s in detail["rrsets"]}
     assert set(by_type) == {("@", "SOA"), ("@", "NS")}

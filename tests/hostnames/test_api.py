@@ -90,7 +90,12 @@ async def test_taken_by_another_project(hsvc: Svc) -> None:
     t = await team(hsvc)
     assert (await t.alice.client.post(H, json={"name": "www.example.com"})).status_code == 200
     body = assert_error(await t.eve.client.post(OTHER, json={"name": "WWW.example.com"}), 409, "hostname_taken")
-    assert body["details"] == {"host": "www.example.com"}
+    # Held unproven by another org: the TXT record that would prove it is eve's, to take it over
+    # (tests/hostnames/test_claims.py takes one over).
+    assert body["details"]["host"] == "www.example.com"
+    claim = body["details"]["claim"]
+    assert claim["type"] == "TXT" and claim["name"] == "_svc-verify.www.example.com"
+    assert claim["value"].startswith("svc-claim-") and claim["value"] in body["message"]
     # Another project of the same org too.
     assert (await t.alice.client.post("/v1/orgs/acme/projects", json={"name": "blog"})).status_code == 201
     assert_error(await t.alice.client.post("/v1/orgs/acme/projects/blog/hostnames", json={"name": "www.example.com"}),

@@ -1,5 +1,5 @@
-"""End to end with `svc serve` (its managed PowerDNS, its nginx edge, the resolver left to its
-default: that PowerDNS): a pending custom hostname answers 404 unknown_hostname, with a page naming
+"""End to end with `svc serve` as `make run` starts it (its managed PowerDNS trusted as the public
+DNS, SVC_TRUST_OWN_ZONES; its nginx edge): a pending custom hostname answers 404 unknown_hostname, with a page naming
 the missing record for browsers; once its TXT record is served and verified (or its CNAME found by
 the background cycle), the edge serves the project's deployment at that name."""
 

@@ -23,9 +23,13 @@ def test_resolver_address_and_choice() -> None:
     for bad in ("resolver.example:53", "127.0.0.1:0", "127.0.0.1:x"):
         with pytest.raises(ValidationError):
             Settings(dns_resolver=bad)
-    # Set: that one. Unset: the managed PowerDNS's address when svc runs one, else the system's.
+    # Set: that one. Unset: the system's, standing for the public DNS; svc's own PowerDNS only when
+    # its zones are trusted (a local run), and only when svc runs one.
     assert build_resolver(Settings(dns_resolver="192.0.2.53:5300"), managed_dns=True).description == (
         "the resolver at 192.0.2.53:5300")
-    assert build_resolver(Settings(dns_host="0.0.0.0", dns_port=5354), managed_dns=True).description == (
-        "the resolver at 127.0.0.1:5354")
+    assert build_resolver(Settings(dns_host="0.0.0.0", dns_port=5354), managed_dns=True).description.startswith(
+        "the system resolver")
+    trusting = Settings(dns_host="0.0.0.0", dns_port=5354, trust_own_zones=True)
+    assert build_resolver(trusting, managed_dns=True).description == "the resolver at 127.0.0.1:5354"
+    assert build_resolver(trusting, managed_dns=False).description.startswith("the system resolver")
     assert build_resolver(Settings(), managed_dns=False).description.startswith("the system resolver")

@@ -58,8 +58,9 @@ async def svc_serve(tmp_path: Path, **settings: str) -> AsyncIterator[Server]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     env.update(SVC_DATA_DIR=str(tmp_path / "data"), SVC_ENABLE_DEV_AUTH="true", SVC_PUBLIC_URL=api,
                SVC_EDGE_PORT=str(edge_port), SVC_EDGE_CONVERGE_SECONDS="0.2",
-               # Its managed PowerDNS on a port of its own (tests run side by side).
-               SVC_DNS_PORT=str(dns_port))
+               # Its managed PowerDNS on a port of its own (tests run side by side), trusted as the
+               # public DNS, as `make run` does (SVC_TRUST_OWN_ZONES; a test may say "false").
+               SVC_DNS_PORT=str(dns_port), SVC_TRUST_OWN_ZONES="true")
     env.update(settings)
     log = tmp_path / "serve.log"
     svc = shutil.which("svc", path=str(Path(sys.executable).parent)) or "svc"

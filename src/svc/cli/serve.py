@@ -96,6 +96,15 @@ def _startup_error(exc: Exception) -> str:
     return str(exc)
 
 
+def _asks_itself(settings: Settings, managed: bool) -> bool:
+    """Whether SVC_DNS_RESOLVER names the DNS address of svc's own managed PowerDNS."""
+    asked = settings.dns_resolver_address
+    if asked is None or not managed:
+        return False
+    own = "127.0.0.1" if settings.dns_host in ("0.0.0.0", "") else settings.dns_host  # noqa: S104
+    return asked == (own, settings.dns_port)
+
+
 def _dns_port_error(address: str) -> str:
     return (f"the DNS port {address} is in use; stop what uses it or choose another with SVC_DNS_PORT "
             f"(or set SVC_DNS_ENABLED=false)")
@@ -148,6 +157,10 @@ def serve(
     # pdns would exit at once, again and again (the start checks again).
     if dns.mode == "managed" and dns_port_taken(settings):
         raise _fail(_dns_port_error(dns_address(settings.dns_host, settings.dns_port)))
+    if not settings.trust_own_zones and _asks_itself(settings, dns.mode == "managed"):
+        raise _fail(f"SVC_DNS_RESOLVER ({settings.dns_resolver}) is svc's own nameserver: ownership would be "
+                    "proven by svc's own answers. Point it at a recursive resolver that stands for the public "
+                    "DNS, or set SVC_TRUST_OWN_ZONES=true for a local run")
     adapters = default_adapters(settings)
     # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
     app = _StartupErrors(create_app(settings, adapters, run_edge=nginx is not None,
@@ -174,7 +187,10 @@ def serve(
         console.print(f"dns:       {escape(dns.summary)}")
     checks = build_resolver(settings, managed_dns=dns.mode == "managed").description
     console.print(f"hostnames: ownership checked every {settings.hostname_verify_seconds:g}s, asking "
-                  f"{escape(checks)} (SVC_DNS_RESOLVER)")
+                  f"{escape(checks)} (SVC_DNS_RESOLVER) for the public DNS")
+    if settings.trust_own_zones:
+        console.print("[bold red]ownership: svc's own zones are trusted as proof (SVC_TRUST_OWN_ZONES=true): "
+                      "UNSAFE on a shared server, where any org could claim any name[/bold red]")
     if settings.enable_dev_auth:
         console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
     logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())

@@ -35,6 +35,12 @@ class Zone(Base):
     # When the zone's pending sync became due (its first change since the last sync): the
     # reconcile leaves a zone whose sync is under way alone, unless it has been due for long.
     sync_due_at: Mapped[datetime]
+    # Whether the public DNS sends the zone to svc's nameservers (the registrar's NS point here):
+    # None until first checked. Until it does, svc's own answers for the zone prove nothing
+    # (docs/dns.md "Delegation"). `delegation_seen`: what the public DNS answered when it does not.
+    delegated: Mapped[bool | None] = mapped_column(default=None)
+    delegation_checked_at: Mapped[datetime | None] = mapped_column(default=None)
+    delegation_seen: Mapped[str | None] = mapped_column(String(500), default=None)
 
 
 class RRset(Base):

@@ -69,6 +69,10 @@ class Hostname(Base):
     created_at: Mapped[datetime]
     # When the ownership check last ran (custom hostnames): the cycle takes the oldest first.
     checked_at: Mapped[datetime | None]
+    # How an active custom hostname was proven: "zone" (in the org's delegated zone), "txt" (its
+    # own TXT record) or "cname" (a CNAME to the fallback origin, which any org can point: a proof
+    # another org's TXT or delegated zone takes over); null for pending and default hostnames.
+    proven_by: Mapped[str | None] = mapped_column(String(8), default=None)
 
 
 class Secret(Base):

@@ -95,6 +95,9 @@ class JobKind(StrEnum):
     # Ownership check of custom hostnames (domains/hostnames/jobs.py): the periodic cycle checks
     # every pending one (empty payload); an add enqueues one for its row ({"host": ...}).
     hostname_verify = "hostname.verify"
+    # Whether the public DNS delegates a zone to svc's nameservers (domains/dns/delegation.py): the
+    # periodic cycle re-checks the zones checked longest ago; a new zone enqueues one for itself.
+    dns_delegation = "dns.delegation"
 
 
 class DnssecState(StrEnum):

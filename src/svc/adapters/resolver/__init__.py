@@ -10,11 +10,12 @@ __all__ = ["DnsResolver", "build_resolver"]
 
 
 def build_resolver(settings: Settings, *, managed_dns: bool) -> DnsResolver:
-    """SVC_DNS_RESOLVER when set; else, when svc runs its own PowerDNS (`managed_dns`), that one's
-    DNS address (the zones svc serves are answered there without any delegation, as for a local
-    run); else the system resolver of /etc/resolv.conf."""
+    """The resolver that stands for the public DNS: SVC_DNS_RESOLVER when set; else the system
+    resolver of /etc/resolv.conf. Only with SVC_TRUST_OWN_ZONES (a local run) and when svc runs its
+    own PowerDNS (`managed_dns`), that one's DNS address: its zones are answered there without any
+    delegation. svc's own answers otherwise prove nothing (docs/dns.md)."""
     address = settings.dns_resolver_address
-    if address is None and managed_dns:
+    if address is None and managed_dns and settings.trust_own_zones:
         host = settings.dns_host
         if host in ("0.0.0.0", ""):  # noqa: S104 - listening on all addresses: ask on loopback
             host = "127.0.0.1"

@@ -22,10 +22,14 @@ job ran out of attempts). Zones the nameserver serves that the store does not kn
 on purpose: an external PowerDNS may serve the operator's own zones, and the nameserver cannot tell
 which zones svc made. A zone deleted in svc is removed by its own sync job, retried for about a day
 (changes.py SYNC_MAX_ATTEMPTS).
+
+`dns.delegation` (a cycle, and a job a new zone enqueues for itself): asks the public DNS whether it
+delegates a zone to svc's nameservers (delegation.py), for the zones checked longest ago.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -37,7 +41,7 @@ from svc.adapters.nameserver.port import (
     RRsetData,
     ZoneState,
 )
-from svc.domains.dns import queries, records
+from svc.domains.dns import delegation, queries, records
 from svc.domains.dns.changes import enqueue_sync, zone_changed
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
@@ -57,9 +61,50 @@ NAMESERVER_OWN = frozenset({"SOA", "DNSKEY", "RRSIG", "NSEC", "NSEC3", "NSEC3PAR
 Key = tuple[str, str]
 
 
+# The delegation cycle's rounds, and how many zones one round checks (the oldest checked first).
+DELEGATION_SECONDS = 60.0
+DELEGATION_BATCH = 50
+DELEGATION_AT_ONCE = 8
+
+
 def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.dns_sync, sync)
     registry.cycle(JobKind.dns_reconcile, RECONCILE_SECONDS, reconcile)
+    registry.cycle(JobKind.dns_delegation, DELEGATION_SECONDS, check_delegations)
+
+
+@use_case(Tx.READ_THEN_WRITE)  # the public DNS is asked with nothing of the store held
+async def check_delegations(run: JobRun) -> None:
+    """One zone (a new zone's own job: {"zone_id"}), or the cycle's batch of the zones whose check
+    is older than SVC_DELEGATION_RECHECK_SECONDS."""
+    settings = run.ctx.settings
+    resolver = run.ctx.adapters.resolver
+    if resolver is None:
+        return
+    zone_id = run.payload.get("zone_id")
+    if isinstance(zone_id, str):
+        zone = await queries.zone_by_id(run.session, zone_id)
+        due = [(zone.id, zone.name)] if zone is not None else []
+    else:
+        before = utcnow() - timedelta(seconds=settings.delegation_recheck_seconds)
+        due = await queries.delegation_due(run.session, before, DELEGATION_BATCH)
+    if not due:
+        return
+    await run.uow.close_reads()
+    at_once = asyncio.Semaphore(DELEGATION_AT_ONCE)
+    ours = settings.nameserver_names
+
+    async def one(name: str) -> delegation.Seen:
+        async with at_once:
+            return await delegation.check(resolver, name, ours, trusted=settings.trust_own_zones)
+
+    seen = await asyncio.gather(*(one(name) for _, name in due))
+    session = await run.uow.begin_write()
+    for (checked_id, _), found in zip(due, seen, strict=True):
+        zone = await queries.zone_for_update(session, checked_id)
+        if zone is not None:  # deleted meanwhile: nothing to record
+            delegation.note(zone, found)
+    await session.flush()
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from svc.domains.dns import errors, records, schemas, service
 from svc.errors import AppError, BadRequest
 from svc.kit.hosts import unicode_spelling
 from svc.models import DnssecState, Role
-from svc.uow import UnitOfWork
+from svc.uow import UnitOfWork, runs
 from svc.web import render
 from svc.web.deps import OrgAdmin, OrgMember, OrgViewer
 from svc.web.forms import RefusedForm, fields, parse, refusable, refusal, refused
@@ -191,6 +191,7 @@ async def zones_page(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) ->
 
 
 @router.post(DNS)
+@runs(service.create_zone)
 async def add_zone(request: Request, access: OrgAdmin, uow: Uow) -> Response:
     body = parse(schemas.ZoneCreate, {"name": (await fields(request)).get("name", "")})
     detail = await service.create_zone(uow, access, body.name)

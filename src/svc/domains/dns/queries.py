@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import and_, delete, func, or_, select, text, update
 
 from svc.db import dialect_insert, is_postgres
@@ -52,14 +54,26 @@ async def zone_for_update(session: StoreSession, zone_id: str) -> Zone | None:
     return (await session.scalars(stmt)).first()
 
 
-async def zone_owners(session: StoreSession, names: list[str]) -> dict[str, str]:
-    """{zone name: org id} of the zones among `names` (absolute names), in one query per 500."""
-    found: dict[str, str] = {}
+async def zone_owners(session: StoreSession, names: list[str]) -> dict[str, tuple[str, bool, str | None]]:
+    """{zone name: (org id, delegated, what the public DNS answered)} of the zones among `names`
+    (absolute names), in one query per 500."""
+    found: dict[str, tuple[str, bool, str | None]] = {}
     unique = sorted(set(names))
     for i in range(0, len(unique), 500):
-        rows = await session.execute(select(Zone.name, Zone.org_id).where(Zone.name.in_(unique[i:i + 500])))
-        found.update({name: org for name, org in rows.all()})
+        rows = await session.execute(select(Zone.name, Zone.org_id, Zone.delegated, Zone.delegation_seen)
+                                     .where(Zone.name.in_(unique[i:i + 500])))
+        found.update({name: (org, bool(delegated), seen) for name, org, delegated, seen in rows.all()})
     return found
+
+
+async def delegation_due(session: StoreSession, before: datetime, limit: int) -> list[tuple[str, str]]:
+    """(id, name) of zones whose delegation was last checked before `before` (or never), the
+    longest unchecked first."""
+    rows = await session.execute(
+        select(Zone.id, Zone.name)
+        .where(or_(Zone.delegation_checked_at.is_(None), Zone.delegation_checked_at < before))
+        .order_by(Zone.delegation_checked_at.asc().nulls_first(), Zone.name).limit(limit))
+    return [(zone_id, name) for zone_id, name in rows.all()]
 
 
 async def closest_zone(session: StoreSession, name: str, *, lock: bool = False) -> Zone | None:
@@ -162,3 +176,7 @@ async def contents(session: StoreSession, zone_id: str, names: list[str] | None 
         stmt = stmt.where(RRset.name.in_(names))
     rows = await session.execute(stmt)
     return [(n, t, ttl, list(recs)) for n, t, ttl, recs in rows.all()]
+
+
+async def zone_by_id(session: StoreSession, zone_id: str) -> Zone | None:
+    return await session.get(Zone, zone_id)

@@ -9,6 +9,7 @@ from fastapi import Path, Response
 from svc.auth.roles import AdminAccess, MemberAccess, ViewerAccess
 from svc.deps import Uow, api_router
 from svc.domains.dns import schemas, service
+from svc.uow import runs
 
 # Every DNS route may answer 503 dns_not_configured (the document lists 400-409 for every route).
 router = api_router(tags=["dns"], responses={503: {
@@ -31,8 +32,16 @@ async def list_zones(access: ViewerAccess, uow: Uow) -> schemas.ZoneList:
 
 
 @router.post(_ZONES, response_model=schemas.ZoneDetail, operation_id="createZone")
+@runs(service.create_zone)
 async def create_zone(access: AdminAccess, body: schemas.ZoneCreate, uow: Uow) -> schemas.ZoneDetail:
     return await service.create_zone(uow, access, body.name)
+
+
+@router.post(_ZONE + "/delegation", response_model=schemas.Zone, operation_id="checkZoneDelegation",
+             summary="Ask the public DNS now whether it delegates the zone to svc's nameservers")
+@runs(service.check_delegation)
+async def check_delegation(zone: ZonePath, access: MemberAccess, uow: Uow) -> schemas.Zone:
+    return await service.check_delegation(uow, access, zone)
 
 
 @router.get(_ZONE, response_model=schemas.ZoneDetail, operation_id="getZone")

@@ -58,14 +58,20 @@ class Zone(ApiModel):
     dnssec: str = Field(description="off, signing, ds_pending or active")
     ds: list[str] = Field(description="The DS records recorded with PUT dnssec/ds")
     nameservers: list[str] = Field(description="svc's nameservers: point the domain's NS here at the registrar")
-    delegated: bool | None = Field(description="Whether the parent zone delegates to svc's nameservers; "
-                                   "null: not checked (svc does not query the parent yet)")
+    delegated: bool | None = Field(description="Whether the public DNS delegates the zone to svc's nameservers "
+                                   "(the registrar's NS point here); null until first checked. Until it does, "
+                                   "the zone proves no name in it is the org's")
+    delegation_checked_at: Timestamp | None = Field(description="When the delegation was last checked")
+    delegation_seen: str | None = Field(description="What the public DNS answered when it does not delegate the "
+                                        "zone to svc, in words (\"the parent lists ns1.other.net\"); null once "
+                                        "delegated")
     created_at: Timestamp
 
     @classmethod
     def of(cls, zone: models.Zone, nameservers: list[str]) -> Zone:
         return cls(name=zone.name, dnssec=zone.dnssec, ds=list(zone.ds or []), nameservers=nameservers,
-                   delegated=None, created_at=zone.created_at)
+                   delegated=zone.delegated, delegation_checked_at=zone.delegation_checked_at,
+                   delegation_seen=None if zone.delegated else zone.delegation_seen, created_at=zone.created_at)
 
 
 class ZoneDetail(Zone):

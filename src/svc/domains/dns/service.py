@@ -10,22 +10,26 @@ periodic reconcile."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 
 from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable
+from svc.adapters.resolver.port import Resolver
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.dns import errors, links, queries, records, schemas
+from svc.domains.dns import delegation, errors, links, queries, records, schemas
 from svc.domains.dns.changes import MAX_RRSETS, enqueue_sync, rrsets_changed, zone_changed
+from svc.domains.notifications import service as notifications
 from svc.domains.orgs import service as orgs
+from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
-from svc.models import DnssecState, ManagedBy, RRset, Zone
+from svc.models import DnssecState, JobKind, ManagedBy, RRset, Zone
 from svc.settings import Settings
-from svc.uow import UnitOfWork
+from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.dns")
 
@@ -42,6 +46,15 @@ def nameserver(ctx: AppContext) -> Nameserver:
     found = ctx.adapters.nameserver
     if found is None:
         raise errors.DnsNotConfigured()
+    return found
+
+
+def resolver(ctx: AppContext) -> Resolver:
+    """The resolver that stands for the public DNS (ownership and delegation checks), never svc's
+    own nameserver unless its zones are trusted (SVC_TRUST_OWN_ZONES)."""
+    found = ctx.adapters.resolver
+    if found is None:  # svc.app sets one at start; a context built without it cannot check
+        raise ServiceUnavailable("No DNS resolver is configured for ownership checks")
     return found
 
 
@@ -117,29 +130,46 @@ def _check_reserved(settings: Settings, name: str) -> None:
                                              f"must not be, contain or be under the service's own name {reserved}")
 
 
+@use_case(Tx.READ_THEN_WRITE)  # a contested name is proven in the public DNS with nothing of the store held
 async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.ZoneDetail:
-    """Idempotent for the org holding the zone; 409 zone_taken when another org holds it or a zone
-    overlapping it (a parent or a child: one nameserver answers for both)."""
+    """Idempotent for the org holding the zone. Another org's zone of that name, or overlapping it
+    (a parent or a child: one nameserver answers for both), is 409 zone_taken while the public DNS
+    delegates it to svc (its holder controls it). Not delegated, it proves nothing of its holder,
+    and the org that proves control of the name in the public DNS takes it over: the TXT record
+    `_svc-verify.<zone>` holding the value svc gives this org (in the 409's details.claim)."""
     nameserver(uow.ctx)
-    session = uow.session
     canonical = records.zone_name(name)
     settings = uow.ctx.settings
     _check_reserved(settings, canonical)
-    await queries.lock_creation(session)
-    existing = await queries.zone_by_name(session, canonical)
-    if existing is not None:
-        if existing.org_id != access.org.id:
-            raise errors.ZoneTaken(details={"name": canonical})
+    held = await _held_elsewhere(uow.session, access, canonical)
+    if held is None:  # the org's own already: unchanged
+        existing = await queries.zone_by_name(uow.session, canonical)
+        assert existing is not None
         return await _detail(uow, existing, ask_nameserver=False)
-    if any(z.org_id != access.org.id for z in await queries.overlapping(session, canonical)):
-        raise errors.ZoneTaken("A zone overlapping this one (a parent or a child) is held by another org",
-                               details={"name": canonical})
+    if held:
+        await _prove_claim(uow, access, canonical, held)
+    else:
+        await uow.close_reads()
+    session = await uow.begin_write()
+    await queries.lock_creation(session)
+    # Again, in the write: what was proven against must still be all there is.
+    now_held = await _held_elsewhere(session, access, canonical)
+    if now_held is None:
+        existing = await queries.zone_by_name(session, canonical)
+        assert existing is not None
+        return await _detail(uow, existing, ask_nameserver=False)
+    if {z.id for z in now_held} - {z.id for z in held}:
+        raise errors.ZoneTaken(details={"name": canonical})
+    for taken in now_held:
+        await _release(uow, taken, to=access)
     # Under the org's lock: a concurrent org deletion sees this zone or runs first.
     await orgs.lock_org(uow, access.org.id)
     now = utcnow()
     ns = nameservers(settings)
     zone = Zone(id=new_id("zone"), org_id=access.org.id, name=canonical, dnssec=DnssecState.off, ds=[],
                 created_at=now, generation=0, synced_generation=0, full_sync_generation=0, sync_due_at=now)
+    if settings.trust_own_zones:  # a local run: svc's own zones count as delegated (docs/dns.md)
+        zone.delegated, zone.delegation_checked_at = True, now
     try:
         async with session.begin_nested():
             session.add(zone)
@@ -153,10 +183,60 @@ async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
               managed_by=ManagedBy.system, updated_at=now),
     ])
     zone_changed(uow, zone)
+    if not settings.trust_own_zones:
+        uow.enqueue(JobKind.dns_delegation, {"zone_id": zone.id}, max_attempts=1)
     await record(session, "dns.zone.create", actor=access.principal.user, org=access.org, target=canonical,
-                 data={"zone": canonical})
+                 data={"zone": canonical, **({"tookOver": len(now_held)} if now_held else {})})
     await session.flush()
     return await _detail(uow, zone, ask_nameserver=False)
+
+
+async def _held_elsewhere(session: StoreSession, access: OrgAccess, canonical: str) -> list[Zone] | None:
+    """Other orgs' zones of this name or overlapping it ([] none); None: the org holds it itself."""
+    existing = await queries.zone_by_name(session, canonical)
+    if existing is not None and existing.org_id == access.org.id:
+        return None
+    others = [z for z in [existing, *await queries.overlapping(session, canonical)]
+              if z is not None and z.org_id != access.org.id]
+    return others
+
+
+async def _prove_claim(uow: UnitOfWork, access: OrgAccess, canonical: str, held: list[Zone]) -> None:
+    """Another org holds the name (or one overlapping it): 409 zone_taken, unless none of those
+    zones is delegated to svc and this org proves control of the name in the public DNS."""
+    wanted = delegation.claim(uow.ctx.keys, access.org.id, canonical)
+    overlap = any(z.name != canonical for z in held)
+    what = "A zone overlapping this one (a parent or a child)" if overlap else "This zone"
+    if any(z.delegated for z in held):
+        raise errors.ZoneTaken(f"{what} is held by another org and delegated to svc's nameservers: if the "
+                               "domain is yours, move its nameservers away first, or ask that org to delete it",
+                               details={"name": canonical})
+    await uow.close_reads()
+    if not await delegation.proven(resolver(uow.ctx), wanted):
+        raise errors.ZoneTaken(
+            f"{what} is held by another org, which has not proven it is theirs: to take it over, publish "
+            f"TXT {wanted.name.rstrip('.')} \"{wanted.value}\" where the domain's DNS is hosted now, then "
+            "create the zone again", details={"name": canonical, "claim": wanted.as_details()})
+
+
+async def _release(uow: UnitOfWork, zone: Zone, *, to: OrgAccess) -> None:
+    """Another org's unproven zone, taken over by an org that proved control of the name: removed
+    (the nameserver stops answering it at its next sync), in the holder's audit trail, and its
+    admins told."""
+    session = uow.session
+    holder = await orgs.org_by_id(uow, zone.org_id)
+    await queries.delete_rrsets(session, zone.id)
+    enqueue_sync(uow, zone.name, zone.id)
+    await session.delete(zone)
+    if holder is not None:
+        await record(session, "dns.zone.delete", actor=None, org=holder, target=zone.name,
+                     data={"zone": zone.name, "reason": "taken over by an org that proved control of the name"})
+        await notifications.claim_released(
+            uow, holder, kind="dns.zone.released",
+            message=f"The zone {zone.name.rstrip('.')} was removed from {holder.slug}: another org proved in the "
+                    f"public DNS that the domain is theirs, and it was never delegated to svc's nameservers.",
+            settings=uow.ctx.settings)
+    await session.flush()
 
 
 async def delete_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> None:
@@ -332,15 +412,60 @@ async def unlink_host(uow: UnitOfWork, org_id: str, host: str) -> bool:
     return await links.unlink(uow, org_id, host)
 
 
-async def hosts_in_org_zones(uow: UnitOfWork, wanted: list[tuple[str, str]]) -> set[str]:
-    """Of (host, org id) pairs, the hosts inside a zone of their org, in one query. The closest zone
-    decides: zones of different orgs never overlap."""
+# --- delegation ---
+
+@use_case(Tx.READ_THEN_WRITE)  # the public DNS is asked with nothing of the store held
+async def check_delegation(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.Zone:
+    """Ask the public DNS now whether it delegates the zone to svc's nameservers (the cycle does it
+    every SVC_DELEGATION_RECHECK_SECONDS)."""
+    nameserver(uow.ctx)
+    zone = await _zone(uow.session, access, name)
+    await uow.close_reads()
+    settings = uow.ctx.settings
+    seen = await delegation.check(resolver(uow.ctx), zone.name, nameservers(settings),
+                                  trusted=settings.trust_own_zones)
+    session = await uow.begin_write()
+    current = await queries.zone_for_update(session, zone.id)
+    if current is None:
+        raise errors.ZoneNotFound(details={"zone": zone.name})
+    delegation.note(current, seen)
+    await session.flush()
+    return schemas.Zone.of(current, nameservers(settings))
+
+
+# --- what the hostnames area asks of DNS ---
+
+@dataclass(frozen=True)
+class Cover:
+    """The zone on svc holding a host, of the host's own org: whether the public DNS delegates it to
+    svc (then it proves the host is the org's), and, when not, why in words."""
+
+    zone: str
+    delegated: bool
+    why_not: str | None
+
+
+async def covering_zones(uow: UnitOfWork, wanted: list[tuple[str, str]]) -> dict[str, Cover]:
+    """Of (host, org id) pairs, the hosts inside a zone of their own org, in one query. The closest
+    zone decides: zones of different orgs never overlap."""
     owners = await queries.zone_owners(uow.session, [name for host, _ in wanted for name in records.enclosing(host)])
-    inside: set[str] = set()
+    covered: dict[str, Cover] = {}
     for host, org_id in wanted:
         for name in records.enclosing(host):
             if name in owners:
-                if owners[name] == org_id:
-                    inside.add(host)
+                owner, delegated, seen = owners[name]
+                if owner == org_id:
+                    covered[host] = Cover(zone=name, delegated=delegated,
+                                          why_not=None if delegated else delegation.not_delegated(name, seen))
                 break
-    return inside
+    return covered
+
+
+def claim(uow: UnitOfWork, org_id: str, name: str) -> delegation.Claim:
+    """The TXT record that proves, in the public DNS, that the org controls `name`."""
+    return delegation.claim(uow.ctx.keys, org_id, name)
+
+
+async def claim_proven(uow: UnitOfWork, wanted: delegation.Claim) -> bool:
+    """Whether the public DNS answers the claim's TXT (call with nothing of the store held)."""
+    return await delegation.proven(resolver(uow.ctx), wanted)

@@ -31,7 +31,7 @@ from svc.settings import Settings
 from svc.uow import UnitOfWork, runs
 from svc.web import render
 from svc.web.deps import ProjectMember, ProjectViewer
-from svc.web.forms import fields, parse, refusable, refusal, refused
+from svc.web.forms import fields, parse, refusal, refused
 from svc.web.routing import page_router
 
 router = page_router()
@@ -114,12 +114,14 @@ async def hostname_status(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
 # --- changes ---
 
 @router.post(HOSTNAMES)
+@runs(service.add_hostname)
 async def add_hostname(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -> Response:
     typed = (await fields(request)).get("name", "")
     try:
         body = parse(schemas.HostnameAdd, {"name": typed})
-        async with refusable(uow):
-            added = await service.add_hostname(uow, p.access, p.project, body.name)
+        # No savepoint: the use case refuses before it writes anything (it reads, asks the public
+        # DNS for a contested name, and only then writes).
+        added = await service.add_hostname(uow, p.access, p.project, body.name)
     except AppError as err:
         # A refused name said next to the field, a taken one too (with what to do next).
         problem = refusal(request, err, fields={"name": "Hostname"}, at={errors.HostnameTaken.code: "name"})

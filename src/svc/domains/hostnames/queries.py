@@ -52,6 +52,16 @@ async def pending(session: StoreSession, limit: int) -> list[Pending]:
     return [Pending(host=h, org_id=o, value=v or "") for h, o, v in rows.all()]
 
 
+async def holder_org(session: StoreSession, host: str) -> str | None:
+    """The org of the project holding `host`, if any."""
+    return await session.scalar(
+        select(Project.org_id).join(Hostname, Hostname.project_id == Project.id).where(Hostname.host == host))
+
+
+async def project_name(session: StoreSession, project_id: str) -> str | None:
+    return await session.scalar(select(Project.name).where(Project.id == project_id))
+
+
 async def pending_one(session: StoreSession, host: str) -> Pending | None:
     row = (await session.execute(
         select(Hostname.host, Project.org_id, Hostname.verification_value)
@@ -61,13 +71,15 @@ async def pending_one(session: StoreSession, host: str) -> Pending | None:
     return Pending(host=row[0], org_id=row[1], value=row[2] or "") if row else None
 
 
-async def record_check(session: StoreSession, host: str, value: str, *, proven: bool, error: str | None,
+async def record_check(session: StoreSession, host: str, value: str, *, proven_by: str | None, error: str | None,
                        at: datetime) -> bool:
     """Write a check's outcome to a row that is still the one checked (pending, same token: not
     removed and added again meanwhile). True when the row turned active."""
+    proven = proven_by is not None
     values: dict[str, object] = {"checked_at": at, "last_error": None if proven else error}
     if proven:
         values["status"] = HostnameStatus.active
+        values["proven_by"] = proven_by
     result = await session.execute(
         update(Hostname).where(Hostname.host == host, Hostname.verification_value == value,
                                Hostname.status == HostnameStatus.pending_dns)

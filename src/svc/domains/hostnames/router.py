@@ -24,6 +24,7 @@ async def list_hostnames(p: ProjectViewer, uow: Uow) -> schemas.HostnameList:
 
 
 @router.post(_BASE, response_model=schemas.Hostname, operation_id="addHostname")
+@runs(service.add_hostname)
 async def add_hostname(body: schemas.HostnameAdd, p: ProjectMember, uow: Uow) -> schemas.Hostname:
     return await service.add_hostname(uow, p.access, p.project, body.name)
 

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 
-from svc.adapters.resolver.port import Resolver
 from svc.auth.roles import OrgAccess
-from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.dns import service as dns
 from svc.domains.hostnames import errors, names, queries, schemas, verify
+from svc.domains.notifications import service as notifications
+from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
-from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.models import Hostname, HostnameKind, HostnameStatus, JobKind, Project
 from svc.settings import Settings
@@ -35,13 +34,6 @@ log = logging.getLogger("svc.hostnames")
 CYCLE_BATCH = 200
 LOOKUPS_AT_ONCE = 8
 VALUE_BYTES = 32
-
-
-def resolver(ctx: AppContext) -> Resolver:
-    found = ctx.adapters.resolver
-    if found is None:  # svc.app sets one at start; a context built without it cannot check
-        raise ServiceUnavailable("No DNS resolver is configured for ownership checks")
-    return found
 
 
 def fallback_origin(settings: Settings) -> str:
@@ -71,43 +63,110 @@ async def _own(uow: UnitOfWork, project: Project, host: str, *, lock: bool = Fal
 
 # --- add and remove ---
 
+# How an active hostname was proven: "zone" and "txt" name the org; a CNAME to the fallback origin
+# any org could point, so another org's stronger proof takes a name proven so over.
+STRONG_PROOFS = frozenset({"zone", "txt"})
+
+
+@use_case(Tx.READ_THEN_WRITE)  # a contested name is proven in the public DNS with nothing of the store held
 async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, name: str) -> schemas.Hostname:
     """A new custom hostname, pending until ownership is proven (a check is enqueued with it, so a
-    name in the org's own zone turns active within seconds). The same name again in the same
-    project: the existing row, unchanged."""
+    name in the org's own delegated zone turns active within seconds). The same name again in the
+    same project: the existing row, unchanged. Another project's of this org, or another org's that
+    it proved (by TXT or its delegated zone): 409 hostname_taken. Another org's that it never proved
+    (pending, or by a CNAME anyone can point): taken over when this org proves the name in the
+    public DNS now (its delegated zone, or TXT _svc-verify.<host> with the value in the 409's
+    details.claim); the other org is told."""
     settings = uow.ctx.settings
     host = names.normalize(name)
     names.check_not_service(settings, host)
-    session = uow.session
-    existing = await queries.by_host(session, host)
+    existing = await queries.by_host(uow.session, host)
+    proven_by: str | None = None
     if existing is not None:
-        return _existing(existing, project, settings)
+        if existing.project_id == project.id:
+            return view(existing, settings)
+        proven_by = await _prove_claim(uow, access, existing)
+    else:
+        await uow.close_reads()
+    session = await uow.begin_write()
+    if existing is not None:
+        # Again, in the write: the row proven against must still be the one there.
+        current = await queries.by_host(session, host, lock=True)
+        if current is not None:
+            if current.project_id != existing.project_id or current.verification_value != existing.verification_value:
+                raise errors.HostnameTaken(details={"host": host})
+            await _release(uow, current)
     row = Hostname(host=host, project_id=project.id, kind=HostnameKind.custom, status=HostnameStatus.pending_dns,
                    verification_value=secrets.token_urlsafe(VALUE_BYTES), last_error=None, created_at=utcnow(),
                    checked_at=None)
+    if proven_by is not None:
+        row.status, row.proven_by, row.checked_at = HostnameStatus.active, proven_by, utcnow()
+        row.verification_value = dns.claim(uow, access.org.id, host).value
     try:
         async with session.begin_nested():
             session.add(row)
             await session.flush()
     except IntegrityError:  # a concurrent add of the same name won
-        existing = await queries.by_host(session, host)
-        if existing is None:
-            raise
-        return _existing(existing, project, settings)
+        raise errors.HostnameTaken(details={"host": host}) from None
     linked = await dns.link_host(uow, access.org.id, host, fallback_origin(settings))
-    uow.enqueue(JobKind.hostname_verify, {"host": host}, max_attempts=1)
-    # The edge answers for it from now on: the pending page, never the project's content.
+    if proven_by is None:
+        uow.enqueue(JobKind.hostname_verify, {"host": host}, max_attempts=1)
+    # The edge answers for it from now on: the pending page (never the project's content), or the
+    # project itself once proven.
     await projects.edge_changed(uow)
     await record(session, "hostname.add", actor=access.principal.user, org=access.org, target=host,
-                 data={"project": project.name, "host": host, "dnsRecord": linked})
+                 data={"project": project.name, "host": host, "dnsRecord": linked,
+                       **({"provenBy": proven_by, "tookOver": True} if proven_by else {})})
     await session.flush()
     return view(row, settings)
 
 
-def _existing(row: Hostname, project: Project, settings: Settings) -> schemas.Hostname:
-    if row.project_id != project.id:
-        raise errors.HostnameTaken("This hostname is used by another project", details={"host": row.host})
-    return view(row, settings)
+async def _prove_claim(uow: UnitOfWork, access: OrgAccess, held: Hostname) -> str:
+    """`held` belongs to another project: 409 hostname_taken unless it is another org's, never
+    strongly proven, and this org proves the name now (its delegated zone; else the claim's TXT,
+    asked of the public DNS with nothing of the store held). Returns how it was proven."""
+    host = held.host
+    holder = await queries.holder_org(uow.session, host)
+    if holder == access.org.id:
+        raise errors.HostnameTaken("This hostname is used by another project of this org", details={"host": host})
+    if held.status == HostnameStatus.active and held.proven_by in STRONG_PROOFS:
+        raise errors.HostnameTaken("This hostname is used by a project of another org, which proved it is theirs",
+                                   details={"host": host})
+    cover = (await dns.covering_zones(uow, [(host, access.org.id)])).get(host)
+    wanted = dns.claim(uow, access.org.id, host)
+    await uow.close_reads()
+    if cover is not None and cover.delegated:
+        return "zone"
+    if await dns.claim_proven(uow, wanted):
+        return "txt"
+    raise errors.HostnameTaken(
+        f"This hostname is claimed by a project of another org, which has not proven it is theirs: to take it "
+        f"over, publish TXT {wanted.name} \"{wanted.value}\" in the domain's DNS, then add it again",
+        details={"host": host, "claim": wanted.as_details()})
+
+
+async def _release(uow: UnitOfWork, row: Hostname) -> None:
+    """Another org's unproven hostname, taken over: removed (with the record svc made for it in that
+    org's zone), in the holder's audit trail, and its admins told. The edge follows the caller's
+    change."""
+    session = uow.session
+    holder_id = await queries.holder_org(session, row.host)
+    project_name = await queries.project_name(session, row.project_id)
+    await session.delete(row)
+    if holder_id is None:
+        return
+    await dns.unlink_host(uow, holder_id, row.host)
+    holder = await orgs.org_by_id(uow, holder_id)
+    if holder is not None:
+        await record(session, "hostname.delete", actor=None, org=holder, target=row.host,
+                     data={"project": project_name, "host": row.host,
+                           "reason": "taken over by an org that proved control of the name"})
+        await notifications.claim_released(
+            uow, holder, kind="hostname.released",
+            message=f"The hostname {row.host} was removed from {project_name}: another org proved in the "
+                    f"public DNS that the name is theirs, and {holder.slug} never had.",
+            settings=uow.ctx.settings)
+    await session.flush()
 
 
 async def delete_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, host: str) -> None:
@@ -143,26 +202,33 @@ class Checked:
 
 async def _check_all(uow: UnitOfWork, items: list[queries.Pending]) -> int:
     """Check pending hostnames (Tx.READ_THEN_WRITE: this reads, gives the store back for the
-    lookups, then writes). Returns how many turned active; the edge follows them."""
+    lookups, then writes). Returns how many turned active; the edge follows them. A name in its
+    org's zone on svc is proven by the zone only once the public DNS delegates it to svc; before,
+    its lastError says so (unless a TXT or CNAME in the public DNS proves it anyway)."""
     ctx = uow.ctx
-    in_zone = await dns.hosts_in_org_zones(uow, [(i.host, i.org_id) for i in items])
+    covers = await dns.covering_zones(uow, [(i.host, i.org_id) for i in items])
     await uow.close_reads()
-    port = resolver(ctx)
+    port = dns.resolver(ctx)
     target = fallback_origin(ctx.settings)
     at_once = asyncio.Semaphore(LOOKUPS_AT_ONCE)
 
     async def one(item: queries.Pending) -> Checked:
-        if item.host in in_zone:
+        cover = covers.get(item.host)
+        if cover is not None and cover.delegated:
             return Checked(item, verify.Check(proven=True, by="zone"))
         async with at_once:
-            return Checked(item, await verify.check_records(port, item.host, item.value, target))
+            check = await verify.check_records(port, item.host, item.value, target)
+        if not check.proven and cover is not None:
+            check = verify.Check(proven=False, error=cover.why_not)
+        return Checked(item, check)
 
     results = await asyncio.gather(*(one(i) for i in items))
     session = await uow.begin_write()
     now = utcnow()
     turned = 0
     for done in results:
-        if await queries.record_check(session, done.item.host, done.item.value, proven=done.check.proven,
+        if await queries.record_check(session, done.item.host, done.item.value,
+                                      proven_by=done.check.by if done.check.proven else None,
                                       error=done.check.error, at=now):
             turned += 1
             log.info("hostname %s is active (ownership proven by %s)", done.item.host, done.check.by)

@@ -45,3 +45,16 @@ async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int,
     for address in await queries.admin_addresses(session, org.id):
         queue_mail(uow, address, subject, body, notification_id=row.id)
     return row
+
+
+async def claim_released(uow: UnitOfWork, org: Org, *, kind: str, message: str, settings: Settings) -> Notification:
+    """An org lost a claim it never proved (a zone, a hostname) to an org that proved the name is
+    theirs: recorded in the caller's transaction, with one mail to each admin who has an address."""
+    session = uow.session
+    row = notify(session, org_id=org.id, kind=kind, message=message)
+    await session.flush()
+    subject = f"{org.name}: a name was taken over on {settings.service_name}"
+    body = f"{message}\n\nThis message went to the admins of {org.slug}.\n"
+    for address in await queries.admin_addresses(session, org.id):
+        queue_mail(uow, address, subject, body, notification_id=row.id)
+    return row

@@ -198,3 +198,7 @@ async def role_in(uow: UnitOfWork, org_id: str, user_id: str) -> str | None:
 
 async def membership(uow: UnitOfWork, org_id: str, user_id: str) -> Membership | None:
     return await queries.membership(uow.session, org_id, user_id)
+
+
+async def org_by_id(uow: UnitOfWork, org_id: str) -> Org | None:
+    return await uow.session.get(Org, org_id)

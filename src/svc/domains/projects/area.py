@@ -19,8 +19,8 @@ AREA = Area(
          NavLink(Place.project, "Settings", "/settings", order=90)),
     hints={
         "op_in_flight": "The project is being deleted; wait until that finishes.",
-        "hostname_taken": "A hostname serves one project on this svc: remove it from the project that has it "
-                          "first, or add another name.",
+        "hostname_taken": "A hostname serves one project on this svc: remove it from the other project first, "
+                          "or, if another org holds it without proof, prove the name is yours as said above.",
     },
     holdings=(OrgHolding("projects", Project, Project.name),),
 )
