@@ -54,7 +54,6 @@ def _print_records(c: Console, hostname: dict[str, Any]) -> None:
     """The records to create at the host's DNS provider, as a table to copy from."""
     c.print(f"To connect {hostname.get('host')}, create one of these records at its DNS provider:")
     c.print(output.table(["TYPE", "NAME", "VALUE"], records(hostname)))
-    c.print("A name in one of this org's zones on svc needs neither: it is proven at once.")
 
 
 def _status_line(hostname: dict[str, Any]) -> str:
