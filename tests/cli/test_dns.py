@@ -64,7 +64,7 @@ async def test_zone_create_list_delete(me: Cli, pdns: Pdns, zone: str) -> None:
         ("@", "SOA", "system"), ("@", "NS", "system")}
 
     listed = me.ok("dns", "zones", "list")
-    row = rf"^{re.escape(zone)}\s+off\s+0\s+ns1.svc.test, ns2.svc.test\s"
+    row = rf"^{re.escape(zone)}\s+yes\s+off\s+0\s+ns1.svc.test, ns2.svc.test\s"
     assert re.search(row, listed.out, re.MULTILINE), listed.out
     assert [z["name"] for z in me.ok("dns", "zones", "list", "--json").json()["zones"]] == [f"{zone}."]
 
@@ -204,7 +204,7 @@ async def test_dnssec_on_ds_off(me: Cli, pdns: Pdns, zone: str) -> None:
     shown = me.ok("dns", "dnssec", "ds", zone, "--json").json()
     assert shown["dnssec"] == "ds_pending" and shown["ds"] == computed == shown["dsRecords"]
     listed = me.ok("dns", "zones", "list").out
-    assert re.search(rf"^{re.escape(zone)}\s+ds_pending\s+1\s", listed, re.MULTILINE), listed
+    assert re.search(rf"^{re.escape(zone)}\s+yes\s+ds_pending\s+1\s", listed, re.MULTILINE), listed
     me.fails("bad_request", "dns", "dnssec", "ds", zone, "not a ds record")
     cleared = me.ok("dns", "dnssec", "ds", zone, "--clear", "--json").json()
     assert cleared["dnssec"] == "signing" and cleared["ds"] == []
@@ -270,3 +270,14 @@ def test_every_printed_command_works_when_pasted(me: Cli, zone: str) -> None:
     assert ds_line is not None, waited.out
     recorded = me.ok(*[ds_line.group(0) if w == "<DS>" else w for w in record])
     assert "Recorded 1 DS record" in recorded.out
+
+
+def test_zones_check_and_list_say_the_delegation(me: Cli, zone: str) -> None:
+    """This server trusts its own PowerDNS as the public DNS (a local run): a zone is delegated."""
+    me.ok("dns", "zones", "create", zone)
+    checked = me.ok("dns", "zones", "check", zone)
+    assert f"{zone} is delegated to svc's nameservers" in checked.out
+    assert me.ok("dns", "zones", "check", zone, "--json").json()["delegated"] is True
+    listed = me.ok("dns", "zones", "list", env=me.env(COLUMNS="160")).out
+    assert re.search(rf"^{re.escape(zone)}\s+yes\s", listed, re.MULTILINE) and "DELEGATED" in listed, listed
+    me.fails("not_found", "dns", "zones", "check", "nothere.example")

@@ -93,3 +93,18 @@ def test_a_bad_setting_stops_the_start_in_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in output
         lines = _error_lines(output)
         assert len(lines) == 1 and variable in lines[0] and said in lines[0], output
+
+
+def test_asking_its_own_nameserver_for_proof_is_refused(tmp_path: Path) -> None:
+    """Without SVC_TRUST_OWN_ZONES, svc's own answers never prove a name: a resolver setting that
+    names its own PowerDNS stops the start, in one line saying what to do."""
+    if find_binary("pdns_server") is None:
+        pytest.skip("PowerDNS is not installed (make test installs it)")
+    api_port = free_port()
+    env = _env(tmp_path / "data", api_port)
+    env |= {"SVC_TRUST_OWN_ZONES": "false", "SVC_DNS_RESOLVER": f"127.0.0.1:{env['SVC_DNS_PORT']}"}
+    done = _run_until_exit(_serve(tmp_path / "data", api_port, free_port()), env)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output, output
+    lines = _error_lines(output)
+    assert len(lines) == 1 and "SVC_DNS_RESOLVER" in lines[0] and "SVC_TRUST_OWN_ZONES" in lines[0], output

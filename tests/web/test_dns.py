@@ -127,6 +127,11 @@ async def test_zone_records_dnssec_and_delete(server: Server, contexts, http, ns
         await expect(row.get_by_role("button", name=re.compile("Edit|Delete"))).to_have_count(0)
     await expect(_row(page, "@", "NS")).to_contain_text("ns1.svc.localhost.")
     await expect(page.locator(".dnssec-state")).to_contain_text("Off: the nameserver answers without signatures.")
+    # The delegation, as this server (a local run: its own PowerDNS trusted) sees it; checked on request.
+    delegation = page.locator("section.delegation")
+    await expect(delegation.locator(".badge")).to_have_text("Delegated")
+    await delegation.get_by_role("button", name="Check now").click()
+    await expect(page.get_by_role("status").first).to_contain_text(f"{ZONE} is delegated to svc's nameservers.")
     await look(page, "dns-zone-new")
 
     # An A record, added with the form and answered by the nameserver.
@@ -186,7 +191,7 @@ async def test_zone_records_dnssec_and_delete(server: Server, contexts, http, ns
     await page.locator("#add-ttl").fill("3600")
     await page.get_by_role("button", name="Save record set").click()
     await expect(adding.get_by_role("alert")).to_contain_text("A CNAME cannot share its name with other records (A)")
-    await expect(adding.get_by_role("alert")).to_contain_text("Delete the other records at that name first")
+    await expect(adding.get_by_role("alert")).to_contain_text("delete the other records at that name first")
     await expect(page.get_by_label("Name", exact=True)).to_have_value("www")
     await expect(page.get_by_label("Type", exact=True)).to_have_value("CNAME")
     await look(page, "dns-add-refused")

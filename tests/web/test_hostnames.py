@@ -220,8 +220,9 @@ async def test_add_prove_by_txt_and_cname_then_serve_and_remove(server: Server, 
     assert r.status_code == 200, r.text
     await field.fill(f"api.{zone}")
     await page.get_by_role("button", name="Add hostname").click()
-    await expect(error).to_contain_text("This hostname is used by another project.")
-    await expect(error).to_contain_text("remove it from the project that has it first")
+    # Another org holds it unproven: the record that proves it is this org's, said next to the field.
+    await expect(error).to_contain_text("This hostname is claimed by a project of another org, which has not proven")
+    await expect(error).to_contain_text("publish TXT _svc-verify.")
 
     # Removed, after the confirmation: the card goes, and the edge no longer serves the project there.
     page.once("dialog", _accept)

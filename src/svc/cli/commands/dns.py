@@ -195,13 +195,41 @@ def list_zones(ctx: typer.Context, org: OrgOption = None, as_json: JsonFlag = Fa
         data = api.get(_zones_path(slug))
 
     def render(c: Console) -> None:
-        rows = ([shown(z.get("name")), z.get("dnssec"), len(z.get("ds") or []),
+        rows = ([shown(z.get("name")), _delegated(z), z.get("dnssec"), len(z.get("ds") or []),
                  ", ".join(shown(n) for n in z.get("nameservers") or []), output.when(z.get("createdAt"))]
                 for z in data.get("zones") or [])
-        c.print(output.table(["ZONE", "DNSSEC", "DS RECORDED", "NAMESERVERS", "CREATED"], rows,
+        c.print(output.table(["ZONE", "DELEGATED", "DNSSEC", "DS RECORDED", "NAMESERVERS", "CREATED"], rows,
                              empty=f"No DNS zones in {slug}.", shrink={"NAMESERVERS": 16}, optional=["DS RECORDED"]))
 
     output.emit(as_json, data, render)
+
+
+def _delegated(zone: dict[str, Any]) -> str:
+    return {True: "yes", False: "no"}.get(zone.get("delegated"), "not checked")  # type: ignore[arg-type]
+
+
+def _delegation_line(zone: dict[str, Any]) -> str:
+    name = shown(zone.get("name"))
+    if zone.get("delegated"):
+        return f"{name} is delegated to svc's nameservers: its records are the public DNS's answers."
+    seen = zone.get("delegationSeen")
+    if zone.get("delegated") is None:
+        return f"{name}: the public DNS has not been asked yet whether it delegates the zone to svc."
+    return (f"{name} is not delegated to svc's nameservers yet{': ' + seen if seen else ''}. Until it is, the zone "
+            "proves no name in it is yours.")
+
+
+@zones_app.command("check")
+def check_zone(ctx: typer.Context, zone: ZoneArg, org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """Ask the public DNS now whether it delegates the zone to svc's nameservers (members; svc also
+    checks by itself every few minutes)."""
+    with Api.for_context(ctx) as api, explained():
+        slug = _org(api, org)
+        data = api.post(f"{_zone_path(slug, zone)}/delegation")
+    output.emit_line(as_json, data, _delegation_line(data))
+    if not as_json and not data.get("delegated"):
+        output.say("Set the nameservers (NS) at your registrar to: " +
+                   ", ".join(shown(n) for n in data.get("nameservers") or []))
 
 
 @zones_app.command("create")
@@ -223,6 +251,9 @@ def create_zone(ctx: typer.Context,
     output.say(f"To delegate it, set the nameservers (NS) of {zone_name} at your registrar to:")
     for ns in zone.get("nameservers") or []:
         output.say(f"  {shown(ns)}")
+    if not zone.get("delegated"):
+        output.say("Until then the zone proves no name in it is yours; svc checks the public DNS every few minutes, "
+                   f"or now with: {_command(slug, 'zones', 'check', zone_name)}")
     output.say(f"Add records with: {_command(slug, 'records', 'set', zone_name, 'www', 'A', '192.0.2.1')}")
 
 

@@ -184,7 +184,7 @@ async def zones_page(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) ->
         listed = await service.list_zones(uow, access)
     except errors.DnsNotConfigured:
         return await _dns_off(request, ctx)
-    zones = [{"name": _bare(z.name), "unicode": unicode_spelling(z.name), "dnssec": z.dnssec,
+    zones = [{"name": _bare(z.name), "unicode": unicode_spelling(z.name), "dnssec": z.dnssec, "delegated": z.delegated,
               "created_at": z.created_at, "url": _zone_url(access.org.slug, z.name)} for z in listed.zones]
     return await render.render(request, "dns/zones.html", title="DNS", zones=zones, role=access.role.value,
                                is_admin=access.role == Role.admin, nameservers=service.nameservers(ctx.settings))
@@ -207,6 +207,16 @@ async def zone_page(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx, zon
         return await _zone_page(request, access, uow, zone, q=q)
     except errors.DnsNotConfigured:
         return await _dns_off(request, ctx)
+
+
+@router.post(ZONE + "/delegation")
+@runs(service.check_delegation)
+async def check_delegation(request: Request, access: OrgMember, uow: Uow, zone: ZonePath) -> Response:
+    checked = await service.check_delegation(uow, access, zone)
+    said = (f"{_bare(checked.name)} is delegated to svc's nameservers." if checked.delegated else
+            f"{_bare(checked.name)} is not delegated to svc's nameservers yet"
+            + (f": {checked.delegation_seen}." if checked.delegation_seen else "."))
+    return render.redirect(request, _zone_url(access.org.slug, checked.name), flash=said)
 
 
 @router.post(ZONE + "/delete")

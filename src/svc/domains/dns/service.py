@@ -269,10 +269,12 @@ async def _check_coexistence(session: StoreSession, zone: Zone, name: str, rtype
     apex) holds only NS, and below it only glue (A, AAAA): anything else would never be served.
     `others`: the types `name` holds besides `rtype`; `cuts`: the zone's delegated names."""
     if rtype == "CNAME" and others:
-        raise errors.CnameConflict(f"A CNAME cannot share its name with other records ({', '.join(sorted(others))})",
+        raise errors.CnameConflict(f"A CNAME cannot share its name with other records ({', '.join(sorted(others))}): "
+                                   "delete the other records at that name first, or give the CNAME a name of its own",
                                    details={"name": records.relative(name, zone.name), "types": sorted(others)})
     if "CNAME" in others:
-        raise errors.CnameConflict("This name holds a CNAME, which cannot share its name with other records",
+        raise errors.CnameConflict("This name holds a CNAME, which cannot share its name with other records: delete "
+                                   "the CNAME first, or use another name",
                                    details={"name": records.relative(name, zone.name), "types": ["CNAME"]})
     if rtype == "NS":
         if others:
