@@ -8,6 +8,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 EDGE_PORT ?= 8081
 export SVC_PUBLIC_URL ?= http://localhost:$(PORT)
+# pytest-xdist workers for `make unit`: one per core of the 2-core machines it runs on.
+TEST_WORKERS ?= 2
 
 .PHONY: setup run test lint types unit bench clean
 
@@ -34,8 +36,9 @@ lint: setup
 types: setup
 	$(BIN)/mypy
 
+# The browser tests go to one worker together (xdist_group "browser", tests/conftest.py).
 unit: setup
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test: lint types unit
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,8 +12,32 @@ from svc.app import default_adapters
 from svc.settings import Settings
 from tests.support import stores
 from tests.support.api import Svc, running_svc
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.pdns import Pdns, clear_zones, running_pdns
 from tests.support.smtp import SmtpSink, running_smtp_svc
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser
+
+# The browser tests, with the rest of their modules (which share those modules' servers), run on one
+# xdist worker (`make unit`: --dist loadgroup): one Chromium and one of each server, not one per worker.
+BROWSER_TESTS = ("tests/web/", "tests/access/test_browser.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """loadgroup, with the group decided here from the test's path: xdist 3.8 marks a test's group
+    by rewriting its node id, which pytest 9.2's node ids no longer take (pytest-xdist issue 1386),
+    so `xdist_group` marks are lost. Every other test is a unit of its own, as with --dist load."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "browser" if nodeid.startswith(BROWSER_TESTS) else nodeid
+
+    return BrowserGroup(config, log)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -21,8 +46,11 @@ def store(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def database_url(store: str) -> AsyncIterator[str | None]:
+async def database_url(store: str, tmp_path: Path) -> AsyncIterator[str | None]:
+    """None for SQLite, whose migrated store is then waiting in the test's data dir (tmp_path/data,
+    where `settings` and the areas' own settings fixtures put it)."""
     if store == "sqlite":
+        await stores.new_sqlite_store(tmp_path / "data")
         yield None
         return
     url = await stores.new_pg_database()
@@ -45,9 +73,23 @@ async def svc(settings: Settings) -> AsyncIterator[Svc]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-async def _drop_pg_template() -> AsyncIterator[None]:
+async def _drop_templates() -> AsyncIterator[None]:
     yield
     await stores.drop_template()
+    stores.drop_sqlite_template()
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """Headless Chromium (Debian's), one per test process; each test opens contexts of its own."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        launched = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield launched
+        finally:
+            await launched.close()
 
 
 @pytest.fixture
@@ -99,3 +141,4 @@ async def dns_svc(dns_settings: Settings, pdns: Pdns) -> AsyncIterator[Svc]:
     adapters.nameserver = pdns.nameserver
     async with running_svc(dns_settings, adapters) as running:
         yield running
+

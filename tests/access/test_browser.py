@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from svc.supervisor import find_binary
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser import CHROMIUM
 from tests.support.bundles import site as bundle
 from tests.support.serve import Server, svc_serve
 
@@ -99,17 +99,6 @@ async def deployed_site(server: Server, http: httpx.AsyncClient, owner: str) -> 
                         headers={**auth, "content-type": "application/gzip"})
     assert r.status_code == 201, r.text
     return World(server=server, http=http, owner=owner, token=token, host=host)
-
-
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    assert async_playwright is not None
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            await b.close()
 
 
 async def _new_page(browser: Browser) -> Page:

@@ -6,17 +6,27 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from svc import __version__
 from svc.openapi import openapi_30
 from tests.support.api import Svc, assert_error
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, HAVE_CHROMIUM
+from tests.support.browser import HAVE_CHROMIUM
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser
 
 HTML = {"accept": "text/html"}
 # What a URL's ending says its answer must be.
 CONTENT_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".json": "application/json"}
+
+
+@pytest.fixture
+def store() -> str:
+    """The docs page and the OpenAPI document do not depend on the store: on one state store."""
+    return "sqlite"
 
 
 LOADED = {("script", "src"), ("link", "href"), ("img", "src"), ("iframe", "src")}
@@ -147,32 +157,31 @@ async def test_a_json_client_gets_the_front_page_as_json(svc: Svc) -> None:
 
 
 @pytest.mark.skipif(not HAVE_CHROMIUM, reason="Debian's chromium is not installed (make test installs it)")
-async def test_the_docs_render_in_a_browser_without_other_hosts(tmp_path: Path) -> None:
+async def test_the_docs_render_in_a_browser_without_other_hosts(tmp_path: Path, browser: Browser) -> None:
     """Every request the page makes goes to svc; the operations show; the page's policy blocks nothing."""
-    from playwright.async_api import async_playwright, expect
+    from playwright.async_api import expect
 
     from tests.cli.conftest import running_server
 
     with running_server(tmp_path) as url:
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            try:
-                page = await browser.new_page()
-                page.set_default_timeout(20_000)
-                requested: list[str] = []
-                problems: list[str] = []
-                page.on("request", lambda req: requested.append(req.url))
-                page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
-                page.on("pageerror", lambda exc: problems.append(str(exc)))
-                await page.goto(f"{url}/v1/docs")
-                await expect(page.locator(".swagger-ui .info .title")).to_contain_text("svc control API")
-                await expect(page.locator(".opblock").first).to_be_visible()
-                assert await page.locator(".opblock").count() > 20
-                # Open one operation: its details render from the same document.
-                await page.locator(".opblock-summary").first.click()
-                await expect(page.locator(".opblock-body").first).to_be_visible()
-                assert requested and all(u.startswith(url + "/") for u in requested), requested
-                assert f"{url}/v1/docs/openapi.json" in requested
-                assert not problems, problems
-            finally:
-                await browser.close()
+        context = await browser.new_context()
+        try:
+            page = await context.new_page()
+            page.set_default_timeout(20_000)
+            requested: list[str] = []
+            problems: list[str] = []
+            page.on("request", lambda req: requested.append(req.url))
+            page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+            page.on("pageerror", lambda exc: problems.append(str(exc)))
+            await page.goto(f"{url}/v1/docs")
+            await expect(page.locator(".swagger-ui .info .title")).to_contain_text("svc control API")
+            await expect(page.locator(".opblock").first).to_be_visible()
+            assert await page.locator(".opblock").count() > 20
+            # Open one operation: its details render from the same document.
+            await page.locator(".opblock-summary").first.click()
+            await expect(page.locator(".opblock-body").first).to_be_visible()
+            assert requested and all(u.startswith(url + "/") for u in requested), requested
+            assert f"{url}/v1/docs/openapi.json" in requested
+            assert not problems, problems
+        finally:
+            await context.close()

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 
 from svc.errors import PATTERN_WORDS, validation_entry
 from svc.kit.names import SLUG_PATTERN
@@ -20,6 +21,12 @@ LEAKS = ("Value error", "Input should", "String should", "pydantic", "Field requ
 SLUG_RULE = "must be 3-32 characters: lowercase letters, digits and inner hyphens"
 NAME_RULE = "must be 1-32 characters: lowercase letters, digits and inner hyphens"
 SECRET = "hunter2-correct-horse"  # a value that must never come back in an error
+
+
+@pytest.fixture
+def store() -> str:
+    """Validation answers before anything reaches the store: on one state store."""
+    return "sqlite"
 
 
 def check_envelope(r: httpx.Response) -> tuple[str, list[dict[str, Any]]]:

@@ -1,7 +1,14 @@
-"""The `svc` client against a real `svc serve`: both run as subprocesses, exactly as a user runs them."""
+"""The `svc` client against a real `svc serve` (a subprocess, exactly as an operator runs it).
+
+The client runs in the test's process (`Cli`, run_in_process): the console script's own entry point
+with the person's environment, arguments, standard input and working directory, its output and exit
+code captured; a subprocess would add a Python start-up to each of the suite's hundreds of commands.
+The tests of what only a real process shows (start-up, --help, the browser login, a terminal, one
+deploy from end to end) run `svc` as a subprocess (`Cli.process`, run_process)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -18,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
+from svc.cli.main import main as svc_main
 from tests.support.pdns import free_dns_port
 
 BIN = Path(sys.executable).parent
@@ -115,8 +123,47 @@ class Result:
         return line.rsplit("(", 1)[1][:-1]
 
 
+def run_process(args: list[str], env: dict[str, str], input: str = "", cwd: Path | None = None) -> Result:
+    """`svc ARGS` as a subprocess."""
+    p = subprocess.run([SVC, *args], env=env, input=input, cwd=cwd, capture_output=True, text=True, timeout=120)
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def run_in_process(args: list[str], env: dict[str, str], input: str = "", cwd: Path | None = None) -> Result:
+    """`svc ARGS` in this process, through the console script's entry point (svc.cli.main.main),
+    with exactly `env` as the environment, `input` on a piped standard input, `cwd` as the working
+    directory; what it writes and its exit code, as run_process gives them. Not thread-safe (it
+    swaps the process's streams and environment): the CLI tests are synchronous."""
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    # Kept until the values are read: a text wrapper closes its buffer when it goes.
+    out = io.TextIOWrapper(stdout, encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(stderr, encoding="utf-8", write_through=True)
+    code = 0
+    with pytest.MonkeyPatch.context() as mp:
+        for name in set(os.environ) - set(env):
+            mp.delenv(name)
+        for name, value in env.items():
+            mp.setenv(name, value)
+        if cwd is not None:
+            mp.chdir(cwd)
+        mp.setattr(sys, "argv", [SVC, *args])
+        mp.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(input.encode()), encoding="utf-8"))
+        mp.setattr(sys, "stdout", out)
+        mp.setattr(sys, "stderr", err)
+        try:
+            svc_main()
+        except SystemExit as exc:  # as the interpreter turns it into an exit status
+            if isinstance(exc.code, str):
+                err.write(exc.code + "\n")
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        out.flush()
+        err.flush()
+    return Result(code, stdout.getvalue().decode(), stderr.getvalue().decode())
+
+
 class Cli:
-    """One person's `svc`: their own HOME and config dir (credential store), talking to `api_url`."""
+    """One person's `svc`: their own HOME and config dir (credential store), talking to `api_url`.
+    Calling it runs `svc` in-process; `process()` runs it as a subprocess."""
 
     def __init__(self, api_url: str, home: Path) -> None:
         self.api_url = api_url
@@ -128,19 +175,23 @@ class Cli:
         return clean_env() | {"HOME": str(self.home), "XDG_CONFIG_HOME": str(self.config_home),
                               "SVC_API_URL": self.api_url} | extra
 
-    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
-        p = subprocess.run([SVC, *args], env=env or self.env(), input=input if input is not None else "",
-                           capture_output=True, text=True, timeout=120)
-        return Result(p.returncode, p.stdout, p.stderr)
+    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> Result:
+        return run_in_process(list(args), env or self.env(), input or "", cwd)
 
-    def ok(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
-        r = self(*args, input=input, env=env)
+    def process(self, *args: str, input: str | None = None, env: dict[str, str] | None = None,
+                cwd: Path | None = None) -> Result:
+        return run_process(list(args), env or self.env(), input or "", cwd)
+
+    def ok(self, *args: str, input: str | None = None, env: dict[str, str] | None = None,
+           cwd: Path | None = None) -> Result:
+        r = self(*args, input=input, env=env, cwd=cwd)
         assert r.code == 0, f"svc {' '.join(args)} -> {r.code}\n{r.out}\n{r.err}"
         return r
 
     def fails(self, code: str, *args: str, exit_code: int = 1, input: str | None = None,
-              env: dict[str, str] | None = None) -> Result:
-        r = self(*args, input=input, env=env)
+              env: dict[str, str] | None = None, cwd: Path | None = None) -> Result:
+        r = self(*args, input=input, env=env, cwd=cwd)
         assert r.code == exit_code, f"svc {' '.join(args)} -> {r.code}\n{r.out}\n{r.err}"
         assert r.error_code() == code, r.err
         assert r.out == "", r.out

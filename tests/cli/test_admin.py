@@ -3,16 +3,13 @@ provider), against the same store a running `svc serve` uses; the limits follow 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from tests.cli.conftest import SVC, Cli, Result, clean_env, running_server
+from tests.cli.conftest import Cli, Result, clean_env, run_in_process, running_server
 
 
 def _admin(data_dir: Path, *args: str) -> Result:
-    p = subprocess.run([SVC, "admin", *args], env=clean_env() | {"SVC_DATA_DIR": str(data_dir)},
-                       capture_output=True, text=True, timeout=120)
-    return Result(p.returncode, p.stdout, p.stderr)
+    return run_in_process(["admin", *args], clean_env() | {"SVC_DATA_DIR": str(data_dir)})
 
 
 def test_an_operator_moves_an_org_to_pro_and_back(tmp_path: Path) -> None:

@@ -193,7 +193,9 @@ def test_login_opens_the_browser_and_keeps_stdout_for_the_json(idp: Idp, tmp_pat
     launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).parent / "fake_browser.py"}" "$1"\n')
     launcher.chmod(0o755)
     cli = Cli(idp.api_url, tmp_path / "home")
-    r = cli.ok("login", "--json", "--timeout", "60", env=cli.env(BROWSER=str(launcher)))
+    # A real process: the launcher is a child of `svc` and writes to the file descriptors it inherits.
+    r = cli.process("login", "--json", "--timeout", "60", env=cli.env(BROWSER=str(launcher)))
+    assert r.code == 0, r.err
     shown = json.loads(r.out)
     assert shown["subject"] == "1001" and shown["apiUrl"] == idp.api_url
     assert "Opening in existing browser session." in r.err

@@ -13,7 +13,7 @@ from pathlib import Path
 from svc.cli import bundle
 from tests.cli.conftest import Cli, uniq
 from tests.cli.fake_http import FakeHttp
-from tests.cli.test_projects_deploy import _edge_get, _git, _run_in, _signed_in
+from tests.cli.test_projects_deploy import _edge_get, _git, _signed_in
 
 
 def _site(root: Path) -> Path:
@@ -34,38 +34,34 @@ def test_deploy_a_folder_without_svc_json_from_anywhere(cli: Cli, tmp_path: Path
     elsewhere.mkdir()
     (elsewhere / "svc.json").write_text('{"project": "not-this-one", "org": "not-this-org"}')
 
-    p = _run_in(cli, elsewhere, "deploy", "../my site", "--project", "bare", "--json")
-    assert p.returncode == 0, p.stderr
-    dep = json.loads(p.stdout)
+    p = cli.ok("deploy", "../my site", "--project", "bare", "--json", cwd=elsewhere)
+    dep = p.json()
     assert dep["version"] == 1 and dep["url"].startswith("http://bare-")
-    assert "has no svc.json: the bundle gets an empty one ({})" in p.stderr
+    assert "has no svc.json: the bundle gets an empty one ({})" in p.err
     assert sorted(p.name for p in site.rglob("*")) == before  # nothing was written into the folder
     assert _edge_get(dep["url"], "/").text == "<h1>no manifest</h1>"
     assert _edge_get(dep["url"], "/about/").text == "<h1>about</h1>"
     assert _edge_get(dep["url"], "/svc.json").status_code == 404
 
     # From inside the folder, DIR defaults to it; the same tree packs to the same bundle.
-    p = _run_in(cli, site, "deploy", "-p", "bare", "--json")
-    assert p.returncode == 0, p.stderr
-    again = json.loads(p.stdout)
+    again = cli.ok("deploy", "-p", "bare", "--json", cwd=site).json()
     assert again["version"] == 2 and again["digest"] == dep["digest"]
 
     # --org goes with it, still without any svc.json.
     team = uniq("bareteam")
     cli.ok("orgs", "create", team)
-    p = _run_in(cli, elsewhere, "deploy", str(site), "--project", "web", "--org", team, "--json")
-    assert p.returncode == 0, p.stderr
+    cli.ok("deploy", str(site), "--project", "web", "--org", team, "--json", cwd=elsewhere)
     assert [x["name"] for x in cli.ok("projects", "list", "--org", team, "--json").json()["projects"]] == ["web"]
 
 
 def test_without_project_or_svc_json_deploy_says_what_it_needs(cli: Cli, tmp_path: Path) -> None:
     _signed_in(cli, "which")
     site = _site(tmp_path / "site")
-    p = _run_in(cli, site, "deploy")
-    assert p.returncode == 1 and p.stdout == ""
-    assert p.stderr.startswith("error: Which project? This folder has no svc.json to name it, and no --project "
-                               "was given (no_project)\nhint: run `svc deploy --project NAME`")
-    assert 'add svc.json with {"project": "NAME"}' in p.stderr
+    p = cli("deploy", cwd=site)
+    assert p.code == 1 and p.out == ""
+    assert p.err.startswith("error: Which project? This folder has no svc.json to name it, and no --project "
+                         "was given (no_project)\nhint: run `svc deploy --project NAME`")
+    assert 'add svc.json with {"project": "NAME"}' in p.err
     assert cli.ok("projects", "list", "--json").json() == {"projects": []}
 
 

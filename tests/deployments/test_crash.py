@@ -55,7 +55,7 @@ def _partials(data_dir: Path) -> list[str]:
 
 
 async def test_kill_9_mid_upload_leaves_no_row_and_no_partial_file(settings: Settings, tmp_path: Path) -> None:
-    settings.data_dir.mkdir(parents=True)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
     proc, port_file = _start(settings, tmp_path)
     log = tmp_path / "server.log"
     try:

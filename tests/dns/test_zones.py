@@ -1,19 +1,20 @@
-"""DNS zones over the API (both stores), converged to a real PowerDNS by the dns.sync jobs; what
-the nameserver answers is asked over DNS with dnspython (tests/support/pdns.py)."""
+"""DNS zones over the API (both stores), converged to a real PowerDNS by the dns.sync jobs and the
+dns.reconcile cycle that svc's own worker runs; what the nameserver answers is asked over DNS with
+dnspython (tests/support/pdns.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import dns.rdatatype
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from svc.domains.dns import jobs
-from svc.jobs.registry import JobRun
-from svc.models import AuditEvent, Job, JobStatus, Zone
-from svc.uow import Tx, unit_of_work
+from svc.adapters.nameserver.port import RRsetData
+from svc.kit.clock import utcnow
+from svc.models import AuditEvent, Cycle, Job, JobKind, JobStatus, Zone
 from tests.support.api import Svc, assert_error
 from tests.support.pdns import NAMESERVERS, Pdns
 from tests.support.team import Team, make_team
@@ -28,12 +29,13 @@ async def _team(svc: Svc) -> Team:
     return await make_team(svc, other_org=True)
 
 
-async def _until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    for _ in range(400):
-        if await check():
-            return
+async def _until(check: Callable[[], Awaitable[bool]], what: str, seconds: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.025)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def _answers(pdns: Pdns, name: str, rtype: str, want: list[str]) -> None:
@@ -44,20 +46,36 @@ async def _answers(pdns: Pdns, name: str, rtype: str, want: list[str]) -> None:
 
 async def _settled(svc: Svc) -> None:
     """No dns.sync job queued or running."""
-    for _ in range(400):
+    async def idle() -> bool:
         async with svc.ctx.db.transaction(write=False) as s:
-            busy = (await s.scalars(select(Job.id).where(Job.kind == "dns.sync", Job.status.in_(
+            busy = (await s.scalars(select(Job.id).where(Job.kind == JobKind.dns_sync, Job.status.in_(
                 [JobStatus.queued, JobStatus.running])))).first()
-        if busy is None:
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError("dns.sync jobs did not finish")
+        return busy is None
+    await _until(idle, "dns.sync jobs to finish")
 
 
-async def _reconcile(svc: Svc) -> None:
-    async with unit_of_work(svc.ctx, Tx.READ_THEN_WRITE) as uow:
-        await jobs.reconcile(JobRun(ctx=svc.ctx, job_id="t", kind="dns.reconcile", payload={}, attempt=1,
-                                    max_attempts=1, uow=uow))
+async def _reconciles_ran(svc: Svc) -> list[Job]:
+    async with svc.ctx.db.transaction(write=False) as s:
+        return list((await s.scalars(select(Job).where(
+            Job.kind == JobKind.dns_reconcile, Job.status.in_([JobStatus.done, JobStatus.failed])))).all())
+
+
+async def _reconcile_cycle(svc: Svc) -> None:
+    """The registered dns.reconcile cycle comes due (as if its interval had passed) and svc's own
+    worker runs it; returns once that run has finished, and it succeeded."""
+    async def cycle_known() -> bool:  # made by the worker's first round
+        async with svc.ctx.db.transaction(write=False) as s:
+            return await s.get(Cycle, JobKind.dns_reconcile) is not None
+    await _until(cycle_known, "the dns.reconcile cycle to be registered")
+    before = {j.id for j in await _reconciles_ran(svc)}
+    async with svc.ctx.db.transaction() as s:
+        await s.execute(update(Cycle).where(Cycle.name == JobKind.dns_reconcile)
+                        .values(next_run_at=utcnow() - timedelta(seconds=1)))
+
+    async def ran() -> bool:
+        return any(j.id not in before for j in await _reconciles_ran(svc))
+    await _until(ran, "the reconcile cycle to run")
+    assert all(j.status == JobStatus.done for j in await _reconciles_ran(svc) if j.id not in before)
 
 
 async def _actions(svc: Svc) -> list[str]:
@@ -268,7 +286,7 @@ async def _serial(pdns: Pdns) -> int:
     return int((await pdns.query("example.com.", "SOA")).answer[0][0].serial)
 
 
-async def test_outage_delays_but_loses_nothing_and_reconcile_repairs(dns_svc: Svc, pdns: Pdns) -> None:
+async def test_outage_delays_but_loses_nothing_and_the_retry_repairs_it(dns_svc: Svc, pdns: Pdns) -> None:
     team = await _team(dns_svc)
     await team.alice.client.post(Z, json={"name": "example.com"})
     await _settled(dns_svc)
@@ -280,36 +298,49 @@ async def test_outage_delays_but_loses_nothing_and_reconcile_repairs(dns_svc: Sv
         r = await team.bob.client.put(f"{ZONE}/rrsets/@/TXT", json={"records": ["made while down"]})
         assert r.status_code == 200
 
-        async def failed_once() -> bool:
+        async def failed_sync() -> str | None:
             async with dns_svc.ctx.db.transaction(write=False) as s:
-                return any((await s.scalars(select(Job.last_error).where(Job.kind == "dns.sync"))).all())
-        await _until(failed_once, "a sync attempt failing while the nameserver is down")
+                return (await s.scalars(select(Job.id).where(Job.kind == JobKind.dns_sync,
+                                                             Job.last_error.is_not(None)))).first()
+        await _until(failed_sync, "a sync attempt failing while the nameserver is down")
+        failed = await failed_sync()
         async with dns_svc.ctx.db.transaction(write=False) as s:
             zone = (await s.scalars(select(Zone))).one()
             assert zone.synced_generation < zone.generation
     finally:
         await pdns.start()
-    # The retry (backoff) is not waited for: the reconcile's pass finds the drift at once.
-    await _reconcile(dns_svc)
+    # Nothing but the queue's retry (after its backoff) brings the nameserver up to date.
     await _answers(pdns, "www.example.com.", "A", ["192.0.2.7"])
     await _answers(pdns, "example.com.", "TXT", ['"made while down"'])
+    await _settled(dns_svc)
+    async with dns_svc.ctx.db.transaction(write=False) as s:
+        retried = await s.get(Job, failed)
+        assert retried is not None and retried.status == JobStatus.done and retried.attempts >= 2
+
+
+async def test_the_reconcile_cycle_repairs_what_changed_behind_svcs_back(dns_svc: Svc, pdns: Pdns) -> None:
+    team = await _team(dns_svc)
+    await team.alice.client.post(Z, json={"name": "example.com"})
+    r = await team.bob.client.put(f"{ZONE}/rrsets/www/A", json={"records": ["192.0.2.7"]})
+    assert r.status_code == 200
+    await _settled(dns_svc)
+    await _answers(pdns, "www.example.com.", "A", ["192.0.2.7"])
 
     # Deleted behind svc's back: the reconcile finds the drift and brings the zone back.
-    await _settled(dns_svc)
     await pdns.nameserver.delete_zone("example.com.")
     assert await pdns.rcode("www.example.com.", "A") == "REFUSED"
-    await _reconcile(dns_svc)
+    await _reconcile_cycle(dns_svc)
     await _answers(pdns, "www.example.com.", "A", ["192.0.2.7"])
     # An rrset edited behind svc's back is put back as stored.
-    from svc.adapters.nameserver.port import RRsetData
+    await _settled(dns_svc)
     await pdns.nameserver.apply("example.com.", replace=[RRsetData("www.example.com.", "A", 60, ("203.0.113.66",))],
                                 delete=[])
-    await _reconcile(dns_svc)
+    await _reconcile_cycle(dns_svc)
     await _answers(pdns, "www.example.com.", "A", ["192.0.2.7"])
     # Converged: another pass writes nothing (PowerDNS bumps the SOA serial on every write).
     await _settled(dns_svc)
     serial = await _serial(pdns)
-    await _reconcile(dns_svc)
+    await _reconcile_cycle(dns_svc)
     await _settled(dns_svc)
     assert await _serial(pdns) == serial
 
@@ -351,12 +382,6 @@ async def test_a_burst_of_changes_is_served_exactly(dns_svc: Svc, pdns: Pdns) ->
 async def test_a_zone_whose_sync_ran_out_is_repaired_even_while_it_keeps_changing(dns_svc: Svc, pdns: Pdns) -> None:
     """A sync that ran out of attempts leaves its changes pending and no job; the changes after it
     wait for that sync, so the reconcile must not take the zone for one under way for ever."""
-    from datetime import timedelta
-
-    from sqlalchemy import update
-
-    from svc.kit.clock import utcnow
-
     team = await _team(dns_svc)
     await team.alice.client.post(Z, json={"name": "example.com"})
     await _settled(dns_svc)
@@ -367,5 +392,5 @@ async def test_a_zone_whose_sync_ran_out_is_repaired_even_while_it_keeps_changin
                                             sync_due_at=utcnow() - timedelta(minutes=11)))
     r = await team.bob.client.put(f"{ZONE}/rrsets/late/A", json={"records": ["192.0.2.44"]})
     assert r.status_code == 200  # stored; it waits for the sync that is due (and will not come)
-    await _reconcile(dns_svc)
+    await _reconcile_cycle(dns_svc)
     await _answers(pdns, "late.example.com.", "A", ["192.0.2.44"])

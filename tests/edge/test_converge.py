@@ -98,27 +98,39 @@ async def test_switch_is_atomic_under_load(running: Running) -> None:
 
     clients = [httpx.AsyncClient(base_url=f"http://127.0.0.1:{running.http.port}", timeout=10) for _ in range(2)]
     tasks = [asyncio.create_task(hammer(c, p)) for c in clients for p in ("/", "/app.js")]
+
+    async def served_more(*bodies: bytes, n: int = 5) -> None:
+        """The hammering clients have had each body n more times (they keep going meanwhile)."""
+        target = {body: seen.get(body, 0) + n for body in bodies}
+
+        async def reached() -> bool:
+            for task in tasks:
+                if task.done():
+                    task.result()  # a client that stopped: its failed assertion
+            return all(seen.get(body, 0) >= count for body, count in target.items())
+
+        await wait_for(reached, f"{n} more answers of each version under load")
+
     try:
-        await asyncio.sleep(0.2)
+        await served_more(page(1), script(1))
         await deploy(running.ctx, site, files(2))
         await running.edge.converge_now()
         # Once converge_now returned, every new connection gets version 2 only.
         for _ in range(10):
             r = await running.http.fresh_get(site.host, "/")
             assert r.content == page(2)
-        await asyncio.sleep(0.2)
+        await served_more(page(2), script(2))
         await rollback(running.ctx, site, 1)
         await running.edge.converge_now()
         for _ in range(10):
             r = await running.http.fresh_get(site.host, "/app.js")
             assert r.content == script(1)
-        await asyncio.sleep(0.2)
+        await served_more(page(1), script(1))
     finally:
         stop.set()
         await asyncio.gather(*tasks)
         for c in clients:
             await c.aclose()
-    assert seen.get(page(1)) and seen.get(page(2)) and seen.get(script(1)) and seen.get(script(2)), seen.values()
     assert retried <= len(tasks) * 2  # at most a connection or so per client and switch
 
 

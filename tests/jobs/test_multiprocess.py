@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.context import Adapters, AppContext
 from svc.db import Database, open_database
+from svc.kit.clock import utcnow
 from svc.models import AuditEvent, Job
 from svc.settings import Settings
 from svc.uow import unit_of_work
@@ -28,6 +29,7 @@ from tests.jobs.worker_process import STARTED
 from tests.support import stores
 
 ROOT = Path(__file__).resolve().parents[2]
+LONG_LEASE = 120.0
 
 
 @dataclass
@@ -150,8 +152,10 @@ async def test_two_processes_run_each_job_exactly_once_and_share_the_work(pg: Pg
 
 async def test_a_job_of_a_process_killed_mid_job_is_finished_by_the_other(pg: Pg, tmp_path: Path) -> None:
     with processes(tmp_path) as procs:
-        procs.start(pg, "p1", lease=2)
-        procs.start(pg, "p2", lease=2)
+        # A lease far longer than a busy machine could starve the holder's heartbeat (every third
+        # of it): while the victim lives, nobody takes its job over.
+        procs.start(pg, "p1", lease=LONG_LEASE)
+        procs.start(pg, "p2", lease=LONG_LEASE)
         await procs.wait_ready()
         async with unit_of_work(pg.ctx) as uow:
             j = uow.enqueue(TestKind.slow, {"id": "slow-1", "sleep": 300})
@@ -164,6 +168,9 @@ async def test_a_job_of_a_process_killed_mid_job_is_finished_by_the_other(pg: Pg
         survivor = ({"p1", "p2"} - {victim}).pop()
         os.kill(procs.procs[victim].pid, signal.SIGKILL)
         assert procs.procs[victim].wait(timeout=10) == -signal.SIGKILL
+        # Its lease runs out (as if LONG_LEASE had passed; a dead process renews nothing).
+        async with pg.db.transaction() as s:
+            await s.execute(update(Job).where(Job.id == j.id).values(locked_until=utcnow()))
 
         async def done() -> bool:
             return await _count_jobs(pg.db, "done") == 1

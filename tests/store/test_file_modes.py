@@ -27,6 +27,13 @@ def _open_to_others(root: Path) -> list[str]:
     return found
 
 
+@pytest.fixture
+def settings(settings: Settings, tmp_path: Path) -> Settings:
+    """A data dir svc makes itself (not the one the fixtures put a copy of the migrated SQLite
+    store in, 0700 already)."""
+    return settings.model_copy(update={"data_dir": tmp_path / "made-by-svc"})
+
+
 async def test_what_svc_writes_is_private(settings: Settings) -> None:
     async with running_svc(settings) as svc:
         env = await make_env(svc)

@@ -1,7 +1,9 @@
 """The dashboard in a real browser: one `svc serve` (SQLite, dev login, its nginx edge) for the
-package, headless Chromium (Debian's) driven by Playwright, and `look(page, name)`: every page the
-tests visit is screenshot at 1440 and 375 px wide into test-artifacts/dashboard/ (not committed) and
-checked with axe-core: no serious or critical violation."""
+package, headless Chromium (Debian's, the session's `browser`) driven by Playwright, and
+`look(page, name)`: screenshots at 1440 and 375 px wide into test-artifacts/dashboard/ (not
+committed) and axe-core, no serious or critical violation. Each distinct page is looked at once, in
+its fullest state (rows in its tables, a refusal or a value shown once in its form); the other steps
+of a test assert what they show, without a look."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import httpx
 import pytest
 
 from svc.supervisor import find_binary
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser import CHROMIUM
 from tests.support.serve import Server, svc_serve
 
 try:
@@ -43,17 +45,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
     async with svc_serve(tmp_path_factory.mktemp("dashboard")) as running:
         yield running
-
-
-@pytest.fixture(scope="package")
-async def browser() -> AsyncIterator[Browser]:
-    assert async_playwright is not None
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            await b.close()
 
 
 @pytest.fixture

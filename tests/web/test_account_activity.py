@@ -45,7 +45,6 @@ async def test_a_token_is_shown_once_works_and_stops_working_when_revoked(server
     await page.get_by_role("link", name="Access tokens").click()
     await expect(page.get_by_role("heading", name="Access tokens", level=1)).to_be_visible()
     await expect(page.get_by_text("No access tokens yet")).to_be_visible()
-    await look(page, "account-tokens-empty")
 
     await page.get_by_label("Name").fill("ci deploys")
     await page.get_by_label("Expires after").fill("30")
@@ -87,7 +86,6 @@ async def test_a_token_is_shown_once_works_and_stops_working_when_revoked(server
     row = page.get_by_role("row", name=re.compile("ci deploys"))
     await expect(row).to_contain_text("revoked")
     await expect(row.get_by_role("button")).to_have_count(0)
-    await look(page, "account-tokens-revoked")
     r = await http.get("/v1/me", headers={"authorization": f"Bearer {token}"})
     assert r.status_code == 401 and r.json()["code"] == "unauthorized"
 
@@ -105,7 +103,6 @@ async def test_ssh_keys_are_added_refused_in_words_and_deleted(server: Server, c
     await page.get_by_role("button", name="Add key").click()
     await expect(page.get_by_role("alert")).to_contain_text("not base64")
     await expect(page.get_by_label("Public key")).to_have_value("ssh-ed25519 this-is-not-base64!")
-    await look(page, "account-ssh-key-refused")
     await page.get_by_label("Public key").fill("-----BEGIN OPENSSH PRIVATE KEY-----")
     await page.get_by_role("button", name="Add key").click()
     await expect(page.get_by_role("alert")).to_contain_text("this is a private key")
@@ -130,7 +127,6 @@ async def test_notifications_show_the_project_limit_reached(server: Server, cont
     await page.get_by_role("link", name="Notifications").click()
     await expect(page.get_by_role("heading", name="Notifications", level=1)).to_be_visible()
     await expect(page.get_by_text("No notifications yet")).to_be_visible()
-    await look(page, "org-notifications-empty")
 
     headers = await api_token(http, subject)
     org = page.url.split("/orgs/")[1].split("/")[0]
@@ -180,7 +176,6 @@ async def test_the_audit_log_lists_filters_pages_and_is_for_admins(server: Serve
     for i in range(3):
         await expect(rows.nth(i)).to_contain_text("secret.set")
     await expect(page.locator("tbody").get_by_text("member.add")).to_have_count(0)
-    await look(page, "org-audit-filtered")
     # An actor that did nothing here: none.
     await page.get_by_label("Actor").fill(f"dev:{member}")
     await page.get_by_role("button", name="Filter").click()
@@ -209,7 +204,6 @@ async def test_the_audit_log_lists_filters_pages_and_is_for_admins(server: Serve
     assert response is not None and response.status == 403
     await expect(other.get_by_role("heading", name="Not allowed")).to_be_visible()
     await expect(other.get_by_text("This needs the admin role or higher; you are member")).to_be_visible()
-    await look(other, "org-audit-forbidden")
     # Notifications are for every member.
     response = await other.goto(f"{server.api}/orgs/{org}/notifications")
     assert response is not None and response.status == 200

@@ -132,7 +132,6 @@ async def test_zone_records_dnssec_and_delete(server: Server, contexts, http, ns
     await expect(delegation.locator(".badge")).to_have_text("Delegated")
     await delegation.get_by_role("button", name="Check now").click()
     await expect(page.get_by_role("status").first).to_contain_text(f"{ZONE} is delegated to svc's nameservers.")
-    await look(page, "dns-zone-new")
 
     # An A record, added with the form and answered by the nameserver.
     await page.get_by_label("Name", exact=True).fill("www")
@@ -154,7 +153,6 @@ async def test_zone_records_dnssec_and_delete(server: Server, contexts, http, ns
     await expect(records).to_have_value("192.0.2.10")
     await records.fill("192.0.2.10\n\n192.0.2.11\n")
     await editing.get_by_label("TTL (seconds)").fill("600")
-    await look(page, "dns-record-editing")
     await editing.get_by_role("button", name="Save www A").click()
     await expect(editing).to_have_count(0)
     await expect(www).to_contain_text("192.0.2.11")
@@ -194,7 +192,6 @@ async def test_zone_records_dnssec_and_delete(server: Server, contexts, http, ns
     await expect(adding.get_by_role("alert")).to_contain_text("delete the other records at that name first")
     await expect(page.get_by_label("Name", exact=True)).to_have_value("www")
     await expect(page.get_by_label("Type", exact=True)).to_have_value("CNAME")
-    await look(page, "dns-add-refused")
     assert await ns.answer(f"www.{ZONE}.", "CNAME") == []
     await page.get_by_label("Name", exact=True).fill("@")
     await page.get_by_label("Type", exact=True).select_option("NS")
@@ -223,7 +220,6 @@ async def test_zone_records_dnssec_and_delete(server: Server, contexts, http, ns
     await copy.click()
     await expect(page.get_by_role("button", name="Copied")).to_be_visible()
     assert await page.evaluate("navigator.clipboard.readText()") == ds
-    await look(page, "dns-dnssec-signing")
 
     # The DS registered at the parent: a bad one refused next to the field, then the right one.
     ds_field = page.get_by_label("DS records, one per line")
@@ -236,7 +232,6 @@ async def test_zone_records_dnssec_and_delete(server: Server, contexts, http, ns
     await expect(page.get_by_role("status").first).to_contain_text("DS recorded (1): the zone is DS pending")
     await expect(page.locator(".dnssec-state .badge")).to_have_text("DS pending")
     await expect(page.get_by_role("heading", name="DS records recorded at the parent")).to_be_visible()
-    await look(page, "dns-dnssec-ds-pending")
     api = await _token(http, owner)
     r = await http.get(f"/v1/orgs/{owner}/dns/zones/{ZONE}", headers=api)
     assert (r.json()["dnssec"], r.json()["ds"]) == ("ds_pending", [ds]), r.text
@@ -286,7 +281,6 @@ async def test_viewers_look_members_edit_admins_run_the_zone(server: Server, con
     await expect(viewer.get_by_role("link", name="xn--bcher-team-9db.example")).to_be_visible()
     await expect(viewer.get_by_role("button", name="Add zone")).to_have_count(0)
     await expect(viewer.get_by_text("Only an admin of the org adds or deletes zones.")).to_be_visible()
-    await look(viewer, "dns-zones-viewer")
     await viewer.get_by_role("link", name="team.example", exact=True).click()
     await expect(_row(viewer, "mail", "MX")).to_contain_text("10 mx.team.example.")
     await expect(viewer.get_by_role("button", name=re.compile("^(Edit|Delete) "))).to_have_count(0)
@@ -294,7 +288,6 @@ async def test_viewers_look_members_edit_admins_run_the_zone(server: Server, con
     await expect(viewer.get_by_role("button", name="Enable DNSSEC")).to_have_count(0)
     await expect(viewer.get_by_role("heading", name="Delete this zone")).to_have_count(0)
     await expect(viewer.get_by_text("Viewers see the records; a member of the org can change them.")).to_be_visible()
-    await look(viewer, "dns-zone-viewer")
     # Even sent by hand (with the page's CSRF token), a viewer's change is refused and nothing moves.
     token = await viewer.evaluate("JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRF-Token']")
     refused = await viewer.request.post(f"{server.api}/orgs/dnsweb-team/dns/team.example/rrsets/mail/MX",
@@ -314,7 +307,6 @@ async def test_viewers_look_members_edit_admins_run_the_zone(server: Server, con
     await expect(member.get_by_role("button", name="Enable DNSSEC")).to_have_count(0)
     await expect(member.get_by_text("An admin of the org can turn DNSSEC on.")).to_be_visible()
     await expect(member.get_by_role("heading", name="Delete this zone")).to_have_count(0)
-    await look(member, "dns-zone-member")
 
 
 async def test_a_large_zone_shows_its_first_sets_and_a_filter_finds_the_rest(server: Server, contexts,
@@ -337,7 +329,6 @@ async def test_a_large_zone_shows_its_first_sets_and_a_filter_finds_the_rest(ser
     await expect(_row(page, "host204", "A")).to_contain_text("192.0.2.205")
     await expect(page.locator("table.rrsets tbody tr")).to_have_count(5)  # host200 ... host204
     await expect(page.get_by_text("record sets whose name holds “host20”")).to_be_visible()
-    await look(page, "dns-zone-filtered")
     await page.get_by_role("link", name="show all").click()
     await expect(page.get_by_text("Showing the first 200 of 207")).to_be_visible()
 
@@ -397,7 +388,6 @@ async def test_with_dns_off_the_page_says_how_to_turn_it_on(contexts, tmp_path: 
         await expect(page.locator(".dns-off")).to_contain_text("SVC_DNS_ENABLED=false")
         await expect(page.locator(".dns-off")).to_contain_text("pdns-server pdns-backend-sqlite3")
         await expect(page.locator(".dns-off")).to_contain_text("SVC_PDNS_API_URL")
-        await look(page, "dns-off")
         response = await page.goto(f"{off.api}/orgs/dnsweb-off/dns/example.com")
         assert response is not None and response.status == 200
         await expect(page.get_by_role("heading", name="DNS is turned off on this svc")).to_be_visible()

@@ -11,7 +11,6 @@ from playwright.async_api import expect
 
 from svc.adapters.idp.fake import FakeIdp, running_fake_idp
 from tests.support.serve import Server, svc_serve
-from tests.web.conftest import look
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,6 @@ async def test_sign_in_with_the_identity_provider(idp_server: Server, contexts) 
     page = await context.new_page()
     await page.goto(idp_server.api + "/orgs/new")  # a deep link: sign in, then back here
     await expect(page).to_have_url(re.compile(r"/signin\?next="))
-    await look(page, "signin-with-provider")
     await page.get_by_role("button", name="Sign in with GitHub").click()
     await expect(page).to_have_url(re.compile(r"/orgs/new$"))
     await expect(page.get_by_text("Signed in as")).to_contain_text("Alice")

@@ -97,10 +97,8 @@ async def test_an_invite_is_mailed_opened_signed_in_and_accepted_then_roles_chan
     await admin.get_by_role("link", name="Invites").click()
     await expect(admin.get_by_role("heading", name="Invites", exact=True)).to_be_visible()
     await expect(admin.get_by_text("No invites are waiting.")).to_be_visible()
-    await look(admin, "invites-empty")
     link = await invite_by_form(admin, "omi-bob@example.com", "member")
     await expect(admin.get_by_role("row", name=re.compile("omi-bob@example.com"))).to_contain_text("waiting")
-    await look(admin, "invites-issued")
     await mailed(server, "omi-bob@example.com", link)
 
     # The second person opens the mailed link: the invite, without signing in.
@@ -112,7 +110,6 @@ async def test_an_invite_is_mailed_opened_signed_in_and_accepted_then_roles_chan
     await expect(main).to_contain_text("as member")
     await expect(main).to_contain_text(re.compile(
         r"expires in 7 days, on [A-Z][a-z]+day \d{1,2} [A-Z][a-z]+ \d{4}, \d\d:\d\d UTC"))
-    await look(bob, "invite-signed-out")
     await bob.get_by_role("button", name="Sign in to accept").click()
     await bob.get_by_label("Your name").fill("omi-bob")
     await bob.get_by_role("button", name="Sign in").click()
@@ -125,18 +122,15 @@ async def test_an_invite_is_mailed_opened_signed_in_and_accepted_then_roles_chan
     # Used: the link says so.
     await bob.goto(link)
     await expect(bob.get_by_role("main")).to_contain_text("This invite has already been accepted.")
-    await look(bob, "invite-used")
 
     # Both see each other in the members list; only the admin gets controls.
     await admin.get_by_role("link", name="Members").click()
     bob_row = admin.get_by_role("row", name=re.compile("omi-bob"))
     await expect(bob_row.get_by_label("Role of omi-bob", exact=True)).to_have_value("member")
     await expect(admin.get_by_role("row", name=re.compile("omi-ada"))).to_contain_text("you")
-    await look(admin, "members-admin")
     await bob.goto(f"{server.api}/orgs/omi-lab/members")
     await expect(bob.get_by_role("row", name=re.compile("omi-ada"))).to_contain_text("admin")
     await expect(bob.get_by_role("button", name=re.compile("Save"))).to_have_count(0)
-    await look(bob, "members-member")
 
     # The admin makes bob a viewer: bob then sees no list (as the API), and no admin pages.
     await bob_row.get_by_label("Role of omi-bob", exact=True).select_option("viewer")
@@ -145,7 +139,6 @@ async def test_an_invite_is_mailed_opened_signed_in_and_accepted_then_roles_chan
     await expect(bob_row.get_by_label("Role of omi-bob", exact=True)).to_have_value("viewer")
     await bob.reload()
     await expect(bob.get_by_text("Viewers do not see the member list")).to_be_visible()
-    await look(bob, "members-viewer")
     await bob.goto(f"{server.api}/orgs/omi-lab/settings")
     await expect(bob.get_by_text("Only an admin of the org can rename or delete it.")).to_be_visible()
     response = await bob.goto(f"{server.api}/orgs/omi-lab/invites")
@@ -207,7 +200,6 @@ async def test_an_admin_adds_a_known_account_who_then_leaves(server: Server, con
     await lee.goto(f"{server.api}/orgs/oma-lee/members")
     await expect(lee.get_by_text("This is your personal org")).to_be_visible()
     await expect(lee.get_by_role("button", name="Leave this org")).to_have_count(0)
-    await look(lee, "members-personal")
 
 
 async def test_invites_are_sent_again_revoked_and_expired_ones_listed(server: Server, contexts: Any,
@@ -251,7 +243,6 @@ async def test_invites_are_sent_again_revoked_and_expired_ones_listed(server: Se
     response = await other.goto(first)
     assert response is not None and response.status == 404
     await expect(other.get_by_role("main")).to_contain_text("This invite link is not valid")
-    await look(other, "invite-not-valid")
     await other.goto(newer[0])
     await expect(other.get_by_role("heading", level=1)).to_have_text("Join Oin Hall (oin-hall)")
     await expect(other.get_by_role("main")).to_contain_text("as viewer")
@@ -264,7 +255,6 @@ async def test_invites_are_sent_again_revoked_and_expired_ones_listed(server: Se
     await expect(admin.locator("#invite-lists tbody tr")).to_have_count(1)
     await other.reload()
     await expect(other.get_by_role("main")).to_contain_text("This invite was withdrawn.")
-    await look(other, "invite-revoked")
 
     # An invite past its week is listed as expired, with the same two actions; its link says so.
     await eventually(lambda: _has(server, "oin-two@example.com"), what="the second address's mail")
@@ -277,7 +267,6 @@ async def test_invites_are_sent_again_revoked_and_expired_ones_listed(server: Se
     await other.goto(two[0])
     await expect(other.get_by_role("main")).to_contain_text("This invite has expired.")
     await expect(other.get_by_role("main")).to_contain_text(re.compile(r"It expired less than a minute ago, on "))
-    await look(other, "invite-expired")
 
 
 async def _has(server: Server, to: str) -> bool:
@@ -304,7 +293,6 @@ async def test_an_org_is_renamed_and_deleted_once_it_holds_nothing(server: Serve
     admin = await sign_in(await contexts(), server, "ose-pat", next_path="/orgs/ose-works/projects")
     await admin.get_by_role("link", name="Org settings").click()
     await expect(admin.get_by_role("heading", name="Org settings")).to_be_visible()
-    await look(admin, "org-settings")
 
     await admin.get_by_label("Display name").fill("Ose Studio")
     await admin.get_by_role("button", name="Rename").click()
@@ -349,4 +337,3 @@ async def test_an_org_is_renamed_and_deleted_once_it_holds_nothing(server: Serve
     await admin.get_by_role("link", name="Org settings").click()
     await expect(admin.get_by_text("This is your personal org: it cannot be deleted.")).to_be_visible()
     await expect(admin.get_by_role("button", name=re.compile("Delete"))).to_have_count(0)
-    await look(admin, "org-settings-personal")
