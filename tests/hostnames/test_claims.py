@@ -49,8 +49,9 @@ class Person:
     async def signed_up(cls, server: Server, subject: str, org: str, page: str) -> Person:
         r = httpx.post(f"{server.api}/v1/auth/dev/login", json={"subject": subject}, timeout=10)
         assert r.status_code == 200, r.text
+        # Idle connections dropped before the server's keep-alive timeout could close one under a POST.
         http = httpx.AsyncClient(base_url=server.api, headers={"authorization": f"Bearer {r.json()['token']}"},
-                                 timeout=20)
+                                 timeout=20, limits=httpx.Limits(keepalive_expiry=1))
         person = cls(http, server, org)
         assert (await http.post("/v1/orgs", json={"slug": org})).status_code == 201
         assert (await http.post(f"/v1/orgs/{org}/projects", json={"name": "web"})).status_code == 201

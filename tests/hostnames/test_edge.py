@@ -25,8 +25,10 @@ HTML = {"accept": "text/html,application/xhtml+xml"}
 async def _login(http: httpx.AsyncClient, server: Server, subject: str) -> httpx.AsyncClient:
     r = await http.post(f"{server.api}/v1/auth/dev/login", json={"subject": subject})
     assert r.status_code == 200, r.text
+    # Idle connections dropped before the server's keep-alive timeout (5 s) can close them under a
+    # request: a POST on a connection the server just closed is not retried.
     return httpx.AsyncClient(base_url=server.api, headers={"authorization": f"Bearer {r.json()['token']}"},
-                             timeout=10)
+                             timeout=10, limits=httpx.Limits(keepalive_expiry=1))
 
 
 async def _edge(http: httpx.AsyncClient, server: Server, host: str, **headers: str) -> httpx.Response:
