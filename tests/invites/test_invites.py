@@ -240,3 +240,10 @@ async def test_preview_is_404_once_the_org_is_deleted(svc: Svc) -> None:
     assert_error(await svc.anon.get(f"/v1/invites/{created['token']}"), 404, "not_found")
     bob = await svc.login("bob")
     assert_error(await bob.client.post(f"/v1/invites/{created['token']}/accept"), 404, "not_found")
+
+
+def test_an_invite_token_never_starts_with_a_dash() -> None:
+    """Pasted after `svc invites accept`, such a token would be read as an option."""
+    from svc.kit.tokens import new_invite_token
+
+    assert not any(new_invite_token().startswith("-") for _ in range(2000))

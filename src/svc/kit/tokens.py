@@ -52,5 +52,9 @@ def pat_checksum_ok(token: str) -> bool:
 
 
 def new_invite_token() -> str:
-    """32 random bytes, URL-safe."""
-    return secrets.token_urlsafe(32)
+    """32 random bytes, URL-safe, never starting with "-": pasted after `svc invites accept`, a
+    token that did would be read as an option (1 in 64 did)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
