@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from svc.cli import admin
-from svc.cli.main import COMMANDS, build
+from svc.cli.main import VERBS, build, groups
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -41,7 +41,7 @@ class DoesNotParse(Exception):
 def _parse(words: list[str]) -> None:
     """Parse the words as `svc` would, without running anything: every group and command named must
     exist and take the options and arguments given; DoesNotParse with click's words otherwise."""
-    command = typer.main.get_command(build(list(COMMANDS)))
+    command = typer.main.get_command(build([*VERBS, *groups()]))
     ctx = command.context_class(command, info_name="svc")
     rest = list(words)
     while isinstance(command, TyperGroup):

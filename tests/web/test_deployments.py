@@ -164,7 +164,7 @@ async def test_a_file_that_is_not_a_bundle_is_refused_in_words(server: Server, c
     await page.locator("#bundle-file").set_input_files(
         files=[{"name": "notes.tar.gz", "mimeType": "application/gzip", "buffer": b"just some text, not gzip\n"}])
     alert = page.locator("#upload-result [role=alert]")
-    await expect(alert).to_contain_text("not gzip")
+    await expect(alert).to_contain_text("not a gzip-compressed file")
     await expect(alert).to_be_focused()
     await expect(page.get_by_role("status")).to_contain_text("refused; nothing changed")
     await expect(page.get_by_text("Nothing deployed yet")).to_be_visible()

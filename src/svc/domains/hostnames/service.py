@@ -245,7 +245,8 @@ async def verify_hostname(uow: UnitOfWork, project: Project, host: str) -> schem
         item = await queries.pending_one(uow.session, row.host)
         if item is not None:
             await _check_all(uow, [item])
-            row = await _own(uow, project, host)
+        # Read again either way: the background check may have proven it since the first read.
+        row = await _own(uow, project, host)
     return view(row, uow.ctx.settings)
 
 
