@@ -7,7 +7,8 @@ step, a server-side CLI command). It owns the use case's transaction and what mu
 - `uow.enqueue(kind, payload)`: a job written in the same transaction (the transactional outbox),
   so the job exists exactly when the state change does; the worker is woken after the commit;
 - `uow.after_commit(effect)`: side effects that may only happen once the change is durable (a
-  finished artifact moved into place, the edge converging), run in registration order;
+  finished artifact moved into place, the edge following), run in registration order;
+  `uow.gathered(key, make)`: one such effect that several calls add to;
 - `uow.after_rollback(effect)`: clean-up of what a failed transaction left outside the store (an
   uploaded artifact no row will ever point to).
 
@@ -20,11 +21,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from datetime import datetime
 from enum import StrEnum
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from svc.context import AppContext
 from svc.kit.clock import utcnow
@@ -35,6 +36,7 @@ from svc.models import Job, JobStatus
 log = logging.getLogger("svc.uow")
 
 Effect = Callable[[], Awaitable[None]]
+G = TypeVar("G", bound=Effect)
 
 # A failing job is tried again (with backoff, svc/jobs/queries.py) this many times in all.
 DEFAULT_MAX_ATTEMPTS = 8
@@ -97,6 +99,7 @@ class UnitOfWork:
         self._session: StoreSession | None = None
         self._after_commit: list[Effect] = []
         self._after_rollback: list[Effect] = []
+        self._gathered: dict[Hashable, Effect] = {}
         self._wakes_worker = False
 
     # --- the session ---
@@ -161,6 +164,16 @@ class UnitOfWork:
         """Run `effect` once the commit succeeded; an effect registered twice runs once."""
         if effect not in self._after_commit:
             self._after_commit.append(effect)
+
+    def gathered(self, key: Hashable, make: Callable[[], G]) -> G:
+        """The after-commit effect registered under `key` in this unit of work, made and registered
+        by `make` the first time: several calls (one use case touching many projects) gather into
+        one effect, which the caller adds to."""
+        effect = self._gathered.get(key)
+        if effect is None:
+            effect = self._gathered[key] = make()
+            self.after_commit(effect)
+        return cast(G, effect)
 
     def after_rollback(self, effect: Effect) -> None:
         """Run `effect` if the unit of work rolls back (the use case raised, or the commit failed)."""

@@ -23,6 +23,7 @@ class Site:
     org: str
     name: str
     host: str
+    project_id: str = ""
 
     @property
     def access(self) -> str:
@@ -33,7 +34,7 @@ async def make_site(admin: User, name: str = "site", org: str | None = None) -> 
     org = org or admin.personal_org
     r = await admin.client.post(f"/v1/orgs/{org}/projects", json={"name": name})
     assert r.status_code == 201, r.text
-    return Site(org=org, name=name, host=r.json()["hostname"])
+    return Site(org=org, name=name, host=r.json()["hostname"], project_id=r.json()["id"])
 
 
 async def set_mode(admin: User, site: Site, mode: str, password: str | None = None) -> dict[str, Any]:

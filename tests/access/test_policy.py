@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import select
 
+from svc.adapters.edge.port import EdgeChange
 from svc.models import Project
 from tests.access.helpers import Edge, add_member, audit_rows, make_site, set_mode
 from tests.support.api import Svc, assert_error
@@ -215,8 +216,8 @@ async def test_the_edge_endpoints_are_not_in_the_api_document(svc: Svc) -> None:
 
 
 class _ProbeEdge:
-    """Stands in for this process's edge to see what converge_now() would read: the store as
-    committed (a new transaction), at the moment the API asks."""
+    """Stands in for this process's edge to see what follow() would read: the store as committed
+    (a new transaction), at the moment the API asks, and which projects it is told to follow."""
 
     description = "probe"
 
@@ -224,12 +225,17 @@ class _ProbeEdge:
         self.svc = svc
         self.project = project
         self.seen: list[tuple[str, int]] = []
+        self.followed: list[frozenset[str]] = []
 
     async def converge_now(self) -> None:
         async with self.svc.ctx.db.transaction(write=False) as session:
             row = (await session.execute(select(Project.access_mode, Project.access_generation)
                                          .where(Project.name == self.project))).one()
         self.seen.append((row[0], row[1]))
+
+    async def follow(self, change: EdgeChange) -> None:
+        self.followed.append(change.project_ids)
+        await self.converge_now()
 
 
 async def test_the_edge_converges_after_the_change_is_committed(svc: Svc) -> None:
@@ -247,5 +253,6 @@ async def test_the_edge_converges_after_the_change_is_committed(svc: Svc) -> Non
         # A refused change converges nothing.
         assert_error(await alice.client.put(site.access, json={"mode": "password"}), 400)
         assert len(probe.seen) == 3
+        assert probe.followed == [frozenset({site.project_id})] * 3
     finally:
         svc.ctx.edge = None

@@ -145,8 +145,7 @@ async def test_check_endpoint_down_is_a_json_500(running: Running) -> None:
     await running.edge.converge_now()
     # Point the edge at an address where nothing listens: it must refuse, not serve.
     running.edge.options = dataclasses.replace(running.edge.options, api_url="http://127.0.0.1:9")
-    running.edge._text = None  # force a rewrite
-    await running.edge.converge_now()
+    await running.edge.reconfigure()
     r = await running.http.fresh_get(site.host, "/")
     assert_error(r, 500, "internal")
     assert INDEX not in r.content
@@ -254,12 +253,13 @@ async def test_no_credential_is_kept_on_disk(running: Running) -> None:
     secrets = (b"APPSECRET", BYPASS.encode(), BYPASS[8:].encode())
     assert _files_holding(data_dir, secrets) == []
     assert _files_holding(cache, secrets) == []
-    # The cached answers are there, in memory, keyed by what decides access: the host, its access
-    # generation, the svc_access value, a fingerprint of the bypass header (16 hex digits).
+    # The cached answers are there, in memory, keyed by what decides access: the host, its gate
+    # (access generation and live deployment), the svc_access value, a fingerprint of the bypass
+    # header (16 hex digits).
     keys = sorted(m.group(1) for p in cache.rglob("*") if p.is_file()
                   and (m := re.search(rb"\nKEY: ([^\n]*)\n", p.read_bytes())))
     assert len(keys) == 2, keys
-    prefix = re.escape(host) + r"\|\d+\|"
+    prefix = re.escape(host) + r"\|/[^|]+/[0-9]+-[0-9a-f]{64}\.gate\|"
     assert any(re.fullmatch(rf"{prefix}good\|".encode(), key) for key in keys), keys
     assert any(re.fullmatch(rf"{prefix}\|[0-9a-f]{{16}}".encode(), key) for key in keys), keys
     # A stopped edge leaves no cache behind.

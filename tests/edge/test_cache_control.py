@@ -125,8 +125,7 @@ async def test_protected_project(running: Running, mode: str) -> None:
 
     # The check cannot be asked (the API is down): 500, fails closed, still private.
     running.edge.options = dataclasses.replace(running.edge.options, api_url="http://127.0.0.1:9")
-    running.edge._text = None
-    await running.edge.converge_now()
+    await running.edge.reconfigure()
     r = await running.http.fresh_get(bare.host, "/")
     assert r.status_code == 500
     one(r, PRIVATE)

@@ -32,11 +32,20 @@ async def test_routing_table_drives_the_edge(svc: Svc, check: FakeCheck) -> None
     assert (routes[locked.host].access_mode, routes[locked.host].access_generation) == ("password", 2)
     assert routes[web.host].access_mode == "public"
     assert (routes[other.host].org_slug, routes[other.host].project_name) == (bob.personal_org, "web")
+    # What a follow reads: one project's hosts, and hosts by name whichever project has them now.
+    some = await EdgeRouting(svc.ctx).routes_for([web.project_id, gone.project_id], [other.host, "nobody.localhost"])
+    assert sorted(r.host for r in some) == sorted([web.host, other.host])
 
     async with started_edge(svc, check) as edge:
-        conf = edge.edge.layout.conf.read_text()
+        # Each host is a link to what it serves; the config names none of them.
+        links = edge.edge.links
         site = artifacts.site_dir(svc.ctx, routes[web.host].digest or "")
-        assert f'{web.host} "{site.resolve()}/assets";' in conf
+        assert links.target(web.host) == f"{site.resolve()}/assets"
+        gate = links.target(locked.host) or ""
+        assert gate.endswith(".gate") and f"/gates/{locked.project_id}/2-" in gate
+        assert links.target(empty.host) == str(edge.edge.layout.void_none)
+        assert links.target(gone.host) is None
+        assert web.host not in edge.edge.layout.conf.read_text()
         assert (await edge.http.get(web.host)).content == b"alice web"
         assert (await edge.http.get(other.host)).content == b"bob web"
         body = assert_error(await edge.http.get(empty.host), 404, "not_found")

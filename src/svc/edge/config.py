@@ -1,20 +1,20 @@
-"""Renders the edge's nginx.conf (one file: settings, the host maps and the server blocks) from the
-routing table, with the Jinja2 template templates/nginx.conf.j2. Pure: the same routes and options
-always give the same text, so "changed" is a string comparison and the config id (a hash of the
-text) tells which config a worker serves. Values are checked and quoted here (valid_host(),
-quote()); the template only lays them out.
+"""Renders the edge's nginx.conf (one file: settings and the server blocks) with the Jinja2 template
+templates/nginx.conf.j2. The config holds no host: which host serves what is in the host links
+(svc/edge/links.py), read by nginx per request, so the config changes only with its shape (the
+listen address, the check cache, the API's address) and a deploy never reloads nginx. Pure: the
+same options always give the same text, so "changed" is a string comparison and the config id (a
+hash of the text) tells which config a worker serves. Values are checked and quoted here
+(quote()); the template only lays them out.
 
-Layout of a request (docs/edge.md):
-- `map $host $svc_root` (with `hostnames`) gives the web root of the host's live deployment,
-  `<edge>/void/none` (an empty directory) when the project has no deployment yet, or
-  `<edge>/void/unknown` for a host nobody routes.
-- Public hosts and unknown hosts: the default server. Protected hosts (access mode org/password):
-  one server block listing them, with `auth_request` against the API's /v1/edge/check and the
-  204 answers cached in memory per host + access generation + svc_access cookie + a fingerprint
-  of the bypass header.
+Layout of a request (docs/edge.md "How a request finds its site"):
+- the host's link, EDGE/hosts/<host>, is resolved ($realpath_root); where it leads says what the
+  host is (EdgeLayout: a site's assets/ for a public project, a gate directory for a protected one,
+  void/none, void/pending, void/unknown) and the files are served under that real path;
+- protected hosts go through `auth_request` against the API's /v1/edge/check, its 204 answers
+  cached in memory per host + gate (access generation and live deployment) + svc_access cookie +
+  a fingerprint of the bypass header;
 - 404s: the deployment's own /404.html when it has one, else the edge's: a page (templates/pages/,
-  installed into <edge>/pages/) for browsers, the JSON Error envelope for API clients, picked by
-  `map $svc_root` and `map $http_accept`.
+  installed into <edge>/pages/) for browsers, the JSON Error envelope for API clients.
 """
 
 from __future__ import annotations
@@ -32,10 +32,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import jinja2
-
-# Host names the edge routes: lowercase DNS names (svc.kit.hosts: the projects area validates them;
-# the edge checks again to keep anything else out of the config text).
-from svc.kit.hosts import valid_host
 
 # The status probe's Host: not a DNS name (underscore), so no project can own it.
 STATUS_HOST = "_svc-edge-status"
@@ -135,15 +131,34 @@ class EdgeLayout:
         return self.root / "pages"
 
     @property
+    def hosts(self) -> Path:
+        """One link per host, to the directory it serves (svc/edge/links.py)."""
+        return self.root / "hosts"
+
+    @property
+    def gates(self) -> Path:
+        """Protected projects' gates: gates/<project>/<generation>-<digest>.gate/assets -> the site."""
+        return self.root / "gates"
+
+    @property
+    def void(self) -> Path:
+        return self.root / "void"
+
+    @property
     def void_unknown(self) -> Path:
-        return self.root / "void" / "unknown"
+        return self.void / "unknown"
 
     @property
     def void_none(self) -> Path:
-        return self.root / "void" / "none"
+        return self.void / "none"
+
+    @property
+    def void_pending(self) -> Path:
+        return self.void / "pending"
 
     def prepare(self) -> None:
-        for path in (self.root, self.temp, self.void_unknown, self.void_none, self.pages):
+        for path in (self.root, self.temp, self.hosts, self.gates, self.void_unknown, self.void_none,
+                     self.void_pending, self.pages):
             path.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o700)
         # Its keys held whole Cookie headers and bypass secrets, on disk.
@@ -215,20 +230,6 @@ def remove_check_cache_dir(path: Path | None) -> None:
 
 
 @dataclass(frozen=True)
-class SiteRoute:
-    """One routed host as the renderer needs it."""
-
-    host: str
-    # The directory served as the web root; None while the project has no deployment.
-    web_root: Path | None
-    protected: bool
-    access_generation: int
-    # A custom hostname whose ownership is not proven: 404 unknown_hostname (JSON), and for
-    # browsers the API's page naming the missing record (PENDING_PATH).
-    pending: bool = False
-
-
-@dataclass(frozen=True)
 class EdgeOptions:
     listen_host: str
     listen_port: int
@@ -280,14 +281,6 @@ def api_address(api_url: str) -> tuple[str, str]:
     return server, server
 
 
-def _bucket_size(names: list[str]) -> int:
-    longest = max((len(n) for n in names), default=0)
-    size = 64
-    while size < longest + 32:
-        size *= 2
-    return size
-
-
 @functools.cache
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
@@ -298,20 +291,12 @@ def _env() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
-def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) -> str:
-    """The whole nginx.conf (templates/nginx.conf.j2). Routes with invalid host names are left out
-    (the caller logs them)."""
-    valid = sorted((r for r in routes if valid_host(r.host)), key=lambda r: r.host)
-    routes = [r for r in valid if not r.pending]
-    pending = [r.host for r in valid if r.pending]
+def render(options: EdgeOptions, layout: EdgeLayout) -> str:
+    """The whole nginx.conf (templates/nginx.conf.j2)."""
     api_server, api_host = api_address(options.api_url)
-    unknown, none = quote(str(layout.void_unknown)), quote(str(layout.void_none))
-    hosts = [r.host for r in valid]
-    protected = [r for r in routes if r.protected]
-    bucket = _bucket_size([*hosts, str(layout.void_unknown), str(layout.void_none)])
     mime_types = options.mime_types if options.mime_types is not None and options.mime_types.is_file() else None
     cache = None
-    if protected and options.check_cache_seconds > 0 and options.check_cache_dir is not None:
+    if options.check_cache_seconds > 0 and options.check_cache_dir is not None:
         cache = {"path": quote(str(options.check_cache_dir)), "seconds": options.check_cache_seconds}
     t = layout.temp
     text = _env().get_template("nginx.conf.j2").render(
@@ -326,12 +311,9 @@ def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) ->
         gzip_types=GZIP_TYPES,
         temp={name: quote(str(t / name)) for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")},
         access_log=quote(str(layout.access_log)) if options.access_log else None,
-        bucket=bucket,
-        hash_max=max(1024, 4 * len(hosts)),
-        routes=[{"host": r.host, "root": quote(str(r.web_root)) if r.web_root is not None else none}
-                for r in routes],
-        void_unknown=unknown,
-        void_none=none,
+        # Inside a quoted string, before "/$host": checked by quote(), written without its quotes.
+        hosts_dir=quote(str(layout.hosts))[1:-1],
+        void_unknown=quote(str(layout.void_unknown)),
         bodies={"not_found": _single(NOT_FOUND_BODY), "unknown_host": _single(UNKNOWN_HOST_BODY),
                 "no_deployment": _single(NO_DEPLOYMENT_BODY), "method": _single(METHOD_BODY),
                 "unauthorized": _single(UNAUTHORIZED_BODY), "internal": _single(INTERNAL_BODY),
@@ -342,10 +324,8 @@ def render(options: EdgeOptions, layout: EdgeLayout, routes: list[SiteRoute]) ->
         api_server=api_server,
         api_host=quote(api_host),
         listen=listen_address(options.listen_host, options.listen_port),
-        protected=[{"host": r.host, "access_generation": int(r.access_generation)} for r in protected],
         check_cache=cache,
         check_path=CHECK_PATH,
-        pending=pending,
         pending_path=PENDING_PATH,
         status_host=STATUS_HOST,
         status_path=STATUS_PATH,

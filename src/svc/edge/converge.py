@@ -1,13 +1,23 @@
 """The Edge port with nginx: converged from the state store (the desired state), supervised.
 
-- start(): render the config from the routing table, start nginx under its supervisor (nginx died:
-  its leftovers killed, started again on the last good config; svc.supervisor), then the poller
-  (edge_state.generation moved, or a site was missing last time: converge).
-- converge_now(): read the routing table, make sure each live digest's site exists locally
-  (RoutingSource.site: fetched from the blob store and unpacked when this data dir lacks it),
-  render; when the text changed, `nginx -t` the new file, move it into place (atomic rename) and
-  reload gracefully, returning once only workers of the new config accept connections. A refused
-  config is logged and the previous one keeps serving.
+Which host serves what is not in nginx's config: it is one link per host (links.py), read by nginx
+on every request, so following the store is a rename per changed host and never a reload.
+
+- start(): make every host's link from the routing table, write the config (config.py) and start
+  nginx under its supervisor (nginx died: its leftovers killed, started again on the last good
+  config; svc.supervisor), then the poller.
+- follow(change): after a commit in this process, the hosts of the projects it touched are read
+  from the store and their links moved; returns once they are (a 2xx means live). Concurrent
+  calls are gathered into rounds (svc.kit.rounds): one store read for all the changes of a round.
+  Reads happen inside the round, after the commits they follow, so the last committed state wins.
+- the poller: the routing table's counter moved by a commit of another process (on a shared
+  PostgreSQL), or a site was missing last time: the whole table is converged (converge_now()).
+- reconfigure(): the config's shape changed (its options): render, `nginx -t`, rename into place
+  and reload gracefully, returning once only workers of the new config accept connections; calls
+  within a short window share one reload. A refused config is logged and the previous one keeps
+  serving.
+- a live digest whose site is not in this data dir is fetched from the blob store and unpacked
+  (RoutingSource.site); until it is there the host keeps what it served.
 """
 
 from __future__ import annotations
@@ -19,28 +29,35 @@ import grp
 import logging
 import os
 import pwd
-from collections.abc import Iterable
+from collections.abc import Collection
 from pathlib import Path
 
-from svc.adapters.edge.port import Route, RoutingSource
+from svc.adapters.edge.port import EdgeChange, Route, RoutingSource
 from svc.edge.config import (
     EdgeLayout,
     EdgeOptions,
-    SiteRoute,
     config_id,
     listen_address,
     new_check_cache_dir,
     remove_check_cache_dir,
     render,
 )
+from svc.edge.links import HostLinks
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess
 from svc.kit.hosts import valid_host
+from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
 from svc.settings import Settings
 from svc.supervisor import Port, PortInUse
 
 log = logging.getLogger("svc.edge")
 
+# In a round's items: the whole routing table (a project id is never this).
+EVERYTHING = "*"
+# How long a reconfigure waits for others to share its reload.
+RELOAD_WINDOW_SECONDS = 0.05
+# More links than this to change in one round: the renames run in a thread.
+INLINE_CHANGES = 64
 
 def _worker_user(data_dir: Path) -> str | None:
     """nginx started as root switches its workers to `user`: the data dir's owner, who can read
@@ -80,28 +97,38 @@ class NginxEdge:
                                    worker_processes=worker_processes, access_log=access_log,
                                    user=_worker_user(data_dir))
         self.description = f"nginx on {listen_address(settings.edge_host, settings.edge_port)}"
-        # One lock serialises converges (config test, reload) and nginx's (re)starts.
+        # One lock serialises nginx's config tests, reloads and (re)starts.
         self._lock = asyncio.Lock()
         self.process = NginxProcess(binary, self.layout, Port(settings.edge_host, settings.edge_port),
                                     _probe_host(settings.edge_host), config_id=self._config_id, lock=self._lock)
+        self.links = HostLinks(self.layout)
+        # One round at a time moves links: a round's reads come after every commit it follows.
+        self._rounds: Rounds[str] = Rounds(self._round)
+        self._reloads: Rounds[str] = Rounds(self._reload, window=RELOAD_WINDOW_SECONDS)
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        # The config file on disk (the last one nginx -t accepted) and the state it was made from.
+        # The config file on disk (the last one nginx -t accepted).
         self._text: str | None = None
-        self._generation: int | None = None
+        # Which project each routed host belongs to: a follow reads again the hosts it had.
+        self._owners: dict[str, str] = {}
+        # The routing table's counter at the last whole converge, and the later values committed in
+        # this process (followed already): any other value is another process's change.
+        self._seen: int | None = None
+        self._own: set[int] = set()
         self._incomplete = False
-        self._roots: dict[str, Path] = {}
+        self._sites: dict[str, Path] = {}
 
     # --- lifecycle ---
 
     async def start(self) -> None:
-        """Converge once and start nginx. EdgePortInUse when another program listens on the edge's
-        address; another failing start is logged and retried by the supervisor (svc keeps running)."""
+        """Link every host, write the config and start nginx. EdgePortInUse when another program
+        listens on the edge's address; another failing start is logged and retried by the
+        supervisor (svc keeps running)."""
         self.layout.prepare()
         # An nginx a killed svc left running still uses the check cache directory replaced below.
         await self.process.stop_stale()
-        # A fresh check cache: answers cached by a previous run were keyed by a generation this run
-        # may not share. In memory, as its files hold their keys (cookie values).
+        # A fresh check cache: answers cached by a previous run were keyed by gates this run may
+        # make again. In memory, as its files hold their keys (cookie values).
         cache_dir = new_check_cache_dir(self.layout.root) if self.options.check_cache_seconds > 0 else None
         if cache_dir is None and self.options.check_cache_seconds > 0:
             log.warning("the edge's check cache is off (no memory file system such as /dev/shm to keep it in): "
@@ -109,7 +136,10 @@ class NginxEdge:
         self.options = dataclasses.replace(self.options, check_cache_dir=cache_dir)
         with contextlib.suppress(OSError):
             self._text = self.layout.conf.read_text()
-        await self._converge()
+        self.links.load()
+        await self.converge_now()
+        async with self._lock:
+            await self._configure()
         if self._text is None:
             raise EdgeProcessError("no edge config could be written")
         try:
@@ -126,20 +156,115 @@ class NginxEdge:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self._rounds.close()
+        await self._reloads.close()
         await self.process.stop()
         remove_check_cache_dir(self.options.check_cache_dir)
 
     # --- the Edge port ---
 
+    async def follow(self, change: EdgeChange) -> None:
+        await self._rounds(change.project_ids)
+        self._own.add(change.generation)
+
     async def converge_now(self) -> None:
-        await self._converge()
+        await self._rounds((EVERYTHING,))
+
+    async def reconfigure(self) -> None:
+        """The config's shape changed (self.options): write it and reload nginx once it passes
+        `nginx -t`; calls within RELOAD_WINDOW_SECONDS share one reload."""
+        await self._reloads()
 
     @property
     def serving_id(self) -> str | None:
-        """The id of the config on disk (what nginx serves once converged)."""
+        """The id of the config on disk (what nginx serves once started or reloaded)."""
         return self._config_id() if self._text is not None else None
 
-    # --- converging ---
+    # --- the links ---
+
+    async def _round(self, items: set[str]) -> None:
+        if EVERYTHING in items:
+            generation = await self.routing.generation()
+            routes = await self.routing.routes()
+            complete = await self._apply(routes, self.links.hosts())
+            self._seen, self._own = generation, {g for g in self._own if g > generation}
+            self._incomplete = not complete
+            live = {route.digest for route in routes}
+            self._sites = {digest: path for digest, path in self._sites.items() if digest in live}
+            await asyncio.to_thread(self.links.prune, nginx_running=self.process.running)
+        else:
+            had = {host for host, project in self._owners.items() if project in items}
+            routes = await self.routing.routes_for(items, had)
+            if not await self._apply(routes, had):
+                self._incomplete = True
+
+    async def _apply(self, routes: list[Route], scope: Collection[str]) -> bool:
+        """Link each route's host to what it serves; hosts of `scope` no route names any more lead
+        to void/unknown. Returns whether every live site was here."""
+        valid = []
+        for route in routes:
+            if valid_host(route.host):
+                valid.append(route)
+            else:
+                log.warning("edge: not routing %r (not a valid host name)", route.host)
+        sites: dict[str, Path | None] = {}
+        for route in valid:
+            if route.digest is not None and not route.pending and route.digest not in sites:
+                sites[route.digest] = await self._site(route.digest)
+        plan = [(route, sites.get(route.digest) if route.digest is not None else None) for route in valid]
+        if len(plan) > INLINE_CHANGES:
+            changed = await asyncio.to_thread(self._link, plan, scope)
+        else:
+            changed = self._link(plan, scope)
+        if changed:
+            log.debug("edge: %s host links changed", changed)
+        return all(site is not None for site in sites.values())
+
+    def _link(self, plan: list[tuple[Route, Path | None]], scope: Collection[str]) -> int:
+        changed = 0
+        routed = set()
+        for route, site in plan:
+            routed.add(route.host)
+            changed += self.links.point(route.host, self._target(route, site))
+            self._owners[route.host] = route.project_id
+        for host in set(scope) - routed:
+            changed += self.links.forget(host)
+            self._owners.pop(host, None)
+        return changed
+
+    def _target(self, route: Route, site: Path | None) -> Path:
+        if route.pending:
+            # Ownership not proven: none of the project's content, only the pending answer.
+            return self.layout.void_pending
+        if route.digest is None:
+            assets = None
+        elif site is None:
+            # The live site is not here yet: the host keeps serving what it served (retried).
+            assets = self.links.served_assets(route.host)
+        else:
+            assets = site / "assets"
+        if route.access_mode in PROTECTED_ACCESS_MODES:
+            return self.links.gate(route.project_id, route.access_generation, assets)
+        return assets if assets is not None else self.layout.void_none
+
+    async def _site(self, digest: str) -> Path | None:
+        """The digest's unpacked site in this process's data dir, fetched from the blob store when
+        missing (a second svc process, a wiped data dir); None (logged) when it cannot be had."""
+        known = self._sites.get(digest)
+        if known is not None and known.is_dir():
+            return known
+        try:
+            path = await self.routing.site(digest)
+        except Exception as exc:
+            log.warning("edge: the site of %s is not available here (%s: %s); retrying", digest,
+                        type(exc).__name__, exc)
+            return None
+        if not path.is_dir():
+            return None
+        self._sites[digest] = path = path.resolve()
+        return path
+
+    # --- the config ---
 
     def _config_id(self) -> str:
         cid = config_id(self._text or "")
@@ -147,21 +272,18 @@ class NginxEdge:
             raise EdgeProcessError("the edge config on disk has no id")
         return cid
 
-    async def _converge(self) -> None:
+    async def _reload(self, _items: set[str]) -> None:
         async with self._lock:
-            generation = await self.routing.generation()
-            routes = await self.routing.routes()
-            sites, complete = await self._sites(routes)
-            text = render(self.options, self.layout, sites)
-            self._generation = generation
-            self._incomplete = not complete
-            if text == self._text:
-                return
-            if not await self._install(text):
-                return
-            if self.process.running:
+            if await self._configure() and self.process.running:
                 await self.process.reload(self._config_id())
-                log.info("edge converged to generation %s (%s hosts)", generation, len(sites))
+                log.info("edge reloaded onto config %s", self._config_id())
+
+    async def _configure(self) -> bool:
+        """Write the config when its text changed; whether a new one was installed."""
+        text = render(self.options, self.layout)
+        if text == self._text:
+            return False
+        return await self._install(text)
 
     async def _install(self, text: str) -> bool:
         """nginx -t the new config, then rename it into place; a refused one is logged and dropped."""
@@ -176,50 +298,17 @@ class NginxEdge:
         self._text = text
         return True
 
-    async def _sites(self, routes: Iterable[Route]) -> tuple[list[SiteRoute], bool]:
-        """Routes with the web root each serves. A live digest whose site cannot be made local
-        keeps the host on what it served before (or on "no deployment yet") until a later try."""
-        dirs: dict[str, Path | None] = {}
-        complete = True
-        out: list[SiteRoute] = []
-        for route in routes:
-            if not valid_host(route.host):
-                log.warning("edge: not routing %r (not a valid host name)", route.host)
-                continue
-            if route.pending:
-                # Ownership not proven: none of the project's content, only the pending answer.
-                out.append(SiteRoute(host=route.host, web_root=None, protected=False, access_generation=0,
-                                     pending=True))
-                continue
-            root: Path | None = None
-            if route.digest is not None:
-                if route.digest not in dirs:
-                    dirs[route.digest] = await self._site(route.digest)
-                site = dirs[route.digest]
-                if site is not None:
-                    root = site / "assets"
-                else:
-                    complete = False
-                    previous = self._roots.get(route.host)
-                    root = previous if previous is not None and previous.is_dir() else None
-            if root is not None:
-                self._roots[route.host] = root
-            out.append(SiteRoute(host=route.host, web_root=root, protected=route.access_mode in PROTECTED_ACCESS_MODES,
-                                 access_generation=route.access_generation))
-        return out, complete
+    # --- the poller ---
 
-    async def _site(self, digest: str) -> Path | None:
-        """The digest's unpacked site in this process's data dir, fetched from the blob store when
-        missing (a second svc process, a wiped data dir); None (logged) when it cannot be had."""
-        try:
-            path = await self.routing.site(digest)
-        except Exception as exc:
-            log.warning("edge: the site of %s is not available here (%s: %s); retrying", digest,
-                        type(exc).__name__, exc)
-            return None
-        return path.resolve() if path.is_dir() else None
-
-    # --- loops ---
+    def _foreign(self, generation: int) -> bool:
+        """Whether the counter moved by a commit this process has not followed."""
+        seen = self._seen
+        if seen is None or generation < seen:
+            return True
+        if all(g in self._own for g in range(seen + 1, generation + 1)):
+            self._seen, self._own = generation, {g for g in self._own if g > generation}
+            return False
+        return True
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -231,9 +320,8 @@ class NginxEdge:
             if self._stopping.is_set():
                 return
             try:
-                generation = await self.routing.generation()
-                if generation != self._generation or self._incomplete:
-                    await self._converge()
+                if self._incomplete or self._foreign(await self.routing.generation()):
+                    await self.converge_now()
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -1,11 +1,12 @@
 """The edge: the web server in front (nginx) that serves each host's live deployment.
 
-Two ports meet here. `Edge` is what use cases see of it (ctx.edge): converge now, after a commit.
+Two ports meet here. `Edge` is what use cases see of it (ctx.edge): follow a committed change now.
 `RoutingSource` is what the edge reads of the store, the desired state, implemented by the
 projects area and handed to the edge by svc.app, so the edge imports no area."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -38,11 +39,24 @@ class RoutingSource(Protocol):
         """Every host the edge answers for (routed ones, and pending ones), by host name."""
         ...
 
+    async def routes_for(self, project_ids: Collection[str], hosts: Collection[str]) -> list[Route]:
+        """The routes of these projects' hosts and of these hosts (whichever project has them now)."""
+        ...
+
     async def site(self, digest: str) -> Path:
         """The unpacked artifact of `digest` in this process's data directory (its root holds
         assets/), fetched from the blob store and unpacked when missing. Raises when it cannot
         be had (the edge keeps serving what it served and tries again)."""
         ...
+
+
+@dataclass(frozen=True)
+class EdgeChange:
+    """A committed change of the routing table: the projects it touched, and the routing table's
+    counter (RoutingSource.generation) as that commit left it."""
+
+    project_ids: frozenset[str]
+    generation: int
 
 
 class Edge(Protocol):
@@ -51,5 +65,10 @@ class Edge(Protocol):
     description: str
 
     async def converge_now(self) -> None:
-        """Bring the edge to the current state store now; returns once it serves that state."""
+        """Bring the whole edge to the current state store; returns once it serves that state."""
+        ...
+
+    async def follow(self, change: EdgeChange) -> None:
+        """Bring the hosts of a committed change's projects to the current state store; returns
+        once the edge serves them so."""
         ...

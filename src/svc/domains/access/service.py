@@ -63,7 +63,7 @@ def _sha256(secret: str) -> str:
 async def _changed(uow: UnitOfWork, project: Project) -> None:
     """Every policy change: old cookies and cached checks stop working; the edge converges."""
     project.access_generation = project.access_generation + 1
-    await projects.edge_changed(uow)
+    await projects.edge_changed(uow, project.id)
     await uow.session.flush()
 
 

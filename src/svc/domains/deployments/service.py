@@ -102,7 +102,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     # In this order after the commit: the site in place, then the edge serving it, then clean-up.
     uow.after_commit(partial(artifacts.publish_site, ctx, received.digest, received.bundle, received.staging,
                              received.unpacked.files))
-    await projects.edge_changed(uow)
+    await projects.edge_changed(uow, row.project_id)
     uow.after_commit(received.discard)
     return DeploymentView.of(row, live_id=row.id, uploader=access.principal.user.subject)
 
@@ -147,7 +147,7 @@ async def rollback(uow: UnitOfWork, access: OrgAccess, project_name: str, versio
     previous = await queries.by_id(session, project.live_deployment_id)
     project.live_deployment_id = row.id
     project.manifest = row.manifest
-    await projects.edge_changed(uow)
+    await projects.edge_changed(uow, project.id)
     await record(session, "deployment.rollback", actor=access.principal.user, org=access.org,
                  target=project.name, data={"version": version, "from": previous.version if previous else None})
     await session.flush()

@@ -37,19 +37,20 @@ class Pending:
     host: str
     org_id: str
     value: str
+    project_id: str
 
 
 async def pending(session: StoreSession, limit: int) -> list[Pending]:
     """Pending custom hostnames of active projects, the longest unchecked first (never checked
     before all)."""
     rows = await session.execute(
-        select(Hostname.host, Project.org_id, Hostname.verification_value)
+        select(Hostname.host, Project.org_id, Hostname.verification_value, Project.id)
         .join(Project, Project.id == Hostname.project_id)
         .where(Hostname.kind == HostnameKind.custom, Hostname.status == HostnameStatus.pending_dns,
                Project.state == ProjectState.active)
         .order_by(Hostname.checked_at.asc().nulls_first(), Hostname.created_at, Hostname.host)
         .limit(limit))
-    return [Pending(host=h, org_id=o, value=v or "") for h, o, v in rows.all()]
+    return [Pending(host=h, org_id=o, value=v or "", project_id=p) for h, o, v, p in rows.all()]
 
 
 async def holder_org(session: StoreSession, host: str) -> str | None:
@@ -64,11 +65,11 @@ async def project_name(session: StoreSession, project_id: str) -> str | None:
 
 async def pending_one(session: StoreSession, host: str) -> Pending | None:
     row = (await session.execute(
-        select(Hostname.host, Project.org_id, Hostname.verification_value)
+        select(Hostname.host, Project.org_id, Hostname.verification_value, Project.id)
         .join(Project, Project.id == Hostname.project_id)
         .where(Hostname.host == host, Hostname.kind == HostnameKind.custom,
                Hostname.status == HostnameStatus.pending_dns, Project.state == ProjectState.active))).first()
-    return Pending(host=row[0], org_id=row[1], value=row[2] or "") if row else None
+    return Pending(host=row[0], org_id=row[1], value=row[2] or "", project_id=row[3]) if row else None
 
 
 async def record_check(session: StoreSession, host: str, value: str, *, proven_by: str | None, error: str | None,

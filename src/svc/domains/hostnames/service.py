@@ -82,6 +82,7 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
     names.check_not_service(settings, host)
     existing = await queries.by_host(uow.session, host)
     proven_by: str | None = None
+    previous_project: str | None = None
     if existing is not None:
         if existing.project_id == project.id:
             return view(existing, settings)
@@ -96,6 +97,7 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
             if current.project_id != existing.project_id or current.verification_value != existing.verification_value:
                 raise errors.HostnameTaken(details={"host": host})
             await _release(uow, current)
+            previous_project = current.project_id
     row = Hostname(host=host, project_id=project.id, kind=HostnameKind.custom, status=HostnameStatus.pending_dns,
                    verification_value=secrets.token_urlsafe(VALUE_BYTES), last_error=None, created_at=utcnow(),
                    checked_at=None)
@@ -112,8 +114,8 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
     if proven_by is None:
         uow.enqueue(JobKind.hostname_verify, {"host": host}, max_attempts=1)
     # The edge answers for it from now on: the pending page (never the project's content), or the
-    # project itself once proven.
-    await projects.edge_changed(uow)
+    # project itself once proven; a name taken over leaves its previous project.
+    await projects.edge_changed(uow, project.id, *([previous_project] if previous_project else []))
     await record(session, "hostname.add", actor=access.principal.user, org=access.org, target=host,
                  data={"project": project.name, "host": host, "dnsRecord": linked,
                        **({"provenBy": proven_by, "tookOver": True} if proven_by else {})})
@@ -177,7 +179,7 @@ async def delete_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, 
         raise errors.DefaultHostname(details={"host": row.host})
     await session.delete(row)
     unlinked = await dns.unlink_host(uow, access.org.id, row.host)
-    await projects.edge_changed(uow)
+    await projects.edge_changed(uow, project.id)
     await record(session, "hostname.delete", actor=access.principal.user, org=access.org, target=row.host,
                  data={"project": project.name, "host": row.host, "dnsRecordRemoved": unlinked})
     await session.flush()
@@ -226,14 +228,16 @@ async def _check_all(uow: UnitOfWork, items: list[queries.Pending]) -> int:
     session = await uow.begin_write()
     now = utcnow()
     turned = 0
+    projects_turned: set[str] = set()
     for done in results:
         if await queries.record_check(session, done.item.host, done.item.value,
                                       proven_by=done.check.by if done.check.proven else None,
                                       error=done.check.error, at=now):
             turned += 1
+            projects_turned.add(done.item.project_id)
             log.info("hostname %s is active (ownership proven by %s)", done.item.host, done.check.by)
-    if turned:
-        await projects.edge_changed(uow)
+    if projects_turned:
+        await projects.edge_changed(uow, *projects_turned)
     return turned
 
 

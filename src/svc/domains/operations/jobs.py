@@ -53,12 +53,12 @@ async def teardown_step(run: JobRun) -> None:
         # gone held no zones: deleting one needs that).
         if op.org_id is not None:
             await hostnames.release_project(run.uow, op.org_id, project_id)
-        await projects.edge_changed(run.uow)
+        await projects.edge_changed(run.uow, project_id)
     elif phase is TeardownPhase.grants:
         await access.forget_project_grants(session, project_id)
     elif phase is TeardownPhase.metadata:
         await projects.delete_project_row(session, project_id)
-        await projects.edge_changed(run.uow)
+        await projects.edge_changed(run.uow, project_id)
     following = _ORDER[_ORDER.index(phase) + 1]
     op.phase = following.value
     if following is TeardownPhase.done:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import Row, Select, delete, func, select, update
+from sqlalchemy import Row, Select, delete, func, or_, select, update
 
 from svc.adapters.edge.port import Route
 from svc.kit.clock import utcnow
@@ -80,12 +80,16 @@ def _route(row: Row[str, str, str, str, str, str | None, str, int, str]) -> Rout
                  pending=status != HostnameStatus.active)
 
 
-async def routing_table(session: StoreSession) -> list[Route]:
+async def routing_table(session: StoreSession, *, project_ids: Collection[str] | None = None,
+                        hosts: Collection[str] = ()) -> list[Route]:
     """Every host the edge answers for: active hostnames of active projects, with the live
     deployment's digest, and pending custom hostnames (pending=True: the edge answers them with the
-    page naming the record their owner has yet to create, never with the project's content)."""
-    rows = await session.execute(_routes().where(Hostname.status.in_(
-        [HostnameStatus.active, HostnameStatus.pending_dns])).order_by(Hostname.host))
+    page naming the record their owner has yet to create, never with the project's content).
+    With `project_ids`: only the hosts of those projects, and `hosts` (whichever project has them)."""
+    stmt = _routes().where(Hostname.status.in_([HostnameStatus.active, HostnameStatus.pending_dns]))
+    if project_ids is not None:
+        stmt = stmt.where(or_(Hostname.project_id.in_(list(project_ids)), Hostname.host.in_(list(hosts))))
+    rows = await session.execute(stmt.order_by(Hostname.host))
     return [_route(row) for row in rows.all()]
 
 
@@ -96,10 +100,13 @@ async def route_for_host(session: StoreSession, host: str) -> Route | None:
     return _route(row) if row else None
 
 
-async def bump_edge_generation(session: StoreSession) -> None:
-    await session.execute(update(EdgeState).where(EdgeState.id == 1)
-                          .values(generation=EdgeState.generation + 1, changed_at=utcnow())
-                          .execution_options(synchronize_session=False))
+async def bump_edge_generation(session: StoreSession) -> int:
+    """Move the routing table's counter; returns the value this transaction set."""
+    return int((await session.execute(
+        update(EdgeState).where(EdgeState.id == 1)
+        .values(generation=EdgeState.generation + 1, changed_at=utcnow())
+        .returning(EdgeState.generation)
+        .execution_options(synchronize_session=False))).scalar_one())
 
 
 async def edge_generation(session: StoreSession) -> int:

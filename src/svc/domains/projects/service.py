@@ -3,13 +3,14 @@ Services receive the unit of work and flush; the unit of work commits."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
-from svc.adapters.edge.port import Route
+from svc.adapters.edge.port import Edge, EdgeChange, Route
 from svc.auth.projects import OperationInFlight, project_by_name
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
@@ -64,20 +65,42 @@ class EdgeRouting:
         async with unit_of_work(self.ctx, Tx.READ) as uow:
             return await queries.routing_table(uow.session)
 
+    async def routes_for(self, project_ids: Collection[str], hosts: Collection[str]) -> list[Route]:
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            return await queries.routing_table(uow.session, project_ids=project_ids, hosts=hosts)
+
     async def site(self, digest: str) -> Path:
         return await deployments.site_of(self.ctx, digest)
 
 
-async def edge_changed(uow: UnitOfWork) -> None:
+@dataclass(eq=False)
+class _EdgeFollows:
+    """The after-commit effect of a unit of work's edge changes: this process's edge follows
+    their projects."""
+
+    edge: Edge | None
+    generation: int = 0
+    project_ids: set[str] = field(default_factory=set)
+
+    async def __call__(self) -> None:
+        if self.edge is not None:
+            await self.edge.follow(EdgeChange(frozenset(self.project_ids), self.generation))
+
+
+async def edge_changed(uow: UnitOfWork, *project_ids: str) -> None:
     """Call in the unit of work of every change the edge must follow (deploy, rollback, policy,
-    hostname, teardown). The routing table's counter moves in this transaction, so every svc
-    process's edge converges to it on its next poll; this process's edge converges once it is
-    committed, before the answer, so a 2xx means "live here"."""
+    hostname, teardown), naming the projects whose hosts it changes (both, for a hostname moving
+    between projects). The routing table's counter moves in this transaction (once per unit of
+    work), so every svc process's edge follows it on its next poll; this process's edge follows
+    these projects once it is committed, before the answer, so a 2xx means "live here"."""
     if not uow.writing:
         raise RuntimeError("edge_changed needs the write transaction (begin_write first)")
-    await queries.bump_edge_generation(uow.session)
-    if uow.ctx.edge is not None:
-        uow.after_commit(uow.ctx.edge.converge_now)
+    if not project_ids:
+        raise ValueError("edge_changed names the projects the change touches")
+    follows = uow.gathered("projects.edge_changed", lambda: _EdgeFollows(uow.ctx.edge))
+    if not follows.generation:
+        follows.generation = await queries.bump_edge_generation(uow.session)
+    follows.project_ids.update(project_ids)
 
 
 def default_hostname(settings: Settings, org: Org, name: str) -> str:
@@ -130,7 +153,7 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
         raise errors.HostnameTaken(details={"hostname": host}) from None
     if count + 1 == limit:
         await notifications.limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
-    await edge_changed(uow)
+    await edge_changed(uow, project.id)
     return schemas.Project.of(project, org, host, settings)
 
 
@@ -208,7 +231,7 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
         raise OperationInFlight() from None
     # Unrouted at once: the edge stops serving the project as soon as it converges.
     project.state = ProjectState.deleting
-    await edge_changed(uow)
+    await edge_changed(uow, project.id)
     uow.enqueue(JobKind.project_teardown, {"operation_id": op.id})
     await record(session, "project.delete", actor=access.principal.user, org=access.org, target=project.name,
                  data={"operation": op.id})
