@@ -46,6 +46,7 @@ bench: setup
 	$(BIN)/python bench/api.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/edge.py
+	$(BIN)/python bench/deploy.py
 	$(BIN)/python bench/dashboard.py
 	$(BIN)/python bench/dns_bench.py
 
