@@ -44,7 +44,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.edge import children, free_port  # noqa: E402
+from bench.edge import children, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_P50_MS = 50.0
@@ -237,8 +237,8 @@ def seed(data_dir: Path, template: str, count: int) -> None:
     try:
         cols = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("projects", "hostnames",
                                                                                   "deployments")}
-        project = dict(zip(cols["projects"], db.execute("SELECT * FROM projects WHERE name = ?", (template,)).fetchone(),
-                           strict=True))
+        project = dict(zip(cols["projects"], db.execute("SELECT * FROM projects WHERE name = ?",
+                                                        (template,)).fetchone(), strict=True))
         host = dict(zip(cols["hostnames"], db.execute("SELECT * FROM hostnames WHERE project_id = ?",
                                                      (project["id"],)).fetchone(), strict=True))
         dep = dict(zip(cols["deployments"], db.execute("SELECT * FROM deployments WHERE id = ?",
