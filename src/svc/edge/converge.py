@@ -11,7 +11,8 @@ on every request, so following the store is a rename per changed host and never 
   calls are gathered into rounds (svc.kit.rounds): one store read for all the changes of a round.
   Reads happen inside the round, after the commits they follow, so the last committed state wins.
 - the poller: the routing table's counter moved by a commit of another process (on a shared
-  PostgreSQL), or a site was missing last time: the whole table is converged (converge_now()).
+  PostgreSQL), or a site was missing last time: the whole table is converged (converge_now());
+  once a minute, gates no link uses any more are removed (links.py).
 - reconfigure(): the config's shape changed (its options): render, `nginx -t`, rename into place
   and reload gracefully, returning once only workers of the new config accept connections; calls
   within a short window share one reload. A refused config is logged and the previous one keeps
@@ -29,6 +30,7 @@ import grp
 import logging
 import os
 import pwd
+import time
 from collections.abc import Collection
 from pathlib import Path
 
@@ -42,7 +44,7 @@ from svc.edge.config import (
     remove_check_cache_dir,
     render,
 )
-from svc.edge.links import HostLinks
+from svc.edge.links import GATE_GRACE_SECONDS, HostLinks
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess
 from svc.kit.hosts import valid_host
 from svc.kit.rounds import Rounds
@@ -52,8 +54,9 @@ from svc.supervisor import Port, PortInUse
 
 log = logging.getLogger("svc.edge")
 
-# In a round's items: the whole routing table (a project id is never this).
+# In a round's items: the whole routing table; unused gates removed (a project id is neither).
 EVERYTHING = "*"
+PRUNE = "-prune"
 # How long a reconfigure waits for others to share its reload.
 RELOAD_WINDOW_SECONDS = 0.05
 # More links than this to change in one round: the renames run in a thread.
@@ -117,6 +120,7 @@ class NginxEdge:
         self._own: set[int] = set()
         self._incomplete = False
         self._sites: dict[str, Path] = {}
+        self._pruned_at = time.monotonic()
 
     # --- lifecycle ---
 
@@ -183,6 +187,12 @@ class NginxEdge:
     # --- the links ---
 
     async def _round(self, items: set[str]) -> None:
+        if PRUNE in items:
+            items.discard(PRUNE)
+            self._pruned_at = time.monotonic()
+            await asyncio.to_thread(self.links.prune, nginx_running=self.process.running)
+        if not items:
+            return
         if EVERYTHING in items:
             generation = await self.routing.generation()
             routes = await self.routing.routes()
@@ -191,7 +201,8 @@ class NginxEdge:
             self._incomplete = not complete
             live = {route.digest for route in routes}
             self._sites = {digest: path for digest, path in self._sites.items() if digest in live}
-            await asyncio.to_thread(self.links.prune, nginx_running=self.process.running)
+            if not self.process.running:
+                await asyncio.to_thread(self.links.prune, nginx_running=False)
         else:
             had = {host for host, project in self._owners.items() if project in items}
             routes = await self.routing.routes_for(items, had)
@@ -322,6 +333,8 @@ class NginxEdge:
             try:
                 if self._incomplete or self._foreign(await self.routing.generation()):
                     await self.converge_now()
+                if time.monotonic() - self._pruned_at > GATE_GRACE_SECONDS:
+                    await self._rounds((PRUNE,))
             except asyncio.CancelledError:
                 raise
             except Exception:
