@@ -79,6 +79,12 @@ class HostLinks:
         if self._targets.get(host) == wanted:
             return False
         link = self.layout.hosts / host
+        if host not in self._targets:
+            # A new host: the link appears whole (symlink(2) is atomic), one system call.
+            with contextlib.suppress(FileExistsError):
+                os.symlink(wanted, link)
+                self._targets[host] = wanted
+                return True
         temp = self.layout.hosts / partial_name(f".{host}")
         os.symlink(wanted, temp)
         try:
