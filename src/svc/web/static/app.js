@@ -77,6 +77,13 @@
     });
   }
 
+  // The one-time notice tells of the last change. Once another change is sent from the page it is
+  // out of date: a "Saved" left above a form that now shows a refusal would say the opposite.
+  function dropNotice() {
+    document.querySelectorAll("[data-flash]").forEach(function (notice) { notice.remove(); });
+  }
+  window.svcDropNotice = dropNotice;  // upload.js sends its change itself
+
   function enhance(root) {
     scrollRegions(document);
     autosubmit(root);
@@ -95,6 +102,10 @@
     enhance(document);
     finishSignIn();
     window.addEventListener("resize", function () { scrollRegions(document); });
+    document.body.addEventListener("htmx:beforeRequest", function (event) {
+      var config = event.detail.requestConfig;
+      if (config && config.verb !== "get") { dropNotice(); }
+    });
     // Move focus to a message htmx just put in place, so a screen reader hears it at once.
     document.body.addEventListener("htmx:afterSwap", function (event) {
       enhance(event.detail.target);
