@@ -32,6 +32,7 @@ try:
         ConsoleMessage,
         Page,
         Response,
+        WebError,
         async_playwright,
         expect,
     )
@@ -101,12 +102,17 @@ class ConsoleWatch:
         await context.expose_binding("svcCspViolation", self.csp)
         await context.add_init_script(CSP_WATCH)
         context.on("console", self.console)
-        context.on("weberror", lambda error: self.seen.append(f"script error: {error.error}"))
+        context.on("weberror", self.script_error)
         context.on("response", self.response)
 
     def csp(self, source: dict[str, Any], said: str) -> None:
         if self.ours(source["frame"].url):
             self.seen.append(f"CSP violation: {said}")
+
+    def script_error(self, error: WebError) -> None:
+        page_url = error.page.url if error.page else ""
+        if self.ours(page_url):
+            self.seen.append(f"script error on {urlsplit(page_url).path}: {error.error}")
 
     def console(self, message: ConsoleMessage) -> None:
         page_url = message.page.url if message.page else ""
