@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 
 from tests.support.serve import Server
 from tests.web.conftest import look, sign_in
@@ -70,6 +70,24 @@ async def test_without_script_create_lands_on_the_project(server: Server, contex
     await expect(page.get_by_role("status")).to_contain_text("Project nucleus created")
     await page.reload()
     await expect(page.get_by_role("heading", name="nucleus", exact=True)).to_be_visible()
+
+
+async def test_the_address_follows_when_htmx_is_answered_with_the_plain_posts_303(server: Server, contexts) -> None:
+    """Behind a proxy that drops htmx's HX-Request header, svc answers the create as a plain post (a
+    303), which the browser follows unseen: the page goes to the project rather than showing it
+    inside the list's form with the list's address left (a reload then showed the list)."""
+    page = await sign_in(await contexts(), server, "chadwick")
+
+    async def without_hx_request(route: Route) -> None:
+        await route.continue_(headers={k: v for k, v in route.request.headers.items() if k.lower() != "hx-request"})
+
+    await page.route("**/orgs/chadwick/projects", without_hx_request)
+    await page.get_by_label("Name").fill("neutron")
+    await page.get_by_role("button", name="Create project").click()
+    await expect(page).to_have_url(re.compile(r"/orgs/chadwick/projects/neutron$"))
+    await expect(page.get_by_role("heading", level=1)).to_have_text("neutron")  # one page, not two
+    await page.reload()
+    await expect(page.get_by_role("heading", level=1)).to_have_text("neutron")
 
 
 async def test_a_refused_name_is_said_in_words_and_nothing_is_created(server: Server, contexts, http) -> None:
