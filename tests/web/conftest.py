@@ -2,9 +2,9 @@
 package, headless Chromium (Debian's, the session's `browser`) driven by Playwright, and
 `look(page, name)`: screenshots at 1440 and 375 px wide into test-artifacts/dashboard/ (not
 committed), axe-core (no serious or critical violation) and, at 375 px, nothing wider than the
-screen (no table that scrolls sideways, nothing cut off at the right edge). Each distinct page is looked at once, in
-its fullest state (rows in its tables, a refusal or a value shown once in its form); the other steps
-of a test assert what they show, without a look.
+screen (no table that scrolls sideways, nothing cut off at the right edge). Each distinct page is
+looked at once, in its fullest state (rows in its tables, a refusal or a value shown once in its
+form); the other steps of a test assert what they show, without a look.
 
 Every page a test opens on svc's address is watched (`contexts`): a console error, a script error, a
 Content-Security-Policy violation or a file of the page that failed to load fails the test at its
