@@ -108,7 +108,14 @@ async def test_create_idempotent_and_detail(dns_svc: Svc, pdns: Pdns) -> None:
     listed = (await team.vic.client.get(Z)).json()
     assert listed == {"zones": [{k: detail[k] for k in ZONE_FIELDS}]}
     got = await team.vic.client.get(ZONE)
-    assert got.status_code == 200 and got.json()["rrsets"] == detail["rrsets"]
+    assert got.status_code == 200
+    shown = {(s["name"], s["type"]): s for s in got.json()["rrsets"]}
+    assert shown[("@", "NS")] == by_type[("@", "NS")]
+    # The SOA as the nameserver serves it: its serial (bumped on every change), not the stored 0.
+    soa = shown[("@", "SOA")]
+    assert by_type[("@", "SOA")]["records"][0].split()[2] == "0"
+    assert soa["records"][0].split()[2] == str(await _serial(pdns)) != "0"
+    assert soa == {**by_type[("@", "SOA")], "records": soa["records"]}
     # The unicode and trailing-dot spellings name the same zone.
     assert (await team.vic.client.get(f"{Z}/EXAMPLE.com.")).status_code == 200
     idn = await team.alice.client.post(Z, json={"name": "Bücher.example"})
@@ -297,6 +304,11 @@ async def test_outage_delays_but_loses_nothing_and_the_retry_repairs_it(dns_svc:
         assert r.status_code == 200  # stored: the nameserver follows once it is back
         r = await team.bob.client.put(f"{ZONE}/rrsets/@/TXT", json={"records": ["made while down"]})
         assert r.status_code == 200
+        # The zone is still shown, its SOA as stored (the serial the nameserver serves is unknown).
+        got = await team.vic.client.get(ZONE)
+        assert got.status_code == 200
+        soa = next(s for s in got.json()["rrsets"] if s["type"] == "SOA")
+        assert soa["records"][0].split()[2] == "0"
 
         async def failed_sync() -> str | None:
             async with dns_svc.ctx.db.transaction(write=False) as s:

@@ -189,18 +189,18 @@ async def test_secrets_are_set_versioned_and_deleted_values_never_shown(server: 
     await expect(page.get_by_text("No secrets yet.")).to_be_visible()
 
     first, second = "first-value-7f3a9c", "second-value-2b8e1d\nwith a second line"
-    await page.get_by_label("Name").fill("API_KEY")
+    await page.get_by_label("Name").fill("STRIPE_KEY")
     await page.get_by_label("Value").fill(first)
     await page.get_by_role("button", name="Set secret").click()
-    await expect(page.get_by_role("status").first).to_have_text("Secret API_KEY set (version 1).")
-    row = page.get_by_role("row", name=re.compile("API_KEY"))
+    await expect(page.get_by_role("status").first).to_have_text("Secret STRIPE_KEY set (version 1).")
+    row = page.get_by_role("row", name=re.compile("STRIPE_KEY"))
     await expect(row.get_by_role("cell").nth(0)).to_have_text("1")
     assert first not in await page.content()
 
-    await page.get_by_label("Name").fill("API_KEY")
+    await page.get_by_label("Name").fill("STRIPE_KEY")
     await page.get_by_label("Value").fill(second)
     await page.get_by_role("button", name="Set secret").click()
-    await expect(page.get_by_role("status").first).to_have_text("Secret API_KEY set (version 2).")
+    await expect(page.get_by_role("status").first).to_have_text("Secret STRIPE_KEY set (version 2).")
     await expect(row.get_by_role("cell").nth(0)).to_have_text("2")
     await expect(row).to_contain_text("ago")
     content = await page.content()
@@ -213,17 +213,23 @@ async def test_secrets_are_set_versioned_and_deleted_values_never_shown(server: 
         await page.get_by_role("button", name="Set secret").click()
         await expect(page.get_by_role("alert")).to_contain_text(words)
         await expect(page.get_by_label("Name")).to_have_value(bad)  # what was typed stays
+    # The notice of the last change went when the next one was sent: none says "set" above a refusal.
+    await expect(page.get_by_text("Secret STRIPE_KEY set")).to_have_count(0)
     await look(page, "secrets-bad-name")
+    # On a phone a name stays whole on its line (it would break only where longer than the line).
+    await page.set_viewport_size({"width": 375, "height": 812})
+    assert await row.locator("th code").evaluate("el => el.getClientRects().length") == 1
+    await page.set_viewport_size({"width": 1440, "height": 900})
     r = await http.get(f"/v1{site.page}/secrets", headers=site.auth)
-    assert [(s["name"], s["version"]) for s in r.json()["secrets"]] == [("API_KEY", 2)]
+    assert [(s["name"], s["version"]) for s in r.json()["secrets"]] == [("STRIPE_KEY", 2)]
 
     # Delete asks first: dismissed, nothing happens; accepted, the secret is gone.
     page.once("dialog", _dismiss)
-    await page.get_by_role("button", name="Delete API_KEY").click()
+    await page.get_by_role("button", name="Delete STRIPE_KEY").click()
     await expect(row).to_be_visible()
     page.once("dialog", _accept)
-    await page.get_by_role("button", name="Delete API_KEY").click()
-    await expect(page.get_by_role("status").first).to_have_text("Secret API_KEY deleted.")
+    await page.get_by_role("button", name="Delete STRIPE_KEY").click()
+    await expect(page.get_by_role("status").first).to_have_text("Secret STRIPE_KEY deleted.")
     await expect(page.get_by_text("No secrets yet.")).to_be_visible()
     r = await http.get(f"/v1{site.page}/secrets", headers=site.auth)
     assert r.json()["secrets"] == []

@@ -132,6 +132,16 @@ async def test_deploy_by_drop_and_by_folder_then_roll_back(server: Server, conte
     await _site_says(page, url + "/", "Version one")
     assert [d["live"] for d in await _versions(http, auth, owner, "site")] == [False, True]
 
+    # 4. Forward again to the newer version: said as what it is, not "Roll back".
+    v2 = page.locator("#deployments tbody tr", has_text="v2")
+    await expect(v2.get_by_role("button", name=re.compile("Roll back"))).to_have_count(0)
+    page.once("dialog", confirm)
+    await v2.get_by_role("button", name="Roll forward to v2").click()
+    await expect(page.locator(".notice[role=status]")).to_have_text(f"Version 2 is live again at {url}")
+    assert asked[-1].startswith("Roll forward to version 2?")
+    await expect(page.locator("#deployments tbody tr", has_text="v1").get_by_role("button")).to_have_text(
+        "Roll back to v1")
+
 
 async def test_a_declined_confirmation_rolls_nothing_back(server: Server, contexts, http) -> None:
     owner = "deploy-ellis"

@@ -20,7 +20,7 @@ import dns.exception
 import dns.message
 import dns.rdatatype
 import httpx
-from playwright.async_api import Browser, Dialog, Locator, Page, expect
+from playwright.async_api import Dialog, Locator, Page, expect
 
 from tests.support.bundles import site as bundle
 from tests.support.pdns import PDNS_REQUIRED
@@ -291,31 +291,28 @@ async def test_a_viewer_sees_hostnames_read_only(server: Server, contexts, http)
     assert await page.evaluate("window.notReloaded === true")
 
 
-async def test_without_script_the_forms_still_work(server: Server, browser: Browser, http) -> None:
+async def test_without_script_the_forms_still_work(server: Server, contexts, http) -> None:
     """Plain posts and pages: a refusal is the page again with the error under the field, a check
     and a removal answer with the page and a notice."""
     unique = uuid.uuid4().hex[:8]
     owner = f"host-nojs-{unique}"
     site = await _site(http, owner, deploy=False)
     host = f"www.n{unique}.example.org"
-    context = await browser.new_context(java_script_enabled=False)
-    try:
-        page = await sign_in(context, server, owner, next_path=site.page + "/hostnames")
-        field = page.get_by_label("Hostname", exact=True)
-        await field.fill("192.0.2.1")
-        await page.get_by_role("button", name="Add hostname").click()
-        await expect(page.locator("#hostname-name-error")).to_have_text(
-            "Hostname must be a domain name, not an IP address")
-        await expect(field).to_have_value("192.0.2.1")
-        await field.fill(host)
-        await page.get_by_role("button", name="Add hostname").click()
-        await expect(page.locator("p.notice[role=status]")).to_contain_text(f"{host} added")
-        card = _card(page, host)
-        await card.get_by_role("button", name=f"Check now {host}").click()
-        await expect(page.locator("p.notice[role=status]")).to_contain_text(
-            f"Checked {host}: the resolver at 127.0.0.1:{server.dns_port} could not answer")  # no zone serves it
-        await _card(page, host).get_by_role("button", name=f"Remove {host}").click()
-        await expect(page.locator("p.notice[role=status]")).to_contain_text(f"{host} removed")
-        await expect(_card(page, host)).to_have_count(0)
-    finally:
-        await context.close()
+    context = await contexts(java_script_enabled=False)
+    page = await sign_in(context, server, owner, next_path=site.page + "/hostnames")
+    field = page.get_by_label("Hostname", exact=True)
+    await field.fill("192.0.2.1")
+    await page.get_by_role("button", name="Add hostname").click()
+    await expect(page.locator("#hostname-name-error")).to_have_text(
+        "Hostname must be a domain name, not an IP address")
+    await expect(field).to_have_value("192.0.2.1")
+    await field.fill(host)
+    await page.get_by_role("button", name="Add hostname").click()
+    await expect(page.locator("p.notice[role=status]")).to_contain_text(f"{host} added")
+    card = _card(page, host)
+    await card.get_by_role("button", name=f"Check now {host}").click()
+    await expect(page.locator("p.notice[role=status]")).to_contain_text(
+        f"Checked {host}: the resolver at 127.0.0.1:{server.dns_port} could not answer")  # no zone serves it
+    await _card(page, host).get_by_role("button", name=f"Remove {host}").click()
+    await expect(page.locator("p.notice[role=status]")).to_contain_text(f"{host} removed")
+    await expect(_card(page, host)).to_have_count(0)

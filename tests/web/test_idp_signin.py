@@ -22,7 +22,7 @@ async def idp_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 
 
 async def test_sign_in_with_the_identity_provider(idp_server: Server, contexts) -> None:
-    context = await contexts()
+    context = await contexts(also=idp_server)
     page = await context.new_page()
     await page.goto(idp_server.api + "/orgs/new")  # a deep link: sign in, then back here
     await expect(page).to_have_url(re.compile(r"/signin\?next="))
@@ -38,13 +38,13 @@ async def test_a_sign_in_link_with_someone_elses_token_is_refused(idp_server: Se
     """An attacker who sends a person /signin/complete#token=<the attacker's session> must not sign
     them in as the attacker: the page's binding is the person's own, and it does not match."""
     # The attacker's own session, from the provider.
-    context = await contexts()
+    context = await contexts(also=idp_server)
     page = await context.new_page()
     await page.goto(idp_server.api + "/signin")
     await page.get_by_role("button", name="Sign in with GitHub").click()
     await expect(page).to_have_url(re.compile(r"/orgs/[^/]+/projects$"))  # the personal org
     token = next(c["value"] for c in await context.cookies() if c["name"] == "svc_session")
-    victim = await (await contexts()).new_page()
+    victim = await (await contexts(also=idp_server)).new_page()
     # A browser that never opened the sign-in page: the post has no binding at all, and is refused.
     await victim.goto(f"{idp_server.api}/signin/complete?b=forged&next=/#token={token}")
     await expect(victim.get_by_role("heading", name="Sign in to svc")).to_be_visible()

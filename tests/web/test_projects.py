@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 
 from tests.support.serve import Server
 from tests.web.conftest import look, sign_in
@@ -25,6 +25,8 @@ async def test_create_projects_up_to_the_plans_limit(server: Server, contexts) -
         if n == 1:
             await expect(page.get_by_text("Nothing deployed yet")).to_be_visible()
             await look(page, "project-overview-new")
+            await page.reload()  # the address is the project's: a reload shows it again
+            await expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible()
     await page.goto(server.api + "/orgs/curie/projects")
     rows = page.get_by_role("row")
     await expect(rows).to_have_count(4)  # the header and three projects, by name
@@ -34,6 +36,58 @@ async def test_create_projects_up_to_the_plans_limit(server: Server, contexts) -
     await expect(page.get_by_text("This org has used all 3 projects of the free plan")).to_be_visible()
     await expect(page.get_by_role("button", name="Create project")).to_have_count(0)
     await look(page, "projects-list")
+
+
+async def test_the_browser_stops_a_name_that_cannot_be_one_before_it_is_sent(server: Server, contexts) -> None:
+    """The project name and org slug fields' own check works (a pattern Chromium cannot compile, as
+    with its v flag, turns the check off and logs an error, which the console watch would catch):
+    "Shop Site" is stopped in the page with the browser's message, and never reaches svc."""
+    page = await sign_in(await contexts(), server, "hahn")
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
+    forms = (("/orgs/hahn/projects", "Name", "Create project", "/orgs/hahn/projects/shop-site"),
+             ("/orgs/new", "Slug", "Create org", "/orgs/shop-site/projects"))
+    for form, label, button, landed in forms:
+        await page.goto(server.api + form)
+        field = page.get_by_label(label)
+        await field.fill("Shop Site")
+        await page.get_by_role("button", name=button).click()
+        assert await field.evaluate("el => el.validity.patternMismatch")
+        assert await field.evaluate("el => el.validationMessage")  # the browser says why, at the field
+        await expect(page).to_have_url(server.api + form)
+        await field.fill("shop-site")
+        await page.get_by_role("button", name=button).click()
+        await expect(page).to_have_url(server.api + landed)
+    assert [url.removeprefix(server.api) for url in sent] == ["/orgs/hahn/projects", "/orgs"]  # the good names only
+
+
+async def test_without_script_create_lands_on_the_project(server: Server, contexts) -> None:
+    """A plain form post (no htmx) is answered with a 303 to the project: the address follows too."""
+    page = await sign_in(await contexts(java_script_enabled=False), server, "rutherford")
+    await page.get_by_label("Name").fill("nucleus")
+    await page.get_by_role("button", name="Create project").click()
+    await expect(page).to_have_url(re.compile(r"/orgs/rutherford/projects/nucleus$"))
+    await expect(page.get_by_role("status")).to_contain_text("Project nucleus created")
+    await page.reload()
+    await expect(page.get_by_role("heading", name="nucleus", exact=True)).to_be_visible()
+
+
+async def test_the_address_follows_when_htmx_is_answered_with_the_plain_posts_303(server: Server, contexts) -> None:
+    """Behind a proxy that drops htmx's HX-Request header, svc answers the create as a plain post (a
+    303), which the browser follows unseen: the page goes to the project rather than showing it
+    inside the list's form with the list's address left (a reload then showed the list)."""
+    page = await sign_in(await contexts(), server, "chadwick")
+
+    async def without_hx_request(route: Route) -> None:
+        await route.continue_(headers={k: v for k, v in route.request.headers.items() if k.lower() != "hx-request"})
+
+    await page.route("**/orgs/chadwick/projects", without_hx_request)
+    await page.get_by_label("Name").fill("neutron")
+    await page.get_by_role("button", name="Create project").click()
+    await expect(page).to_have_url(re.compile(r"/orgs/chadwick/projects/neutron$"))
+    await expect(page.get_by_role("heading", level=1)).to_have_text("neutron")  # one page, not two
+    await page.reload()
+    await expect(page.get_by_role("heading", level=1)).to_have_text("neutron")
 
 
 async def test_a_refused_name_is_said_in_words_and_nothing_is_created(server: Server, contexts, http) -> None:

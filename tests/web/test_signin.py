@@ -24,6 +24,15 @@ async def test_dev_sign_in_lands_on_the_personal_orgs_projects(server: Server, c
     await expect(page.get_by_text("Signed in as")).to_contain_text("ada")
     cookie = next(c for c in await context.cookies() if c["name"] == "svc_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Lax"
+    # svc's own icon: named by every page, and at /favicon.ico for browsers that ask there (the
+    # console watch fails a test on a 404 for it); no other site's file.
+    icon = await page.locator("link[rel=icon]").get_attribute("href")
+    assert icon and icon.startswith("/static/favicon.svg?v=")
+    r = await page.request.get(server.api + icon)
+    assert r.ok and r.headers["content-type"] == "image/svg+xml"
+    r = await page.request.get(server.api + "/favicon.ico")
+    assert r.ok and r.headers["content-type"] == "image/x-icon" and (await r.body())[:4] == b"\x00\x00\x01\x00"
+    assert "max-age=2592000" in r.headers["cache-control"]
 
 
 async def test_sign_out_ends_the_session_on_the_server(server: Server, contexts) -> None:
@@ -93,6 +102,13 @@ async def test_the_org_switcher_moves_between_orgs(server: Server, contexts) -> 
     await page.get_by_role("button", name="Create org").click()
     await expect(page).to_have_url(re.compile(r"/orgs/algebra/projects$"))
     await expect(page.get_by_role("status")).to_contain_text("Org Algebra created")
+    # The switcher's Go button is as tall as the select beside it, on a desktop and on a phone.
+    for width in (1440, 375):
+        await page.set_viewport_size({"width": width, "height": 900})
+        select = await page.get_by_label("Switch org").bounding_box()
+        go = await page.get_by_role("button", name="Go").bounding_box()
+        assert select and go and abs(go["height"] - select["height"]) <= 1 and abs(go["y"] - select["y"]) <= 1
+    await page.set_viewport_size({"width": 1440, "height": 900})
     await page.get_by_label("Switch org").select_option("noether")
     await expect(page).to_have_url(re.compile(r"/orgs/noether/projects$"))
     # A refused form keeps what was typed and says why, in place.
@@ -103,16 +119,12 @@ async def test_the_org_switcher_moves_between_orgs(server: Server, contexts) -> 
     await expect(page.get_by_label("Slug")).to_have_value("algebra")
 
 
-async def test_dark_mode_follows_the_system_setting(server: Server, browser) -> None:
-    context = await browser.new_context(color_scheme="dark", viewport={"width": 1440, "height": 900})
-    try:
-        page = await sign_in(context, server, "dark-mode")
-        background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
-        red, green, blue = (int(x) for x in re.findall(r"\d+", background)[:3])
-        assert red + green + blue < 150, background  # a dark page, not the light one
-        await look(page, "projects-dark")  # and still readable (contrast checked by axe)
-    finally:
-        await context.close()
+async def test_dark_mode_follows_the_system_setting(server: Server, contexts) -> None:
+    page = await sign_in(await contexts(color_scheme="dark"), server, "dark-mode")
+    background = await page.evaluate("getComputedStyle(document.body).backgroundColor")
+    red, green, blue = (int(x) for x in re.findall(r"\d+", background)[:3])
+    assert red + green + blue < 150, background  # a dark page, not the light one
+    await look(page, "projects-dark")  # and still readable (contrast checked by axe)
 
 
 async def test_everything_is_reachable_by_keyboard(server: Server, contexts) -> None:

@@ -2,7 +2,8 @@
 firewall). Ours are in static/; htmx and Pico come from npm (package.json) and `make setup` copies
 them into static/vendor/. Each file is read once at start, with a gzip copy; its URL carries a hash
 of its content (`asset("app.css")` -> /static/app.css?v=1a2b3c4d), so browsers keep it for a year
-and a new svc version is fetched at once."""
+and a new svc version is fetched at once. The icon is also at /favicon.ico, where browsers ask for
+it by themselves (the API docs, a page without a <link rel="icon">)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,11 @@ log = logging.getLogger("svc.web")
 
 STATIC_DIR = Path(__file__).parent / "static"
 VENDOR_FILES = ("vendor/htmx.min.js", "vendor/pico.min.css")
-_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml",
+          ".ico": "image/x-icon"}
+FAVICON = "favicon.ico"
+# /favicon.ico has no version in its address: kept a month, then checked again by its ETag.
+FAVICON_CACHE = "public, max-age=2592000"
 
 
 @dataclass(frozen=True)
@@ -49,12 +54,15 @@ class Assets:
         asset = self.files.get(name)
         return f"/static/{name}?v={asset.version}" if asset else f"/static/{name}"
 
-    def response(self, request: Request, name: str) -> Response:
+    def response(self, request: Request, name: str, *, cache: str | None = None) -> Response:
+        """The file, gzipped when the browser takes it; `cache` overrides the Cache-Control (a
+        versioned address is kept a year, an unversioned one checked each time)."""
         asset = self.files.get(name)
         if asset is None:
             return Response("Not found\n", status_code=404, media_type="text/plain")
         versioned = request.query_params.get("v") == asset.version
-        headers = {"Cache-Control": "public, max-age=31536000, immutable" if versioned else "no-cache",
+        kept = "public, max-age=31536000, immutable" if versioned else "no-cache"
+        headers = {"Cache-Control": cache or kept,
                    "ETag": f'"{asset.version}"', "Vary": "Accept-Encoding", "X-Content-Type-Options": "nosniff"}
         if request.headers.get("if-none-match") == f'"{asset.version}"':
             return Response(status_code=304, headers=headers)
@@ -71,5 +79,9 @@ def asset_router(assets: Assets) -> APIRouter:
     @router.get("/static/{name:path}")
     async def static(request: Request, name: str) -> Response:
         return assets.response(request, name)
+
+    @router.get("/favicon.ico")
+    async def favicon(request: Request) -> Response:
+        return assets.response(request, FAVICON, cache=FAVICON_CACHE)
 
     return router

@@ -9,12 +9,15 @@ periodic reconcile."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy.exc import IntegrityError
 
-from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable
+from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable, RRsetData
 from svc.adapters.resolver.port import Resolver
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
@@ -32,6 +35,7 @@ from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.dns")
+T = TypeVar("T")
 
 # The stored SOA is for display and to lock the name: the nameserver owns the real one (it bumps
 # the serial on every change), so the sync never sends it.
@@ -86,24 +90,45 @@ async def _zone(session: StoreSession, access: OrgAccess, name: str, *, lock: bo
 
 
 async def _detail(uow: UnitOfWork, zone: Zone, *, ask_nameserver: bool) -> schemas.ZoneDetail:
+    """The zone as stored; with `ask_nameserver`, the SOA as the nameserver serves it (its serial,
+    which it bumps on every change, where the store keeps 0) and, while DNSSEC is on, the DS records
+    it computes. The stored SOA stays when the nameserver cannot be asked."""
     rows = await queries.rrsets(uow.session, zone.id)
     base = schemas.Zone.of(zone, nameservers(uow.ctx.settings))
     detail = schemas.ZoneDetail(**base.model_dump(), rrsets=[schemas.RRset.of(r, zone.name) for r in rows],
                                 ds_records=[])
-    if zone.dnssec != DnssecState.off and ask_nameserver:
-        detail.ds_records = await _computed_ds(uow, zone.name)
+    if ask_nameserver:
+        soa, detail.ds_records = await _served(uow, zone.name, signed=zone.dnssec != DnssecState.off)
+        if soa is not None:
+            served = {"ttl": soa.ttl, "records": list(soa.records)}
+            detail.rrsets = [r.model_copy(update=served) if (r.name, r.type) == ("@", "SOA") else r
+                             for r in detail.rrsets]
     return detail
 
 
-async def _computed_ds(uow: UnitOfWork, name: str) -> list[str] | None:
-    """The DS records the nameserver computes for its signing key; None when it cannot be asked."""
+async def _served(uow: UnitOfWork, name: str, *, signed: bool) -> tuple[RRsetData | None, list[str] | None]:
+    """The zone's SOA as the nameserver serves it (None when it cannot be asked) and its DS records
+    ([] while unsigned, None when it cannot be asked): both asked at once, with nothing of the store
+    held meanwhile."""
     port = nameserver(uow.ctx)
-    await uow.close_reads()  # a call outside: nothing of the store held meanwhile
+    await uow.close_reads()
+    held, ds = await asyncio.gather(_asked(port.zone(name), "the zone", name),
+                                    _asked(port.ds_records(name), "DS records", name) if signed else _unsigned())
+    soa = next((r for r in held.rrsets if (r.name, r.type) == (name, "SOA")), None) if held else None
+    return soa, ds
+
+
+async def _asked(call: Awaitable[T], what: str, name: str) -> T | None:
+    """The nameserver's answer, or None (logged) when it cannot be asked."""
     try:
-        return await port.ds_records(name)
+        return await call
     except (NameserverUnavailable, NameserverRefused) as exc:
-        log.info("DS records of %s not available from the nameserver: %s", name, type(exc).__name__)
+        log.info("%s of %s not available from the nameserver: %s", what, name, type(exc).__name__)
         return None
+
+
+async def _unsigned() -> list[str]:
+    return []
 
 
 # --- zones ---

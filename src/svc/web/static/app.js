@@ -77,6 +77,13 @@
     });
   }
 
+  // The one-time notice tells of the last change. Once another change is sent from the page it is
+  // out of date: a "Saved" left above a form that now shows a refusal would say the opposite.
+  function dropNotice() {
+    document.querySelectorAll("[data-flash]").forEach(function (notice) { notice.remove(); });
+  }
+  window.svcDropNotice = dropNotice;  // upload.js sends its change itself
+
   function enhance(root) {
     scrollRegions(document);
     autosubmit(root);
@@ -95,6 +102,25 @@
     enhance(document);
     finishSignIn();
     window.addEventListener("resize", function () { scrollRegions(document); });
+    document.body.addEventListener("htmx:beforeRequest", function (event) {
+      var config = event.detail.requestConfig;
+      if (config && config.verb !== "get") { dropNotice(); }
+    });
+    // svc answers htmx with HX-Redirect after a change, and a plain post with a 303. When htmx gets
+    // the 303 (the server did not see the request as htmx's: a proxy that drops HX-Request), the
+    // browser follows it unseen and htmx would swap the next page into the form, the address left
+    // behind (a reload showing the old page): go to that page instead, as a plain post would.
+    document.body.addEventListener("htmx:beforeSwap", function (event) {
+      var xhr = event.detail.xhr;
+      var asked = event.detail.pathInfo && event.detail.pathInfo.finalRequestPath;
+      if (!xhr || !xhr.responseURL || !asked) { return; }
+      var answered = new URL(xhr.responseURL);
+      var requested = new URL(asked, location.href);
+      if (answered.pathname + answered.search !== requested.pathname + requested.search) {
+        event.detail.shouldSwap = false;
+        location.href = xhr.responseURL;
+      }
+    });
     // Move focus to a message htmx just put in place, so a screen reader hears it at once.
     document.body.addEventListener("htmx:afterSwap", function (event) {
       enhance(event.detail.target);

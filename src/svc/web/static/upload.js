@@ -151,6 +151,7 @@
     }
 
     function send(blob) {
+      if (window.svcDropNotice) { window.svcDropNotice(); }
       var token = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRF-Token"] || "";
       var xhr = new XMLHttpRequest();
       xhr.open("POST", zone.dataset.uploadUrl);
