@@ -57,6 +57,11 @@ class Nameserver(Protocol):
         """The zone with all its record sets, or None when the nameserver does not have it."""
         ...
 
+    async def serial(self, name: str) -> int | None:
+        """The SOA serial the nameserver serves for the zone (it moves with every change), without
+        its record sets; None when the nameserver does not have it."""
+        ...
+
     async def ensure_zone(self, name: str, *, nameservers: list[str]) -> None:
         """Create the zone when missing (with an SOA naming nameservers[0] and the apex NS set);
         an existing zone is left as it is."""

@@ -96,6 +96,11 @@ class PowerDnsNameserver:
         rrsets.sort(key=lambda r: (r.name, r.type))
         return ZoneState(name=str(data["name"]).lower(), rrsets=tuple(rrsets), dnssec=bool(data.get("dnssec")))
 
+    async def serial(self, name: str) -> int | None:
+        # rrsets=false: the zone's metadata only (its `serial` among it), not its every record set.
+        r = await self._request("GET", f"/zones/{_zone_id(name)}", params={"rrsets": "false"}, missing_ok=True)
+        return None if r is None else int(r.json()["serial"])
+
     async def ensure_zone(self, name: str, *, nameservers: list[str]) -> None:
         if not nameservers:
             raise NameserverRefused("a zone needs at least one nameserver")

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from sqlalchemy.exc import IntegrityError
 
-from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable, RRsetData
+from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable
 from svc.adapters.resolver.port import Resolver
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
@@ -98,24 +98,31 @@ async def _detail(uow: UnitOfWork, zone: Zone, *, ask_nameserver: bool) -> schem
     detail = schemas.ZoneDetail(**base.model_dump(), rrsets=[schemas.RRset.of(r, zone.name) for r in rows],
                                 ds_records=[])
     if ask_nameserver:
-        soa, detail.ds_records = await _served(uow, zone.name, signed=zone.dnssec != DnssecState.off)
-        if soa is not None:
-            served = {"ttl": soa.ttl, "records": list(soa.records)}
-            detail.rrsets = [r.model_copy(update=served) if (r.name, r.type) == ("@", "SOA") else r
-                             for r in detail.rrsets]
+        serial, detail.ds_records = await _served(uow, zone.name, signed=zone.dnssec != DnssecState.off)
+        if serial is not None:
+            detail.rrsets = [r.model_copy(update={"records": [_with_serial(v, serial) for v in r.records]})
+                             if (r.name, r.type) == ("@", "SOA") else r for r in detail.rrsets]
     return detail
 
 
-async def _served(uow: UnitOfWork, name: str, *, signed: bool) -> tuple[RRsetData | None, list[str] | None]:
-    """The zone's SOA as the nameserver serves it (None when it cannot be asked) and its DS records
-    ([] while unsigned, None when it cannot be asked): both asked at once, with nothing of the store
-    held meanwhile."""
+def _with_serial(soa: str, serial: int) -> str:
+    """An SOA record's text with the serial the nameserver serves (svc stores 0: PowerDNS sets it)."""
+    fields = soa.split()
+    if len(fields) != 7:
+        return soa
+    fields[2] = str(serial)
+    return " ".join(fields)
+
+
+async def _served(uow: UnitOfWork, name: str, *, signed: bool) -> tuple[int | None, list[str] | None]:
+    """The zone's SOA serial as the nameserver serves it (None when it cannot be asked) and its DS
+    records ([] while unsigned, None when it cannot be asked): both asked at once, with nothing of
+    the store held meanwhile. Not the zone's record sets: a zone may hold thousands."""
     port = nameserver(uow.ctx)
     await uow.close_reads()
-    held, ds = await asyncio.gather(_asked(port.zone(name), "the zone", name),
-                                    _asked(port.ds_records(name), "DS records", name) if signed else _unsigned())
-    soa = next((r for r in held.rrsets if (r.name, r.type) == (name, "SOA")), None) if held else None
-    return soa, ds
+    serial, ds = await asyncio.gather(_asked(port.serial(name), "the zone's serial", name),
+                                      _asked(port.ds_records(name), "DS records", name) if signed else _unsigned())
+    return serial, ds
 
 
 async def _asked(call: Awaitable[T], what: str, name: str) -> T | None:
