@@ -253,13 +253,13 @@ async def test_no_credential_is_kept_on_disk(running: Running) -> None:
     secrets = (b"APPSECRET", BYPASS.encode(), BYPASS[8:].encode())
     assert _files_holding(data_dir, secrets) == []
     assert _files_holding(cache, secrets) == []
-    # The cached answers are there, in memory, keyed by what decides access: the host, its gate
-    # (access generation and live deployment), the svc_access value, a fingerprint of the bypass
-    # header (16 hex digits).
+    # The cached answers are there, in memory, keyed by what decides access: the host, its access
+    # generation and live deployment, the svc_access value, a fingerprint of the bypass header (16
+    # hex digits).
     keys = sorted(m.group(1) for p in cache.rglob("*") if p.is_file()
                   and (m := re.search(rb"\nKEY: ([^\n]*)\n", p.read_bytes())))
     assert len(keys) == 2, keys
-    prefix = re.escape(host) + r"\|/[^|]+/[0-9]+-[0-9a-f]{64}\.gate\|"
+    prefix = re.escape(host) + r"\|[0-9]+\|/[^|]+/sites/[0-9a-f]{64}/assets\|"
     assert any(re.fullmatch(rf"{prefix}good\|".encode(), key) for key in keys), keys
     assert any(re.fullmatch(rf"{prefix}\|[0-9a-f]{{16}}".encode(), key) for key in keys), keys
     # A stopped edge leaves no cache behind.

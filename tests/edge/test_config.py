@@ -27,14 +27,14 @@ def _options(**kw: object) -> EdgeOptions:
 
 
 def test_the_config_holds_no_host(tmp_path: Path) -> None:
-    """Which host serves what is in the host links: the config is the same whatever the store
-    holds, so no deploy, rollback or policy change ever needs a reload."""
+    """Which host serves what is in the routing table in nginx's memory: the config is the same
+    whatever the store holds, so no deploy, rollback or policy change ever needs a reload."""
     layout = EdgeLayout(tmp_path / "edge")
     text = render(_options(check_cache_dir=tmp_path / "cache"), layout)
     assert render(_options(check_cache_dir=tmp_path / "cache"), layout) == text
-    assert f'"{layout.hosts}/$host"' in text
-    # One server for every host, one for the status probe.
-    assert text.count("server_name") == 2 and "map $host $svc_root" not in text
+    assert "svc_routes.lookup()" in text and f'svc_routes.load("{layout.routes}", "{layout.routes_log}")' in text
+    # One server for every host, one for svc's changes of the routing table, one for the status probe.
+    assert text.count("server_name") == 3 and "map $host" not in text
     # Another shape, another id.
     assert config_id(text) != config_id(render(_options(listen_port=18082, check_cache_dir=tmp_path / "cache"),
                                                layout))
@@ -55,8 +55,8 @@ def test_check_cache_only_in_memory_and_when_on(tmp_path: Path) -> None:
     text = render(_options(check_cache_dir=cache), layout)
     assert "proxy_cache_valid 204 5s;" in text
     assert f'proxy_cache_path "{cache}" ' in text
-    # Keyed by the gate (access generation and live deployment), never by the site's own cookies.
-    assert 'proxy_cache_key "$host|$svc_site|$cookie_svc_access|$svc_check_bypass";' in text
+    # Keyed by the access generation and the live deployment, never by the site's own cookies.
+    assert 'proxy_cache_key "$host|$svc_gen|$svc_root|$cookie_svc_access|$svc_check_bypass";' in text
     assert "proxy_cache " not in render(_options(check_cache_seconds=0, check_cache_dir=cache), layout)
     # No memory file system to keep it in: no cache.
     assert "proxy_cache" not in render(_options(), layout)

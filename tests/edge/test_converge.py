@@ -17,7 +17,7 @@ import pytest
 
 from svc.domains.deployments import artifacts
 from svc.domains.projects.service import EdgeRouting
-from svc.edge import EdgePortInUse, NginxEdge, edge_port_taken, start_edge
+from svc.edge import EdgePortInUse, NginxEdge, edge_port_taken, process, start_edge
 from tests.edge.conftest import NGINX, Running, edge_settings, started_edge
 from tests.edge.helpers import FakeCheck, Site, bundle, create_project, deploy, rollback
 from tests.support import stores
@@ -311,3 +311,19 @@ async def test_edge_port_taken_by_another_program(tmp_path: Path, check: FakeChe
             with pytest.raises(EdgePortInUse):
                 await start_edge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url)
     assert not edge_port_taken(settings)
+
+
+async def test_an_nginx_without_the_lua_module_leaves_the_edge_off(tmp_path: Path, check: FakeCheck,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """The routing table lives in nginx's Lua module: without it the edge says so, and the API runs."""
+    assert NGINX is not None
+    bare = tmp_path / "bin" / "nginx"
+    bare.parent.mkdir()
+    shutil.copy(NGINX, bare)  # beside no modules directory
+    monkeypatch.setattr(process, "MODULE_DIRS", ())
+    settings = edge_settings(tmp_path / "data", nginx_binary=str(bare))
+    async with running_svc(settings) as svc:
+        assert await start_edge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url) is None
+    assert "has no Lua module" in caplog.text and "apt-get install libnginx-mod-http-lua" in caplog.text
+    assert not (settings.data_dir / "edge" / "nginx.pid").exists()

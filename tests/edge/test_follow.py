@@ -10,6 +10,7 @@ import dataclasses
 
 from sqlalchemy import select
 
+from svc.edge.process import EdgeProcessError
 from svc.models import Deployment, Project
 from tests.edge.conftest import Running
 from tests.edge.helpers import Site, bundle, create_project
@@ -120,3 +121,34 @@ async def test_a_shape_change_is_one_reload_however_many_ask(running: Running) -
     site = await create_project(alice, "web")
     await deploy(alice, site, 1)
     assert (await running.http.fresh_get(site.host)).content == page("web", 1)
+
+
+async def test_a_change_nginx_missed_is_sent_with_the_whole_table(running: Running) -> None:
+    """nginx could not be told (a timeout, say): the change stands in the store and on disk, the
+    answer still comes, and the poller sends the whole table (after a flush, so a host removed
+    meanwhile goes too) until nginx has it."""
+    alice = await running.svc.login("alice")
+    site = await create_project(alice, "web")
+    other = await create_project(alice, "other")
+    await deploy(alice, site, 1)
+    await deploy(alice, other, 1)
+    send = running.edge.process.send_routes
+    failures = 0
+
+    async def failing(lines: list[str], token: str) -> None:
+        nonlocal failures
+        failures += 1
+        raise EdgeProcessError("timed out")
+
+    running.edge.process.send_routes = failing  # type: ignore[method-assign]
+    running.edge.settings = running.edge.settings.model_copy(update={"edge_converge_seconds": 3600})
+    await deploy(alice, site, 2)
+    r = await alice.client.request("DELETE", f"/v1/orgs/{other.org}/projects/other", json={"confirm": "other"})
+    assert r.status_code == 202, r.text
+    assert failures == 2
+    # Not told: nginx's memory still has version 1 (the poller is held back meanwhile).
+    assert (await running.http.fresh_get(site.host)).content == page("web", 1)
+    running.edge.process.send_routes = send  # type: ignore[method-assign]
+    await running.edge.converge_now()
+    assert (await running.http.fresh_get(site.host)).content == page("web", 2)
+    assert_error(await running.http.fresh_get(other.host), 404, "unknown_hostname")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from svc.domains.deployments import artifacts
 from svc.domains.projects.service import EdgeRouting
+from svc.edge.routes import Entry, Kind
 from tests.edge.conftest import started_edge
 from tests.edge.helpers import FakeCheck, create_project, deploy, set_access
 from tests.support.api import Svc, assert_error
@@ -37,15 +38,17 @@ async def test_routing_table_drives_the_edge(svc: Svc, check: FakeCheck) -> None
     assert sorted(r.host for r in some) == sorted([web.host, other.host])
 
     async with started_edge(svc, check) as edge:
-        # Each host is a link to what it serves; the config names none of them.
-        links = edge.edge.links
+        # Each host is an entry of the routing table (in nginx's memory, and on disk for its
+        # restarts); the config names none of them.
+        table = edge.edge.table
         site = artifacts.site_dir(svc.ctx, routes[web.host].digest or "")
-        assert links.target(web.host) == f"{site.resolve()}/assets"
-        gate = links.target(locked.host) or ""
-        assert gate.endswith(".gate") and f"/gates/{locked.project_id}/2-" in gate
-        assert links.target(empty.host) == str(edge.edge.layout.void_none)
-        assert links.target(gone.host) is None
+        assert table.entry(web.host) == Entry(Kind.public, f"{site.resolve()}/assets")
+        locked_site = artifacts.site_dir(svc.ctx, routes[locked.host].digest or "")
+        assert table.entry(locked.host) == Entry(Kind.protected, f"{locked_site.resolve()}/assets", 2)
+        assert table.entry(empty.host) == Entry(Kind.none, str(edge.edge.layout.void_none))
+        assert table.entry(gone.host) is None
         assert web.host not in edge.edge.layout.conf.read_text()
+        assert f"set\t{web.host}\t1\t{site.resolve()}/assets" in edge.edge.layout.routes.read_text()
         assert (await edge.http.get(web.host)).content == b"alice web"
         assert (await edge.http.get(other.host)).content == b"bob web"
         body = assert_error(await edge.http.get(empty.host), 404, "not_found")

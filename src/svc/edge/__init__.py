@@ -15,7 +15,8 @@ from svc.supervisor import MissingBinary, Port, ProcessError, resolve_binary, ta
 
 log = logging.getLogger("svc.edge")
 
-INSTALL_HINT = "install nginx (Debian: apt-get install nginx-light; `make run` does it) or set SVC_NGINX_BINARY"
+INSTALL_HINT = ("install nginx and its Lua module (Debian: apt-get install nginx-light libnginx-mod-http-lua; "
+                "`make run` does it) or set SVC_NGINX_BINARY")
 
 __all__ = ["INSTALL_HINT", "EdgePortInUse", "NginxEdge", "edge_address", "edge_port_taken", "start_edge"]
 

@@ -42,6 +42,17 @@ PENDING_PATH = "/__svc/_pending"
 _ID_PLACEHOLDER = "@@SVC_CONFIG_ID@@"
 MIME_TYPES = Path("/etc/nginx/mime.types")
 TEMPLATES = Path(__file__).parent / "templates"
+LUA = Path(__file__).parent / "lua"
+# The status probe's and the control server's Host: not DNS names (underscore), no project's.
+CONTROL_HOST = "_svc-edge-control"
+CONTROL_PATH = "/routes"
+# nginx's Lua module and the module it needs (Debian: libnginx-mod-http-lua, -ndk), loaded in order.
+LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
+MODULE_DIRS = (Path("/usr/lib/nginx/modules"), Path("/usr/lib64/nginx/modules"), Path("/usr/local/nginx/modules"),
+               Path("/usr/share/nginx/modules"))
+# The routing table's shared memory: about 400 bytes a host, so room for ~300,000 hosts (only
+# what is used is resident).
+ROUTES_MEMORY = "128m"
 # The edge's own 404 pages for browsers (file names under templates/pages/ and <edge>/pages/).
 PAGES = {"unknown_host": "unknown-host.html", "no_deployment": "no-deployment.html", "not_found": "not-found.html"}
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
@@ -131,14 +142,19 @@ class EdgeLayout:
         return self.root / "pages"
 
     @property
-    def hosts(self) -> Path:
-        """One link per host, to the directory it serves (svc/edge/links.py)."""
-        return self.root / "hosts"
+    def routes(self) -> Path:
+        """The routing table's snapshot (svc/edge/routes.py), read by nginx at start and reload."""
+        return self.root / "routes"
 
     @property
-    def gates(self) -> Path:
-        """Protected projects' gates: gates/<project>/<generation>-<digest>.gate/assets -> the site."""
-        return self.root / "gates"
+    def routes_log(self) -> Path:
+        """The routing table's changes since the snapshot."""
+        return self.root / "routes.log"
+
+    @property
+    def lua(self) -> Path:
+        """The Lua module nginx runs (installed from lua/ at every start)."""
+        return self.root / "lua"
 
     @property
     def void(self) -> Path:
@@ -157,13 +173,14 @@ class EdgeLayout:
         return self.void / "pending"
 
     def prepare(self) -> None:
-        for path in (self.root, self.temp, self.hosts, self.gates, self.void_unknown, self.void_none,
-                     self.void_pending, self.pages):
+        for path in (self.root, self.temp, self.void_unknown, self.void_none, self.void_pending, self.pages,
+                     self.lua):
             path.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o700)
         # Its keys held whole Cookie headers and bypass secrets, on disk.
         shutil.rmtree(self.old_check_cache, ignore_errors=True)
         install_pages(self)
+        install_lua(self)
 
 
 def _mount_types() -> list[tuple[Path, str]]:
@@ -243,6 +260,10 @@ class EdgeOptions:
     mime_types: Path | None = MIME_TYPES
     # The check cache's directory, on a memory file system (new_check_cache_dir()); None: no cache.
     check_cache_dir: Path | None = None
+    # Modules to load (nginx's Lua module: lua_modules()); empty when compiled in.
+    modules: tuple[Path, ...] = ()
+    # What svc sends with each change of the routing table (X-Svc-Edge-Token); made per start.
+    control_token: str = ""
 
 
 def quote(value: str) -> str:
@@ -311,9 +332,15 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         gzip_types=GZIP_TYPES,
         temp={name: quote(str(t / name)) for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")},
         access_log=quote(str(layout.access_log)) if options.access_log else None,
-        # Inside a quoted string, before "/$host": checked by quote(), written without its quotes.
-        hosts_dir=quote(str(layout.hosts))[1:-1],
+        modules=[quote(str(m)) for m in options.modules],
+        lua_path=quote(f"{layout.lua}/?.lua;;"),
+        routes_memory=ROUTES_MEMORY,
+        # Lua strings inside init_by_lua: quote() refuses quotes and backslashes in them.
+        routes_files=[quote(str(layout.routes)), quote(str(layout.routes_log))],
         void_unknown=quote(str(layout.void_unknown)),
+        control_host=CONTROL_HOST,
+        control_path=CONTROL_PATH,
+        control_token=_single(options.control_token),
         bodies={"not_found": _single(NOT_FOUND_BODY), "unknown_host": _single(UNKNOWN_HOST_BODY),
                 "no_deployment": _single(NO_DEPLOYMENT_BODY), "method": _single(METHOD_BODY),
                 "unauthorized": _single(UNAUTHORIZED_BODY), "internal": _single(INTERNAL_BODY),
@@ -337,6 +364,15 @@ def page_texts() -> dict[str, str]:
     """The edge's own HTML pages (templates/pages/), by file name."""
     env = _env()
     return {name: env.get_template(f"pages/{name}").render() for name in PAGES.values()}
+
+
+def install_lua(layout: EdgeLayout) -> None:
+    """Write the edge's Lua module into layout.lua (atomically)."""
+    layout.lua.mkdir(parents=True, exist_ok=True)
+    for source in LUA.glob("*.lua"):
+        tmp = layout.lua / f".{source.name}.new"
+        tmp.write_bytes(source.read_bytes())
+        os.replace(tmp, layout.lua / source.name)
 
 
 def install_pages(layout: EdgeLayout) -> None:

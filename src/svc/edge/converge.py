@@ -1,18 +1,20 @@
 """The Edge port with nginx: converged from the state store (the desired state), supervised.
 
-Which host serves what is not in nginx's config: it is one link per host (links.py), read by nginx
-on every request, so following the store is a rename per changed host and never a reload.
+Which host serves what is not in nginx's config: it is the routing table (routes.py), kept in
+nginx's memory and read there on every request, so following the store is an entry replaced per
+changed host and never a reload.
 
-- start(): make every host's link from the routing table, write the config (config.py) and start
-  nginx under its supervisor (nginx died: its leftovers killed, started again on the last good
-  config; svc.supervisor), then the poller.
+- start(): the routing table from the store (on disk for nginx to read as it starts), the config
+  (config.py), nginx under its supervisor (nginx died: its leftovers killed, started again on the
+  last good config; svc.supervisor), then the poller.
 - follow(change): after a commit in this process, the hosts of the projects it touched are read
-  from the store and their links moved; returns once they are (a 2xx means live). Concurrent
-  calls are gathered into rounds (svc.kit.rounds): one store read for all the changes of a round.
-  Reads happen inside the round, after the commits they follow, so the last committed state wins.
+  from the store and their entries changed in nginx (logged on disk first); returns once they
+  are (a 2xx means live). Concurrent calls are gathered into rounds (svc.kit.rounds): one store
+  read and one message to nginx for all the changes of a round. Reads happen inside the round,
+  after the commits they follow, so the last committed state wins.
 - the poller: the routing table's counter moved by a commit of another process (on a shared
-  PostgreSQL), or a site was missing last time: the whole table is converged (converge_now());
-  once a minute, gates no link uses any more are removed (links.py).
+  PostgreSQL), or a site was missing or nginx unreachable last time: the whole table is
+  converged (converge_now()).
 - reconfigure(): the config's shape changed (its options): render, `nginx -t`, rename into place
   and reload gracefully, returning once only workers of the new config accept connections; calls
   within a short window share one reload. A refused config is logged and the previous one keeps
@@ -30,8 +32,7 @@ import grp
 import logging
 import os
 import pwd
-import time
-from collections.abc import Collection
+import secrets
 from pathlib import Path
 
 from svc.adapters.edge.port import EdgeChange, Route, RoutingSource
@@ -44,8 +45,8 @@ from svc.edge.config import (
     remove_check_cache_dir,
     render,
 )
-from svc.edge.links import GATE_GRACE_SECONDS, HostLinks
-from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess
+from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
+from svc.edge.routes import Entry, Kind, RouteTable
 from svc.kit.hosts import valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
@@ -54,13 +55,10 @@ from svc.supervisor import Port, PortInUse
 
 log = logging.getLogger("svc.edge")
 
-# In a round's items: the whole routing table; unused gates removed (a project id is neither).
+# In a round's items: the whole routing table (a project id is never this).
 EVERYTHING = "*"
-PRUNE = "-prune"
 # How long a reconfigure waits for others to share its reload.
 RELOAD_WINDOW_SECONDS = 0.05
-# More links than this to change in one round: the renames run in a thread.
-INLINE_CHANGES = 64
 
 def _worker_user(data_dir: Path) -> str | None:
     """nginx started as root switches its workers to `user`: the data dir's owner, who can read
@@ -104,8 +102,9 @@ class NginxEdge:
         self._lock = asyncio.Lock()
         self.process = NginxProcess(binary, self.layout, Port(settings.edge_host, settings.edge_port),
                                     _probe_host(settings.edge_host), config_id=self._config_id, lock=self._lock)
-        self.links = HostLinks(self.layout)
-        # One round at a time moves links: a round's reads come after every commit it follows.
+        self.binary = binary
+        self.table = RouteTable(self.layout)
+        # One round at a time changes the table: a round's reads come after every commit it follows.
         self._rounds: Rounds[str] = Rounds(self._round)
         self._reloads: Rounds[str] = Rounds(self._reload, window=RELOAD_WINDOW_SECONDS)
         self._stopping = asyncio.Event()
@@ -120,28 +119,35 @@ class NginxEdge:
         self._own: set[int] = set()
         self._incomplete = False
         self._sites: dict[str, Path] = {}
-        self._pruned_at = time.monotonic()
+        # nginx may have missed changes (it could not be told): the next converge sends all.
+        self._unsynced = False
 
     # --- lifecycle ---
 
     async def start(self) -> None:
-        """Link every host, write the config and start nginx. EdgePortInUse when another program
+        """Route every host, write the config and start nginx. EdgePortInUse when another program
         listens on the edge's address; another failing start is logged and retried by the
         supervisor (svc keeps running)."""
+        modules = await asyncio.to_thread(lua_modules, self.binary)
+        if modules is None:
+            raise EdgeProcessError(f"{self.binary} has no Lua module, which the edge's routing table needs "
+                                   "(Debian: apt-get install libnginx-mod-http-lua; `make run` does it)")
         self.layout.prepare()
         # An nginx a killed svc left running still uses the check cache directory replaced below.
         await self.process.stop_stale()
-        # A fresh check cache: answers cached by a previous run were keyed by gates this run may
-        # make again. In memory, as its files hold their keys (cookie values).
+        # A fresh check cache: answers cached by a previous run were keyed by access generations
+        # this run may not share. In memory, as its files hold their keys (cookie values).
         cache_dir = new_check_cache_dir(self.layout.root) if self.options.check_cache_seconds > 0 else None
         if cache_dir is None and self.options.check_cache_seconds > 0:
             log.warning("the edge's check cache is off (no memory file system such as /dev/shm to keep it in): "
                         "protected projects ask the API on every request")
-        self.options = dataclasses.replace(self.options, check_cache_dir=cache_dir)
+        self.options = dataclasses.replace(self.options, check_cache_dir=cache_dir, modules=modules,
+                                           control_token=secrets.token_urlsafe(24))
         with contextlib.suppress(OSError):
             self._text = self.layout.conf.read_text()
-        self.links.load()
+        self.table.load()
         await self.converge_now()
+        self.table.compact()
         async with self._lock:
             await self._configure()
         if self._text is None:
@@ -163,6 +169,7 @@ class NginxEdge:
         await self._rounds.close()
         await self._reloads.close()
         await self.process.stop()
+        await self.process.aclose()
         remove_check_cache_dir(self.options.check_cache_dir)
 
     # --- the Edge port ---
@@ -184,79 +191,70 @@ class NginxEdge:
         """The id of the config on disk (what nginx serves once started or reloaded)."""
         return self._config_id() if self._text is not None else None
 
-    # --- the links ---
+    # --- the routing table ---
 
     async def _round(self, items: set[str]) -> None:
-        if PRUNE in items:
-            items.discard(PRUNE)
-            self._pruned_at = time.monotonic()
-            await asyncio.to_thread(self.links.prune, nginx_running=self.process.running)
-        if not items:
-            return
         if EVERYTHING in items:
             generation = await self.routing.generation()
             routes = await self.routing.routes()
-            complete = await self._apply(routes, self.links.hosts())
+            complete = await self._apply(routes, self.table.hosts(), everything=True)
             self._seen, self._own = generation, {g for g in self._own if g > generation}
             self._incomplete = not complete
             live = {route.digest for route in routes}
             self._sites = {digest: path for digest, path in self._sites.items() if digest in live}
-            if not self.process.running:
-                await asyncio.to_thread(self.links.prune, nginx_running=False)
         else:
             had = {host for host, project in self._owners.items() if project in items}
             routes = await self.routing.routes_for(items, had)
             if not await self._apply(routes, had):
                 self._incomplete = True
 
-    async def _apply(self, routes: list[Route], scope: Collection[str]) -> bool:
-        """Link each route's host to what it serves; hosts of `scope` no route names any more lead
-        to void/unknown. Returns whether every live site was here."""
-        valid = []
-        for route in routes:
-            if valid_host(route.host):
-                valid.append(route)
-            else:
-                log.warning("edge: not routing %r (not a valid host name)", route.host)
+    async def _apply(self, routes: list[Route], scope: set[str], *, everything: bool = False) -> bool:
+        """Route each route's host to what it serves; hosts of `scope` no route names any more are
+        removed. Logged on disk, then sent to nginx. Returns whether every live site was here."""
         sites: dict[str, Path | None] = {}
-        for route in valid:
+        for route in routes:
             if route.digest is not None and not route.pending and route.digest not in sites:
                 sites[route.digest] = await self._site(route.digest)
-        plan = [(route, sites.get(route.digest) if route.digest is not None else None) for route in valid]
-        if len(plan) > INLINE_CHANGES:
-            changed = await asyncio.to_thread(self._link, plan, scope)
-        else:
-            changed = self._link(plan, scope)
-        if changed:
-            log.debug("edge: %s host links changed", changed)
+        wanted: dict[str, Entry] = {}
+        for route in routes:
+            if not valid_host(route.host):
+                log.warning("edge: not routing %r (not a valid host name)", route.host)
+                continue
+            wanted[route.host] = self._entry(route, sites.get(route.digest) if route.digest else None)
+            self._owners[route.host] = route.project_id
+        for host in scope - wanted.keys():
+            self._owners.pop(host, None)
+        lines = self.table.changes(wanted, scope)
+        self.table.record(lines)
+        if self._unsynced and everything:
+            lines = self.table.everything()
+        if lines and self.process.running:
+            try:
+                await self.process.send_routes(lines, self.options.control_token)
+            except EdgeProcessError:
+                # On disk already: a restarted nginx has them; a running one gets all next time.
+                self._unsynced = True
+                raise
+            self._unsynced = self._unsynced and not everything
         return all(site is not None for site in sites.values())
 
-    def _link(self, plan: list[tuple[Route, Path | None]], scope: Collection[str]) -> int:
-        changed = 0
-        routed = set()
-        for route, site in plan:
-            routed.add(route.host)
-            changed += self.links.point(route.host, self._target(route, site))
-            self._owners[route.host] = route.project_id
-        for host in set(scope) - routed:
-            changed += self.links.forget(host)
-            self._owners.pop(host, None)
-        return changed
-
-    def _target(self, route: Route, site: Path | None) -> Path:
+    def _entry(self, route: Route, site: Path | None) -> Entry:
+        protected = route.access_mode in PROTECTED_ACCESS_MODES
+        generation = route.access_generation if protected else 0
         if route.pending:
             # Ownership not proven: none of the project's content, only the pending answer.
-            return self.layout.void_pending
+            return Entry(Kind.pending, str(self.layout.void_pending))
         if route.digest is None:
-            assets = None
-        elif site is None:
-            # The live site is not here yet: the host keeps serving what it served (retried).
-            assets = self.links.served_assets(route.host)
-        else:
-            assets = site / "assets"
-        if route.access_mode in PROTECTED_ACCESS_MODES:
-            return self.links.gate(route.project_id, route.access_generation, assets)
-        return assets if assets is not None else self.layout.void_none
+            return Entry(Kind.protected_none if protected else Kind.none, str(self.layout.void_none), generation)
+        if site is None:
+            # The live site is not here yet: the host keeps serving what it served (retried),
+            # behind the access check if it is protected now.
+            current = self.table.entry(route.host)
+            root = current.root if current is not None and current.kind in (Kind.public, Kind.protected) else None
+            if root is None:
+                return Entry(Kind.protected_none if protected else Kind.none, str(self.layout.void_none), generation)
+            return Entry(Kind.protected if protected else Kind.public, root, generation)
+        return Entry(Kind.protected if protected else Kind.public, str(site / "assets"), generation)
 
     async def _site(self, digest: str) -> Path | None:
         """The digest's unpacked site in this process's data dir, fetched from the blob store when
@@ -331,10 +329,8 @@ class NginxEdge:
             if self._stopping.is_set():
                 return
             try:
-                if self._incomplete or self._foreign(await self.routing.generation()):
+                if self._incomplete or self._unsynced or self._foreign(await self.routing.generation()):
                     await self.converge_now()
-                if time.monotonic() - self._pruned_at > GATE_GRACE_SECONDS:
-                    await self._rounds((PRUNE,))
             except asyncio.CancelledError:
                 raise
             except Exception:

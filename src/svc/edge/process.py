@@ -15,16 +15,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from svc.edge.config import STATUS_HOST, STATUS_PATH, EdgeLayout
+import httpx
+
+from svc.edge.config import CONTROL_HOST, CONTROL_PATH, LUA_MODULES, MODULE_DIRS, STATUS_HOST, STATUS_PATH, EdgeLayout
 from svc.supervisor import Port, ProcessError, ProcessSpec, Supervisor, children, http_get, title
 
 log = logging.getLogger("svc.edge")
 
 START_SECONDS = 10.0
 RELOAD_SECONDS = 15.0
+CONTROL_SECONDS = 30.0
 
 
 class EdgeProcessError(ProcessError):
@@ -37,6 +41,22 @@ class EdgePortInUse(EdgeProcessError):
     def __init__(self, address: str) -> None:
         super().__init__(f"the edge address {address} is in use")
         self.address = address
+
+
+def lua_modules(binary: str) -> tuple[Path, ...] | None:
+    """The module files this nginx loads for Lua, in order: () when it has Lua compiled in
+    (OpenResty), None when it has none (Debian: apt-get install libnginx-mod-http-lua)."""
+    try:
+        version = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10, check=False).stderr
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    if "lua-nginx-module" in version or "ngx_lua" in version:
+        return ()
+    found = Path(binary).resolve().parent.parent / "lib" / "nginx" / "modules"
+    for directory in (found, *MODULE_DIRS):
+        if all((directory / name).is_file() for name in LUA_MODULES):
+            return tuple(directory / name for name in LUA_MODULES)
+    return None
 
 
 def nginx_spec(binary: str, layout: EdgeLayout, listen: Port,
@@ -67,6 +87,7 @@ class NginxProcess(Supervisor):
         self.probe_port = listen.port
         # The id of the config nginx must serve once started (the one on disk).
         self.config_id = config_id
+        self._control: httpx.AsyncClient | None = None
 
     async def _serves_expected(self) -> bool:
         return await self.probe() == self.config_id()
@@ -112,6 +133,28 @@ class NginxProcess(Supervisor):
         except ProcessError as exc:
             raise EdgeProcessError(f"nginx did not take config {config_id}: {exc}") from None
 
+    # --- the routing table ---
+
+    async def send_routes(self, lines: list[str], token: str) -> None:
+        """Changes of the routing table (lua/svc_routes.lua) to the running nginx: applied in its
+        memory, seen by every worker's next request, when this returns."""
+        if self._control is None:
+            self._control = httpx.AsyncClient(base_url=f"http://{_url_host(self.probe_host)}:{self.probe_port}",
+                                              timeout=CONTROL_SECONDS, trust_env=False)
+        body = "".join(f"{line}\n" for line in lines).encode()
+        try:
+            r = await self._control.post(CONTROL_PATH, content=body, headers={
+                "host": CONTROL_HOST, "x-svc-edge-token": token, "content-type": "text/plain"})
+        except httpx.HTTPError as exc:
+            raise EdgeProcessError(f"nginx could not be sent the routing table's changes: {exc!r}") from None
+        if r.status_code != 200:
+            raise EdgeProcessError(f"nginx refused the routing table's changes ({r.status_code}): {r.text[:200]}")
+
+    async def aclose(self) -> None:
+        if self._control is not None:
+            await self._control.aclose()
+            self._control = None
+
     async def probe(self) -> str | None:
         """The config id a fresh connection is served with (None: no answer)."""
         answer = await http_get(self.probe_host, self.probe_port, STATUS_PATH, headers={"Host": STATUS_HOST})
@@ -119,3 +162,6 @@ class NginxProcess(Supervisor):
             return None
         return answer[1].decode("ascii", "replace").strip()
 
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
