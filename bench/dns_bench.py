@@ -81,6 +81,8 @@ def serve(data_dir: Path, port_file: Path, dns_port: int, stages_file: Path) -> 
 def instrument(jobs: Any, adapter: Any, stages_file: Path) -> None:
     """Wrap dns.sync and its expensive calls; one JSON line per sync job (monotonic clock, which is
     the same clock in every process, so the benchmark can line it up with its own timestamps)."""
+    from svc.uow import runs
+
     out = stages_file.open("a", buffering=1)
     current: dict[str, Any] = {}  # one worker per process: one sync job at a time
 
@@ -103,6 +105,7 @@ def instrument(jobs: Any, adapter: Any, stages_file: Path) -> None:
     timed(adapter, "apply", "pdns_patch")
     original_sync = jobs.sync
 
+    @runs(original_sync)  # the job runs in the transaction policy its handler declares
     async def sync(run: Any) -> None:
         current.clear()
         current.update(zone=run.payload.get("zone"), generation=run.payload.get("generation"), start=time.monotonic())
