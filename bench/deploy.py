@@ -42,9 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.edge import children, free_port
+from harness import children, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_P50_MS = 50.0

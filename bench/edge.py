@@ -30,7 +30,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from harness import children, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SVC = Path(sys.executable).parent / "svc"
@@ -48,12 +48,6 @@ FILE = "/10k.txt"
 PASSWORD = "bench-password-1"
 # target: (reference, goal for the ratio of requests/s)
 GOALS = {"public": ("bare", 0.8), "protected": ("tuned", 0.8)}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def payload() -> bytes:
@@ -83,19 +77,6 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, headers: dict[
         except httpx.TransportError:
             time.sleep(0.1)
     sys.exit(f"{url} did not answer:\n{log.read_text(errors='replace')[-3000:]}")
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                stat = Path(f"/proc/{name}/stat").read_text()
-            except OSError:
-                continue
-            if stat[stat.rfind(")") + 2:].split()[1] == str(pid):
-                found.append(int(name))
-    return found
 
 
 def tree(pid: int) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -39,3 +40,22 @@ def wait_for_server(server: subprocess.Popen[bytes], port_file: Path) -> str:
                 pass
         time.sleep(0.05)
     sys.exit("the server did not start within 60 s")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            if stat[stat.rfind(")") + 2:].split()[1] == str(pid):
+                found.append(int(name))
+    return found
