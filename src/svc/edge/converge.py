@@ -60,6 +60,7 @@ EVERYTHING = "*"
 # How long a reconfigure waits for others to share its reload.
 RELOAD_WINDOW_SECONDS = 0.05
 
+
 def _worker_user(data_dir: Path) -> str | None:
     """nginx started as root switches its workers to `user`: the data dir's owner, who can read
     the sites and write the edge's temp and cache directories."""
