@@ -46,7 +46,9 @@ def _base(org_slug: str, project: str) -> str:
 
 @router.get("/orgs/{orgSlug}/projects/{projectName}/deployments")
 async def deployment_list(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx,
-                          before: BeforeQuery = None) -> Response:
+                          cursor: BeforeQuery = None, before: BeforeQuery = None) -> Response:
+    # The page follows nextCursor as `cursor`, as the API does (`before`: its earlier name).
+    before = cursor or before
     rows, cursor = await service.list_deployments(uow, p.project, limit=PAGE_SIZE, before=before)
     detail = await projects.project_detail(uow, p.project, p.access.org, ctx.settings)
     values: dict[str, Any] = {
