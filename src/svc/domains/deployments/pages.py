@@ -49,10 +49,10 @@ async def deployment_list(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
                           cursor: BeforeQuery = None, before: BeforeQuery = None) -> Response:
     # The page follows nextCursor as `cursor`, as the API does (`before`: its earlier name).
     before = cursor or before
-    rows, cursor = await service.list_deployments(uow, p.project, limit=PAGE_SIZE, before=before)
+    rows, next_cursor = await service.list_deployments(uow, p.project, limit=PAGE_SIZE, before=before)
     detail = await projects.project_detail(uow, p.project, p.access.org, ctx.settings)
     values: dict[str, Any] = {
-        "rows": rows, "cursor": cursor, "before": before, "url": detail.url, "project": p.project.name,
+        "rows": rows, "cursor": next_cursor, "before": before, "url": detail.url, "project": p.project.name,
         "live_version": detail.live_deployment.version if detail.live_deployment else None,
         "org_slug": p.access.org.slug, "page_url": _base(p.access.org.slug, p.project.name), "size": _size,
         "can_change": at_least(p.access.role, Role.member), "active": p.project.state == ProjectState.active,
