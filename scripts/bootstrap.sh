@@ -30,12 +30,13 @@ if [ ! -x .venv/bin/uv ]; then
 fi
 .venv/bin/uv sync --frozen --quiet --compile-bytecode
 
-# The dashboard's front-end packages (htmx, Pico), pinned by package-lock.json, served by svc itself
-# from src/svc/web/static/vendor/ (no CDN).
+# From npm, pinned by package-lock.json: the dashboard's front-end packages (htmx, Pico), served by
+# svc itself from src/svc/web/static/vendor/ (no CDN), and workerd, the runtime of the projects'
+# workers (node_modules/.bin/workerd; docs/workers.md).
 if command -v npm >/dev/null 2>&1; then
   npm ci --no-audit --no-fund --loglevel=error >/dev/null
   mkdir -p src/svc/web/static/vendor
   cp node_modules/htmx.org/dist/htmx.min.js node_modules/@picocss/pico/css/pico.min.css src/svc/web/static/vendor/
 else
-  echo "bootstrap: npm is missing: the dashboard will be unstyled (run as root to install it)" >&2
+  echo "bootstrap: npm is missing: the dashboard will be unstyled and workers will not run (run as root to install it)" >&2
 fi

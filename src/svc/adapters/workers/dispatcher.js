@@ -1,0 +1,162 @@
+// svc's own worker inside each workerd process: it runs the projects' workers, each in an isolate of
+// its own, loaded on demand through workerd's Worker Loader (docs/workers.md, "One process, many
+// isolates"). Nothing here is a project's code; a project's code never sees this module's env.
+//
+// A request from the edge names the worker to run in X-Svc-Worker (an opaque key: the live
+// deployment and the generation of the project's bindings). The first request for a key fetches
+// the code and the bindings from svc (GET /v1/runtime/workers/{key}, proved by the runtime token
+// that workerd adds to every request to svc); later ones reuse the warm isolate. A new deployment,
+// a rollback or a changed secret is a new key: the next request loads the new isolate while the
+// requests in flight finish on the old one, which workerd unloads when idle. No restart, no reload.
+import { WorkerEntrypoint } from "cloudflare:workers";
+
+const KEY = /^[A-Za-z0-9_.:-]{1,200}$/;
+const HOP = ["x-svc-worker", "x-svc-runtime-token"];
+
+// env.ASSETS of a project's worker: its deployment's assets/ and nothing else (the props name the
+// directory; the URL's path is normalised by the URL parser, so `..` cannot leave it).
+export class Assets extends WorkerEntrypoint {
+  async fetch(request) {
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return new Response("method not allowed", { status: 405, headers: { allow: "GET, HEAD" } });
+    }
+    let path = decodeURIComponent(new URL(request.url).pathname);
+    if (path.endsWith("/")) path += "index.html";
+    if (path.split("/").some((part) => part.startsWith("."))) return new Response("not found", { status: 404 });
+    const answer = await this.env.SITES.fetch(`http://sites/${this.ctx.props.root}${path}`, { method: request.method });
+    if (answer.status !== 200) return new Response("not found", { status: 404 });
+    const headers = new Headers(answer.headers);
+    headers.set("content-type", contentType(path));
+    return new Response(answer.body, { status: 200, headers });
+  }
+}
+
+// Each invocation of a project's worker ends here with its console lines and uncaught exceptions;
+// they go to svc, which keeps them as the project's logs.
+export class Tail extends WorkerEntrypoint {
+  async tail(events) {
+    const lines = [];
+    for (const event of events) {
+      const request = event.event && event.event.request;
+      const requestId = request && request.headers ? request.headers["x-request-id"] || null : null;
+      for (const entry of event.logs || []) {
+        lines.push({ at: entry.timestamp, level: entry.level, message: entry.message.map(text).join(" "), requestId });
+      }
+      for (const failure of event.exceptions || []) {
+        lines.push({ at: failure.timestamp, level: "error", message: `${failure.name}: ${failure.message}`,
+                     stack: failure.stack || null, requestId });
+      }
+    }
+    if (lines.length === 0) return;
+    await this.env.SVC.fetch(`http://svc/v1/runtime/projects/${this.ctx.props.project}/logs`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ lines }),
+    });
+  }
+}
+
+function text(value) {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+async function load(env, ctx, key) {
+  const answer = await env.SVC.fetch(`http://svc/v1/runtime/workers/${key}`);
+  if (answer.status !== 200) throw new Error(`${UNAVAILABLE}svc answered ${answer.status} for worker ${key}`);
+  const worker = await answer.json();
+  const bindings = { ...worker.text };
+  if (worker.assets) bindings.ASSETS = ctx.exports.Assets({ props: { root: worker.assets } });
+  return {
+    compatibilityDate: worker.compatibilityDate,
+    mainModule: worker.mainModule,
+    modules: worker.modules,
+    env: bindings,
+    globalOutbound: env.INTERNET,
+    tails: [ctx.exports.Tail({ props: { project: worker.project } })],
+  };
+}
+
+// Marks a load that failed on svc's side, not in the project's code (the error crosses from the
+// loader as a plain Error: its class does not survive, its message does).
+const UNAVAILABLE = "svc-runtime-unavailable: ";
+const retries = new Map();
+const MAX_RETRIES_KEPT = 10000;
+
+function retry(key) {
+  retries.set(key, (retries.get(key) || 0) + 1);
+  if (retries.size > MAX_RETRIES_KEPT) retries.delete(retries.keys().next().value);
+}
+
+function refusal(status, code, message, requestId) {
+  return Response.json({ error: { code, message, requestId } }, { status });
+}
+
+export default {
+  async fetch(request, env, ctx) {
+    if (request.headers.get("x-svc-runtime-token") !== env.TOKEN) {
+      return refusal(403, "forbidden", "only svc's edge may call the runtime", null);
+    }
+    const url = new URL(request.url);
+    if (url.pathname === "/__svc/runtime/health") return new Response("ok");
+    if (url.pathname === "/__svc/runtime/check" && request.method === "POST") return check(env, await request.json());
+    const key = request.headers.get("x-svc-worker") || "";
+    const requestId = request.headers.get("x-request-id");
+    if (!KEY.test(key)) return refusal(400, "bad_request", "X-Svc-Worker is missing or malformed", requestId);
+    const headers = new Headers(request.headers);
+    for (const name of HOP) headers.delete(name);
+    // The loader keeps a failed load under its id: after a failure on svc's side the key is
+    // loaded under a new id, so a passing outage of svc does not stick to a worker.
+    const id = `${key}#${retries.get(key) || 0}`;
+    const worker = env.LOADER.get(id, () => load(env, ctx, key));
+    try {
+      return await worker.getEntrypoint().fetch(new Request(request, { headers }));
+    } catch (error) {
+      const said = `${error.message}`;
+      if (said.includes(UNAVAILABLE)) {
+        retry(key);
+        return refusal(503, "worker_unavailable", said.slice(said.indexOf(UNAVAILABLE) + UNAVAILABLE.length), requestId);
+      }
+      return refusal(500, "worker_error", `${error.name}: ${error.message}`, requestId);
+    }
+  },
+};
+
+// Whether a bundle's worker can run, before its deployment goes live: the module graph is loaded
+// (parse, imports, top-level code, the compatibility date) under a wrapper module that reports
+// whether the default export handles fetch, so the project's own fetch() is never called. It has
+// no bindings and no network. svc runs checks on a workerd process that serves no traffic.
+async function check(env, code) {
+  // Its named exports are re-exported: workerd refuses a main module's export that is no handler.
+  const path = JSON.stringify("./" + code.mainModule);
+  const wrapper = `export * from ${path};
+import * as main from ${path};
+const d = main.default;
+const handles = d && ((typeof d === "object" && typeof d.fetch === "function") ||
+  (typeof d === "function" && d.prototype && typeof d.prototype.fetch === "function"));
+export default { fetch() {
+  return Response.json(handles ? { ok: true } : { ok: false, error: d ?
+    "the default export has no fetch() handler" : "the main module has no default export" });
+} };`;
+  const modules = { ...code.modules, [CHECK_MODULE]: wrapper };
+  try {
+    const worker = env.LOADER.load({ compatibilityDate: code.compatibilityDate, mainModule: CHECK_MODULE, modules,
+                                     env: {}, globalOutbound: null });
+    return await worker.getEntrypoint().fetch("http://check/");
+  } catch (error) {
+    return Response.json({ ok: false, error: `${error.message}` });
+  }
+}
+
+const CHECK_MODULE = "__svc_check__.js";
+
+const TYPES = {
+  html: "text/html; charset=utf-8", htm: "text/html; charset=utf-8", css: "text/css; charset=utf-8",
+  js: "text/javascript; charset=utf-8", mjs: "text/javascript; charset=utf-8", json: "application/json",
+  txt: "text/plain; charset=utf-8", md: "text/markdown; charset=utf-8", xml: "application/xml", svg: "image/svg+xml",
+  png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp", avif: "image/avif",
+  ico: "image/x-icon", woff: "font/woff", woff2: "font/woff2", wasm: "application/wasm", pdf: "application/pdf",
+  map: "application/json", webmanifest: "application/manifest+json",
+};
+
+function contentType(path) {
+  const dot = path.lastIndexOf(".");
+  return (dot >= 0 && TYPES[path.slice(dot + 1).toLowerCase()]) || "application/octet-stream";
+}

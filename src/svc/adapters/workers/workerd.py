@@ -1,0 +1,186 @@
+"""The worker runtime on workerd: a few workerd processes that svc starts, supervises and stops.
+Everything they have lives under SVC_DATA_DIR/workers/:
+
+    serve-<n>/   a process that serves the projects' requests (config.capnp, dispatcher.js,
+                 workerd.log, workerd.pid); a project is served by one of them (shard_of)
+    check/       the process that checks a bundle's worker before its deployment goes live: a
+                 worker whose top-level code never returns stalls only this one
+
+Each process has the same configuration (config.py) and svc's dispatcher worker (dispatcher.js),
+which loads each project's worker in an isolate of its own on its first request. workerd has no
+limit on the CPU time of a request: a worker that loops forever stalls its whole process (every
+project of that shard). A watchdog asks each serving process for its health every few seconds and
+kills one that stops answering; the supervisor starts it again (docs/workers.md, "Limits")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from svc.adapters.workers.config import DISPATCHER, RuntimeOptions, render
+from svc.adapters.workers.port import BadWorker, RuntimeUnavailable, Upstream, WorkerCode
+from svc.supervisor import Port, ProcessSpec, Supervisor, find_binary, free_tcp_port, http_get
+
+log = logging.getLogger("svc.workers")
+
+HEALTH_PATH = "/__svc/runtime/health"
+CHECK_PATH = "/__svc/runtime/check"
+START_SECONDS = 10.0
+# workerd takes SIGTERM only between requests: one stuck in a loop is killed after this.
+STOP_SECONDS = 2.0
+# Where `make setup` installs workerd (npm, pinned by package-lock.json), besides PATH.
+NODE_BIN = Path(__file__).resolve().parents[4] / "node_modules" / ".bin"
+# workerd's Worker Loader is marked experimental: the flag allows it (docs/workers.md).
+ARGS = ("serve", "--experimental", "config.capnp")
+
+
+def find_workerd() -> str | None:
+    """workerd on PATH, else the one `make setup` installed; None when neither is there."""
+    return find_binary("workerd", (str(NODE_BIN),))
+
+
+@dataclass(frozen=True)
+class WorkerdOptions:
+    binary: str
+    root: Path
+    sites: Path
+    api_address: str
+    host: str = "127.0.0.1"
+    processes: int = 2
+    # How long a check may take (top-level code included) before the worker is refused.
+    check_seconds: float = 10.0
+    # The watchdog: a serving process that has not answered its health probe for this long is killed.
+    stuck_seconds: float = 5.0
+    probe_every: float = 1.0
+    # Run as this user when svc runs as root.
+    user: str | None = None
+
+
+class _Process:
+    """One workerd process of the runtime: its directory, its fixed address, its supervisor."""
+
+    def __init__(self, runtime: WorkerdRuntime, name: str) -> None:
+        self.runtime = runtime
+        self.dir = runtime.options.root / name
+        self.port = free_tcp_port(runtime.options.host)
+        options = runtime.options
+        self.supervisor = Supervisor(ProcessSpec(
+            name=f"workerd {name} ({options.host}:{self.port})", binary=options.binary, args=ARGS,
+            log=self.dir / "workerd.log", pid_file=self.dir / "workerd.pid", cwd=self.dir,
+            env={"PATH": os.defpath, "LANG": "C.UTF-8"}, user=options.user,
+            ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self.healthy,
+            owns=self._owns, start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True,
+        ), logger=log)
+
+    def _owns(self, cmdline: list[str]) -> bool:
+        return bool(cmdline) and Path(cmdline[0]).name == "workerd" and cmdline[1:] == list(ARGS)
+
+    async def _prepare(self) -> None:
+        await asyncio.to_thread(self._write_files)
+
+    def _write_files(self) -> None:
+        options = self.runtime.options
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        config = render(RuntimeOptions(listen_host=options.host, listen_port=self.port,
+                                       api_address=options.api_address, sites=options.sites,
+                                       token=self.runtime.token))
+        for name, content in (("config.capnp", config), (DISPATCHER.name, DISPATCHER.read_text())):
+            tmp = self.dir / f".{name}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(content)
+            tmp.replace(self.dir / name)
+
+    async def healthy(self, seconds: float = 2.0) -> bool:
+        answer = await http_get(self.runtime.options.host, self.port, HEALTH_PATH,
+                                headers={"X-Svc-Runtime-Token": self.runtime.token}, seconds=seconds)
+        return answer is not None and answer[0] == 200
+
+    def kill(self) -> None:
+        """What the watchdog does to a process that stopped answering: the supervisor starts it again."""
+        with contextlib.suppress(ProcessLookupError, OSError):
+            if self.supervisor.pid is not None and self.supervisor.running:
+                os.killpg(self.supervisor.pid, signal.SIGKILL)
+
+
+class WorkerdRuntime:
+    """WorkerRuntime on workerd processes (port.py)."""
+
+    def __init__(self, options: WorkerdOptions) -> None:
+        self.options = options
+        self.token = secrets.token_urlsafe(32)
+        self._serving = [_Process(self, f"serve-{n}") for n in range(max(1, options.processes))]
+        self._checker = _Process(self, "check")
+        self._watchdog: asyncio.Task[None] | None = None
+        self._client = httpx.AsyncClient(timeout=options.check_seconds, trust_env=False)
+        self.description = f"workerd ({len(self._serving)} serving processes and a checker)"
+
+    def upstreams(self) -> tuple[Upstream, ...]:
+        return tuple(Upstream(self.options.host, p.port) for p in self._serving)
+
+    def shard_of(self, project_id: str) -> int:
+        # Stable across restarts and processes (crc32, not hash()): every svc of a cluster agrees.
+        return zlib.crc32(project_id.encode()) % len(self._serving)
+
+    async def start(self) -> None:
+        for process in (*self._serving, self._checker):
+            await process.supervisor.start()
+        self._watchdog = asyncio.create_task(self._watch(), name="workerd watchdog")
+
+    async def stop(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
+            self._watchdog = None
+        await asyncio.gather(*(p.supervisor.stop() for p in (*self._serving, self._checker)))
+        await self._client.aclose()
+
+    async def _watch(self) -> None:
+        """Kill a serving process that answers nothing for stuck_seconds (a worker looping forever)."""
+        silent_since: dict[int, float] = {}
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.options.probe_every)
+            for n, process in enumerate(self._serving):
+                if not process.supervisor.running:
+                    silent_since.pop(n, None)
+                    continue
+                if await process.healthy(seconds=self.options.stuck_seconds / 2):
+                    silent_since.pop(n, None)
+                    continue
+                since = silent_since.setdefault(n, loop.time())
+                if loop.time() - since >= self.options.stuck_seconds:
+                    log.error("%s answered nothing for %.0fs (a worker that never returns?): killing it",
+                              process.supervisor.name, loop.time() - since)
+                    process.kill()
+                    silent_since.pop(n, None)
+
+    async def check(self, code: WorkerCode) -> None:
+        process = self._checker
+        body = {"mainModule": code.main_module, "modules": dict(code.modules),
+                "compatibilityDate": code.compatibility_date}
+        url = f"http://{self.options.host}:{process.port}{CHECK_PATH}"
+        try:
+            answer = await self._client.post(url, json=body, headers={"X-Svc-Runtime-Token": self.token})
+        except httpx.TimeoutException:
+            # Top-level code that never returns: the checker is stuck in it, and is replaced.
+            process.kill()
+            raise BadWorker(f"the worker did not finish loading within {self.options.check_seconds:.0f} s "
+                            "(top-level code that never returns?)") from None
+        except httpx.HTTPError as exc:
+            raise RuntimeUnavailable(f"the worker runtime did not answer: {exc}") from None
+        if answer.status_code != 200:
+            raise RuntimeUnavailable(f"the worker runtime answered {answer.status_code} to a check")
+        verdict = answer.json()
+        if not verdict.get("ok"):
+            raise BadWorker(str(verdict.get("error") or "the worker cannot be loaded"))
