@@ -19,6 +19,7 @@ from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
 from svc.adapters.nameserver import build_nameserver, nameserver_plan, start_nameserver
 from svc.adapters.resolver import build_resolver
+from svc.adapters.workers import start_runtime
 from svc.areas import AREAS
 from svc.auth.cache import AuthCache
 from svc.auth.invalidation import CacheKeeper
@@ -26,6 +27,7 @@ from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
 from svc.domains.projects.service import EdgeRouting
 from svc.edge import start_edge
+from svc.edge.config import api_address
 from svc.errors import BadRequest, error_response, install_error_handlers
 from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
@@ -182,6 +184,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         tasks = [asyncio.create_task(worker.run(stop), name="svc-worker")] if run_workers else []
         edge = None
         dns = None
+        runtime = None
         try:
             if run_nameserver and ctx.adapters.nameserver is None:
                 # Raises NameserverPortInUse (one line in `svc serve`) when the DNS port is taken.
@@ -189,7 +192,12 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 if dns is not None:
                     ctx.adapters.nameserver = dns.nameserver
             if run_edge and settings.edge_enabled:
-                edge = await start_edge(settings, EdgeRouting(ctx), api_url=edge_api or settings.public_url)
+                api_url = edge_api or settings.public_url
+                # The data plane: the projects' workers (workerd), then the edge in front of them.
+                if ctx.adapters.runtime is None:
+                    runtime = await start_runtime(settings, api_address=api_address(api_url)[0])
+                    ctx.adapters.runtime = runtime
+                edge = await start_edge(settings, EdgeRouting(ctx), api_url=api_url, runtime=ctx.adapters.runtime)
                 ctx.edge = edge
             yield {}
         finally:
@@ -199,6 +207,9 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                     await asyncio.wait_for(t, timeout=10)
             if edge is not None:
                 await edge.stop()
+            if runtime is not None:
+                ctx.adapters.runtime = None
+                await runtime.stop()
             if dns is not None:
                 ctx.adapters.nameserver = None
                 await dns.stop()

@@ -18,9 +18,10 @@ from svc.domains.orgs.area import AREA as orgs
 from svc.domains.projects.area import AREA as projects
 from svc.domains.ratelimits.area import AREA as ratelimits
 from svc.domains.secrets.area import AREA as secrets
+from svc.domains.workers.area import AREA as workers
 from svc.manifest import Area
 
 AREAS: tuple[Area, ...] = (
     identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
-    audit, dns, hostnames, mail, ratelimits,
+    audit, dns, hostnames, mail, ratelimits, workers,
 )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from svc.adapters.mail.port import MailSender
     from svc.adapters.nameserver.port import Nameserver
     from svc.adapters.resolver.port import Resolver
+    from svc.adapters.workers.port import WorkerRuntime
     from svc.kit.crypto import Keyring
 
 
@@ -35,6 +36,9 @@ class Adapters:
     nameserver: Nameserver | None = None
     # DNS resolution for custom hostnames' ownership checks; None: built from the settings at start.
     resolver: Resolver | None = None
+    # The worker runtime (workerd), started with the edge by `svc serve`; None: workers do not run
+    # on this svc (a deploy records its worker unchecked; docs/workers.md).
+    runtime: WorkerRuntime | None = None
     # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's
     # pages tell people when its routes answer 503.
     off: dict[str, str] = field(default_factory=dict)

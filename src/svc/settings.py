@@ -55,6 +55,11 @@ class Settings(BaseSettings):
     edge_converge_seconds: float = Field(default=2.0, gt=0)
     # How long the edge may reuse an allowed access check (protected projects), in seconds.
     edge_check_cache_seconds: int = Field(default=5, ge=0, le=60)
+    # The worker runtime (docs/workers.md): its serving processes, and how long a worker may take
+    # to start answering a request before the edge answers 500 for it.
+    worker_processes: int = Field(default=2, ge=1, le=64)
+    worker_timeout_seconds: int = Field(default=30, ge=1, le=900)
+    workerd_binary: str | None = None
 
     # DNS (docs/dns.md): zones are served by PowerDNS. With SVC_PDNS_API_URL and SVC_PDNS_API_KEY
     # svc drives that (external) PowerDNS; without them `svc serve` runs a private pdns_server under

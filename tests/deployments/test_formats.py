@@ -15,13 +15,13 @@ from tests.deployments.conftest import Env
 
 LONG = "assets/" + "/".join(["a-rather-long-directory-name"] * 5) + "/and-a-file-name-that-is-long-too.html"
 TREE: dict[str, bytes] = {
-    "svc.json": b'{"name": "formats", "storage": true}',
+    "svc.json": b'{"name": "formats", "storage": true, "main": "main.js"}',
     "assets/index.html": b"<h1>home</h1>\n",
     "assets/Index.html": b"case matters\n",
     "assets/caf\u00e9/men\u00fc \u2603.html": b"unicode\n",
     "assets/empty.txt": b"",
     LONG: b"long\n",
-    "worker/main.js": b"export default {}\n",
+    "worker/main.js": b"export default { fetch() { return new Response('ok') } }\n",
 }
 EMPTY_DIRS = ("assets/empty-dir",)
 

@@ -22,7 +22,7 @@ def test_changes_are_only_what_differs(tmp_path: Path) -> None:
     table = _table(tmp_path)
     web, locked = Entry(Kind.public, SITE), Entry(Kind.protected, SITE, 7)
     lines = table.changes({"web.localhost": web, "locked.localhost": locked, "Bad Host": web}, set())
-    assert lines == [f"set\tweb.localhost\t1\t{SITE}", f"set\tlocked.localhost\t{2 + 16 * 7}\t{SITE}"]
+    assert lines == [f"set\tweb.localhost\t1\t{SITE}", f"set\tlocked.localhost\t{2 + 32 * 7}\t{SITE}"]
     table.record(lines)
     assert table.changes({"web.localhost": web, "locked.localhost": locked}, set()) == []
     # A host no route names any more, in the scope looked at: removed; outside it: kept.
@@ -54,3 +54,17 @@ def test_everything_starts_with_a_flush(tmp_path: Path) -> None:
     assert table.everything() == [FLUSH, "set\ta.localhost\t5\t/void/pending", f"set\tb.localhost\t1\t{SITE}"]
     table.record([FLUSH])
     assert table.hosts() == set()
+
+
+def test_a_worker_rides_in_the_entry_and_survives_a_restart(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    worker = Entry(Kind.protected, SITE, 3, worker="dep_1.2", upstream="svc_worker_1")
+    lines = table.changes({"api.localhost": worker}, set())
+    assert lines == [f"set\tapi.localhost\t{2 + 16 + 32 * 3}\t{SITE}\tdep_1.2\tsvc_worker_1"]
+    table.record(lines)
+    again = RouteTable(table.layout)
+    again.load()
+    assert again.entry("api.localhost") == worker
+    # A new key (a secret changed) is a change of the entry.
+    assert table.changes({"api.localhost": Entry(Kind.protected, SITE, 3, "dep_1.3", "svc_worker_1")}, set()) == [
+        f"set\tapi.localhost\t{2 + 16 + 32 * 3}\t{SITE}\tdep_1.3\tsvc_worker_1"]

@@ -67,7 +67,7 @@ class FakeSvc:
             project: str = "p1", extra: dict[str, str] | None = None) -> None:
         self.workers[key] = {"project": project, "mainModule": "index.js",
                              "modules": {"index.js": source, **(extra or {})},
-                             "compatibilityDate": "2024-09-23", "text": text or {}, "assets": assets}
+                             "compatibilityDate": "2024-09-23", "env": text or {}, "assets": assets}
 
 
 @pytest.fixture(scope="module")

@@ -264,6 +264,11 @@ class EdgeOptions:
     modules: tuple[Path, ...] = ()
     # What svc sends with each change of the routing table (X-Svc-Edge-Token); made per start.
     control_token: str = ""
+    # The worker runtime's processes (host:port each; nginx's upstreams svc_worker_<n>), the token
+    # they expect (X-Svc-Runtime-Token) and how long a worker may take to start its answer.
+    workers: tuple[str, ...] = ()
+    runtime_token: str = ""
+    worker_timeout_seconds: int = 30
 
 
 def quote(value: str) -> str:
@@ -300,6 +305,19 @@ def api_address(api_url: str) -> tuple[str, str]:
         raise EdgeConfigError(f"the edge's API address is not valid: {api_url!r}")
     server = listen_address(host, port)
     return server, server
+
+
+def upstream_name(shard: int) -> str:
+    """nginx's name of the worker runtime's process `shard` (an upstream{} block)."""
+    return f"svc_worker_{shard}"
+
+
+def _server(address: str) -> str:
+    """An upstream server's host:port, checked (svc's own value: a bug if refused)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host or any(c in host for c in " ;{}\"'$"):
+        raise EdgeConfigError(f"not a worker runtime address: {address!r}")
+    return address
 
 
 @functools.cache
@@ -356,6 +374,9 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         pending_path=PENDING_PATH,
         status_host=STATUS_HOST,
         status_path=STATUS_PATH,
+        workers=[_server(address) for address in options.workers],
+        runtime_token=_single(options.runtime_token) if options.workers else None,
+        worker_timeout=options.worker_timeout_seconds,
     )
     return text.replace(_ID_PLACEHOLDER, hashlib.sha256(text.encode()).hexdigest()[:16])
 

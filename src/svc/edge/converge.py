@@ -36,6 +36,7 @@ import secrets
 from pathlib import Path
 
 from svc.adapters.edge.port import EdgeChange, Route, RoutingSource
+from svc.adapters.workers.port import WorkerRuntime
 from svc.edge.config import (
     EdgeLayout,
     EdgeOptions,
@@ -44,6 +45,7 @@ from svc.edge.config import (
     new_check_cache_dir,
     remove_check_cache_dir,
     render,
+    upstream_name,
 )
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
 from svc.edge.routes import Entry, Kind, RouteTable
@@ -51,7 +53,7 @@ from svc.kit.hosts import valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
 from svc.settings import Settings
-from svc.supervisor import Port, PortInUse
+from svc.supervisor import Port, PortInUse, host_port
 
 log = logging.getLogger("svc.edge")
 
@@ -88,7 +90,7 @@ class NginxEdge:
     table, implemented by the projects area and handed in by svc.app): the edge imports no area."""
 
     def __init__(self, settings: Settings, routing: RoutingSource, *, api_url: str, binary: str,
-                 worker_processes: int = 1, access_log: bool = False) -> None:
+                 worker_processes: int = 1, access_log: bool = False, runtime: WorkerRuntime | None = None) -> None:
         self.settings = settings
         self.routing = routing
         data_dir = settings.data_dir.resolve()
@@ -97,7 +99,13 @@ class NginxEdge:
         self.options = EdgeOptions(listen_host=settings.edge_host, listen_port=settings.edge_port, api_url=api_url,
                                    check_cache_seconds=settings.edge_check_cache_seconds,
                                    worker_processes=worker_processes, access_log=access_log,
-                                   user=_worker_user(data_dir))
+                                   user=_worker_user(data_dir),
+                                   workers=tuple(host_port(u.host, u.port) for u in runtime.upstreams())
+                                   if runtime is not None else (),
+                                   runtime_token=runtime.token if runtime is not None else "",
+                                   worker_timeout_seconds=settings.worker_timeout_seconds)
+        # The worker runtime the edge sends workers' requests to (None: static sites only).
+        self.runtime = runtime
         self.description = f"nginx on {listen_address(settings.edge_host, settings.edge_port)}"
         # One lock serialises nginx's config tests, reloads and (re)starts.
         self._lock = asyncio.Lock()
@@ -255,7 +263,13 @@ class NginxEdge:
             if root is None:
                 return Entry(Kind.protected_none if protected else Kind.none, str(self.layout.void_none), generation)
             return Entry(Kind.protected if protected else Kind.public, root, generation)
-        return Entry(Kind.protected if protected else Kind.public, str(site / "assets"), generation)
+        kind = Kind.protected if protected else Kind.public
+        if route.worker_key is not None and self.runtime is not None:
+            upstream = upstream_name(self.runtime.shard_of(route.project_id))
+            # worker-first: nginx's files are an empty directory; the worker has them as env.ASSETS.
+            root = str(self.layout.void_none) if route.worker_assets == "worker-first" else str(site / "assets")
+            return Entry(kind, root, generation, worker=route.worker_key, upstream=upstream)
+        return Entry(kind, str(site / "assets"), generation)
 
     async def _site(self, digest: str) -> Path | None:
         """The digest's unpacked site in this process's data dir, fetched from the blob store when

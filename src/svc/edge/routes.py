@@ -30,6 +30,9 @@ class Kind(IntEnum):
 
 
 KINDS = 16
+# Flags: the kind (low four bits), WORKER when the host has a worker, then the access generation.
+WORKER = 16
+GENERATIONS = 32
 
 
 @dataclass(frozen=True)
@@ -39,12 +42,18 @@ class Entry:
     root: str
     # A protected project's access generation (in the check cache's key); 0 otherwise.
     generation: int = 0
+    # The live deployment's worker: its key in the runtime and the upstream (nginx's name of the
+    # workerd process) that serves it; "" for a static site.
+    worker: str = ""
+    upstream: str = ""
 
     @property
     def flags(self) -> int:
-        return int(self.kind) + KINDS * self.generation
+        return int(self.kind) + (WORKER if self.worker else 0) + GENERATIONS * self.generation
 
     def line(self, host: str) -> str:
+        if self.worker:
+            return f"set\t{host}\t{self.flags}\t{self.root}\t{self.worker}\t{self.upstream}"
         return f"set\t{host}\t{self.flags}\t{self.root}"
 
 
@@ -58,13 +67,14 @@ FLUSH = "flush"
 def _parse(line: str) -> tuple[str, Entry | None] | None:
     """(host, entry or None for a deletion) of a change line; None for a flush or a bad line."""
     fields = line.split("\t")
-    if fields[0] == "set" and len(fields) == 4 and fields[2].isdigit():
+    if fields[0] == "set" and len(fields) in (4, 6) and fields[2].isdigit():
         flags = int(fields[2])
         try:
             kind = Kind(flags % KINDS)
         except ValueError:
             return None
-        return fields[1], Entry(kind, fields[3], flags // KINDS)
+        worker, upstream = (fields[4], fields[5]) if len(fields) == 6 else ("", "")
+        return fields[1], Entry(kind, fields[3], flags // GENERATIONS, worker, upstream)
     if fields[0] == "del" and len(fields) == 2:
         return fields[1], None
     return None

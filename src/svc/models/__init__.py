@@ -28,6 +28,7 @@ from svc.models.states import (
     TerminalCode,
 )
 from svc.models.users import AccessToken, LoginState, SSHKey, User, UserSession
+from svc.models.workers import LogLine
 
 __all__ = [
     "PROTECTED_ACCESS_MODES",
@@ -48,6 +49,7 @@ __all__ = [
     "Job",
     "JobKind",
     "JobStatus",
+    "LogLine",
     "LoginState",
     "ManagedBy",
     "Membership",

@@ -31,6 +31,9 @@ class Project(Base):
     access_generation: Mapped[int] = mapped_column(default=1)
     next_version: Mapped[int] = mapped_column(default=1)
     manifest: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Bumped by every change of what the worker's env holds (a secret set or deleted, a resource
+    # granted): part of the worker's key, so the runtime loads the new env on the next request.
+    bindings_generation: Mapped[int] = mapped_column(default=1)
 
 
 class Deployment(Base):
@@ -53,6 +56,9 @@ class Deployment(Base):
     git_message: Mapped[str | None] = mapped_column(String(200))
     git_branch: Mapped[str | None] = mapped_column(String(255))
     git_dirty: Mapped[bool | None]
+    # The bundle's worker, as the runtime runs it: {"main", "compatibilityDate", "assets"}; None
+    # for a static site (domains/workers/code.py).
+    worker: Mapped[dict[str, Any] | None]
 
 
 class Hostname(Base):

@@ -28,6 +28,11 @@ class Route:
     # A custom hostname whose ownership is not proven yet: not routed to the project; the edge
     # answers 404 unknown_hostname, with a page naming the missing record for browsers.
     pending: bool = False
+    # The live deployment's worker: the key the runtime loads it by (its deployment and the
+    # project's bindings generation: a new key for new code or a new env); None: a static site.
+    worker_key: str | None = None
+    # "files-first" (a file of assets/ answers before the worker) or "worker-first".
+    worker_assets: str = "files-first"
 
 
 class RoutingSource(Protocol):

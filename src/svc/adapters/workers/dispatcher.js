@@ -62,7 +62,7 @@ async function load(env, ctx, key) {
   const answer = await env.SVC.fetch(`http://svc/v1/runtime/workers/${key}`);
   if (answer.status !== 200) throw new Error(`${UNAVAILABLE}svc answered ${answer.status} for worker ${key}`);
   const worker = await answer.json();
-  const bindings = { ...worker.text };
+  const bindings = { ...worker.env };
   if (worker.assets) bindings.ASSETS = ctx.exports.Assets({ props: { root: worker.assets } });
   return {
     compatibilityDate: worker.compatibilityDate,

@@ -17,7 +17,8 @@ class WorkerCode:
     "lib/util.js"), the one the runtime starts, and the compatibility date it runs under."""
 
     main_module: str
-    modules: Mapping[str, str]
+    # A module is its source (an ES module), or {"json": value} or {"text": string}.
+    modules: Mapping[str, object]
     compatibility_date: str
 
 

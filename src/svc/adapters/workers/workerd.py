@@ -90,6 +90,8 @@ class _Process:
     def _write_files(self) -> None:
         options = self.runtime.options
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # workerd refuses a disk service whose directory is missing (a data dir with no deploy yet).
+        options.sites.mkdir(mode=0o700, parents=True, exist_ok=True)
         config = render(RuntimeOptions(listen_host=options.host, listen_port=self.port,
                                        api_address=options.api_address, sites=options.sites,
                                        token=self.runtime.token))

@@ -28,6 +28,7 @@ from svc.domains.deployments.errors import DeploymentNotFound, UnsupportedMediaT
 from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.deployments.schemas import GitInfo
 from svc.domains.projects import service as projects
+from svc.domains.workers import service as workers
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -91,6 +92,8 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     await uow.close_reads()
     received = await ingest.receive(ctx, body)
     uow.after_rollback(received.discard)
+    # A worker that cannot run is refused before anything is kept (the live version keeps serving).
+    worker = await workers.check_bundle(ctx, received.staging, received.unpacked.manifest, received.unpacked.files)
     try:
         added = await artifacts.keep_bundle(ctx, received.digest, received.bundle)
     except Exception as e:
@@ -98,7 +101,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     if added:
         uow.after_rollback(partial(artifacts.collect_later, ctx, received.digest))
     await uow.begin_write()
-    row = await _record(uow, access, project.name, received, git)
+    row = await _record(uow, access, project.name, received, git, worker.as_row() if worker else None)
     # In this order after the commit: the site in place, then the edge serving it, then clean-up.
     uow.after_commit(partial(artifacts.publish_site, ctx, received.digest, received.bundle, received.staging,
                              received.unpacked.files))
@@ -117,7 +120,7 @@ async def _locked_project(session: StoreSession, access: OrgAccess, project_name
 
 
 async def _record(uow: UnitOfWork, access: OrgAccess, project_name: str, received: ingest.Received,
-                  git: GitInfo) -> Deployment:
+                  git: GitInfo, worker: dict[str, str] | None) -> Deployment:
     session = uow.session
     project = await _locked_project(session, access, project_name)
     version = project.next_version
@@ -127,7 +130,7 @@ async def _record(uow: UnitOfWork, access: OrgAccess, project_name: str, receive
         size_bytes=received.size, unpacked_bytes=received.unpacked.unpacked_bytes,
         file_count=received.unpacked.file_count, manifest=received.unpacked.manifest, created_at=utcnow(),
         uploader_id=access.principal.user.id, git_commit=git.commit, git_message=git.message,
-        git_branch=git.branch, git_dirty=git.dirty)
+        git_branch=git.branch, git_dirty=git.dirty, worker=worker)
     session.add(row)
     project.live_deployment_id = row.id
     project.manifest = received.unpacked.manifest
@@ -153,6 +156,10 @@ async def rollback(uow: UnitOfWork, access: OrgAccess, project_name: str, versio
     await session.flush()
     [view] = await views(session, [row], live_id=row.id)
     return view
+
+
+async def deployment_by_id(session: StoreSession, deployment_id: str) -> Deployment | None:
+    return await queries.by_id(session, deployment_id)
 
 
 async def site_of(ctx: AppContext, digest: str) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Row, Select, delete, func, or_, select, update
 
@@ -63,21 +64,27 @@ async def delete_project(session: StoreSession, project_id: str) -> None:
                           .execution_options(synchronize_session=False))
 
 
-def _routes() -> Select[*tuple[str, str, str, str, str, str | None, str, int, str]]:
+def _routes() -> Select[*tuple[str, str, str, str, str, str | None, str, int, str, str | None,
+                               dict[str, Any] | None, int]]:
     return (
         select(Hostname.host, Project.id, Project.name, Org.id, Org.slug, Deployment.digest, Project.access_mode,
-               Project.access_generation, Hostname.status)
+               Project.access_generation, Hostname.status, Deployment.id, Deployment.worker,
+               Project.bindings_generation)
         .join(Project, Project.id == Hostname.project_id)
         .join(Org, Org.id == Project.org_id)
         .outerjoin(Deployment, Deployment.id == Project.live_deployment_id)
         .where(Project.state == ProjectState.active))
 
 
-def _route(row: Row[str, str, str, str, str, str | None, str, int, str]) -> Route:
-    host, project_id, project_name, org_id, org_slug, digest, access_mode, access_generation, status = row
+def _route(row: Row[str, str, str, str, str, str | None, str, int, str, str | None, dict[str, Any] | None,
+                    int]) -> Route:
+    (host, project_id, project_name, org_id, org_slug, digest, access_mode, access_generation, status,
+     deployment_id, worker, bindings_generation) = row
     return Route(host=host, project_id=project_id, project_name=project_name, org_id=org_id, org_slug=org_slug,
                  digest=digest, access_mode=access_mode, access_generation=access_generation,
-                 pending=status != HostnameStatus.active)
+                 pending=status != HostnameStatus.active,
+                 worker_key=f"{deployment_id}.{bindings_generation}" if worker else None,
+                 worker_assets=worker["assets"] if worker else "files-first")
 
 
 async def routing_table(session: StoreSession, *, project_ids: Collection[str] | None = None,
@@ -107,6 +114,12 @@ async def bump_edge_generation(session: StoreSession) -> int:
         .values(generation=EdgeState.generation + 1, changed_at=utcnow())
         .returning(EdgeState.generation)
         .execution_options(synchronize_session=False))).scalar_one())
+
+
+async def bump_bindings_generation(session: StoreSession, project_id: str) -> None:
+    await session.execute(update(Project).where(Project.id == project_id)
+                          .values(bindings_generation=Project.bindings_generation + 1)
+                          .execution_options(synchronize_session=False))
 
 
 async def edge_generation(session: StoreSession) -> int:

@@ -103,6 +103,18 @@ async def edge_changed(uow: UnitOfWork, *project_ids: str) -> None:
     follows.project_ids.update(project_ids)
 
 
+async def bindings_changed(uow: UnitOfWork, project_id: str) -> None:
+    """Call in the unit of work of every change of what a project's worker finds in its env (a
+    secret set or deleted, a resource granted): the worker's key moves, so the runtime loads the
+    new env on the next request, with no redeploy and no request failed."""
+    await queries.bump_bindings_generation(uow.session, project_id)
+    await edge_changed(uow, project_id)
+
+
+async def project_by_id(session: StoreSession, project_id: str) -> Project | None:
+    return await session.get(Project, project_id)
+
+
 def default_hostname(settings: Settings, org: Org, name: str) -> str:
     """One DNS label under the app domain, so one wildcard certificate covers every project."""
     return f"{name}-{org.slug}.{settings.app_domain}"

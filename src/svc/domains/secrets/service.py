@@ -13,6 +13,7 @@ import re
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
+from svc.domains.projects import service as projects
 from svc.domains.secrets import errors, queries
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
@@ -77,6 +78,7 @@ async def set_secret(uow: UnitOfWork, ctx: AppContext, access: OrgAccess, projec
     await record(session, "secret.set", actor=access.principal.user, org=access.org,
                  target=f"{project.name}/{name}", data={"project": project.name, "name": name, "version": row.version})
     await session.flush()
+    await projects.bindings_changed(uow, project.id)
     return row
 
 
@@ -91,6 +93,18 @@ async def delete_secret(uow: UnitOfWork, access: OrgAccess, project: Project, na
     await record(session, "secret.delete", actor=access.principal.user, org=access.org,
                  target=f"{project.name}/{name}", data={"project": project.name, "name": name})
     await session.flush()
+    await projects.bindings_changed(uow, project.id)
+
+
+async def environment(session: StoreSession, ctx: AppContext,
+                      project: Project) -> tuple[dict[str, str], dict[str, int]]:
+    """Every secret's plaintext and version by name, for the worker runtime only (env.<NAME>)."""
+    values: dict[str, str] = {}
+    versions: dict[str, int] = {}
+    for row in await queries.of_project(session, project.id):
+        values[row.name] = ctx.keys.unseal(row.sealed_value, context=seal_context(project, row.name)).decode("utf-8")
+        versions[row.name] = row.version
+    return values, versions
 
 
 async def reveal(session: StoreSession, ctx: AppContext, project: Project, name: str) -> str:

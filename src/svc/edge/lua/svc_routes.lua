@@ -4,20 +4,29 @@
 -- the control server (POST /routes, one change per line) and keeps the table on disk: `routes`, a
 -- snapshot, and `routes.log`, the changes since; nginx reads both when it starts or reloads.
 --
--- A change line:   set <TAB> host <TAB> flags <TAB> directory
+-- A change line:   set <TAB> host <TAB> flags <TAB> directory [<TAB> worker <TAB> upstream]
 --                  del <TAB> host
 --                  flush                (every entry removed: a full table follows)
 -- Kinds: 1 public, 2 protected, 3 no deployment, 4 protected without deployment, 5 pending.
+-- Flags: the kind + 16 when the host has a worker (its key and upstream follow the directory in
+-- the entry's value) + 32 x the access generation.
 
 local M = {}
 local routes = ngx.shared.svc_routes
 local KINDS = 16
+local WORKER = 16
+local GENERATIONS = 32
 
 local function apply(line)
     local op, host, rest = line:match("^(%l+)\t([^\t]+)(.*)$")
     if op == "set" then
         local flags, root = rest:match("^\t(%d+)\t(.+)$")
         if not flags then
+            return nil, "not a change: " .. line
+        end
+        -- A worker's key and upstream stay in the value, after the directory (split per request
+        -- only for hosts whose flags say they have a worker).
+        if math.floor(tonumber(flags) / WORKER) % 2 == 1 and not root:match("^[^\t]+\t[^\t]+\t[^\t]+$") then
             return nil, "not a change: " .. line
         end
         -- safe_set: never evicts another host's entry to make room.
@@ -77,16 +86,24 @@ function M.update()
 end
 
 -- Per request (set_by_lua): the host's kind ("" for a host nobody routes); sets $svc_root to the
--- directory it serves and, for a protected host, $svc_gen to its access generation.
+-- directory it serves, for a protected host $svc_gen to its access generation, and for a host
+-- with a worker $svc_worker and $svc_upstream.
 function M.lookup()
-    local root, flags = routes:get(ngx.var.host)
-    if not root then
+    local value, flags = routes:get(ngx.var.host)
+    if not value then
         return ""
     end
     local kind = flags % KINDS
-    ngx.var.svc_root = root
+    if flags % GENERATIONS >= WORKER then
+        local root, worker, upstream = value:match("^([^\t]+)\t([^\t]+)\t([^\t]+)$")
+        ngx.var.svc_root = root
+        ngx.var.svc_worker = worker
+        ngx.var.svc_upstream = upstream
+    else
+        ngx.var.svc_root = value
+    end
     if kind == 2 or kind == 4 then
-        ngx.var.svc_gen = (flags - kind) / KINDS
+        ngx.var.svc_gen = math.floor(flags / GENERATIONS)
     end
     return kind
 end

@@ -1,0 +1,39 @@
+"""The worker runtime (port.py) on workerd (workerd.py): started with the edge by `svc serve`."""
+
+from __future__ import annotations
+
+import logging
+
+from svc.adapters.workers.port import WorkerRuntime
+from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd
+from svc.settings import Settings
+from svc.supervisor import MissingBinary, PortInUse, ProcessError, resolve_binary
+
+log = logging.getLogger("svc.workers")
+
+INSTALL_HINT = "install it with `make setup` (npm's workerd), or set SVC_WORKERD_BINARY"
+
+
+async def start_runtime(settings: Settings, *, api_address: str) -> WorkerRuntime | None:
+    """Start the worker runtime; None (logged) when workerd is missing or will not start: the
+    edge then serves the projects' assets only. `api_address` (host:port) is where workerd
+    reaches this svc's API."""
+    try:
+        binary = (resolve_binary(settings.workerd_binary, what="workerd") if settings.workerd_binary
+                  else find_workerd())
+    except MissingBinary as exc:
+        log.warning("workers are off: %s; %s", exc, INSTALL_HINT)
+        return None
+    if binary is None:
+        log.warning("workers are off: workerd was not found; %s", INSTALL_HINT)
+        return None
+    data_dir = settings.data_dir.resolve()
+    runtime = WorkerdRuntime(WorkerdOptions(binary=binary, root=data_dir / "workers", sites=data_dir / "sites",
+                                            api_address=api_address, processes=settings.worker_processes))
+    try:
+        await runtime.start()
+    except (PortInUse, ProcessError, OSError) as exc:
+        log.error("workers are off: %s", exc)
+        await runtime.stop()
+        return None
+    return runtime

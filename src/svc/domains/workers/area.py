@@ -1,0 +1,16 @@
+"""The workers area: a deployment's worker/ run by the worker runtime (workerd) with its bindings,
+checked before it goes live, and its logs (docs/workers.md)."""
+
+from __future__ import annotations
+
+from svc.domains.workers import runtime_router
+from svc.manifest import Area
+
+AREA = Area(
+    name="workers",
+    routers=(runtime_router.router,),
+    hints={
+        "bad_worker": "Fix the worker named in the message (svc deploy checks it the same way before it goes "
+                      "live); the version that was live keeps serving.",
+    },
+)

@@ -1,0 +1,35 @@
+"""What the worker runtime reads of svc (GET /v1/runtime/workers/{key}) and sends it (log lines)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from svc.kit.api import ApiInput, ApiModel
+
+
+class RuntimeWorker(ApiModel):
+    """A worker as the dispatcher loads it (adapters/workers/dispatcher.js): its modules, its
+    compatibility date, its env (bindings by name) and its assets directory under the sites."""
+
+    project: str
+    main_module: str
+    modules: dict[str, Any]
+    compatibility_date: str
+    env: dict[str, Any]
+    # "<digest hex>/assets", or None when the bundle has no assets/ (no env.ASSETS then).
+    assets: str | None
+
+
+class RuntimeLogLine(ApiInput):
+    # Milliseconds since the epoch, as the runtime stamps them.
+    at: float
+    level: str = Field(max_length=16)
+    message: str = Field(max_length=64 * 1024)
+    stack: str | None = Field(default=None, max_length=64 * 1024)
+    request_id: str | None = Field(default=None, max_length=64)
+
+
+class RuntimeLogLines(ApiInput):
+    lines: list[RuntimeLogLine] = Field(max_length=1000)

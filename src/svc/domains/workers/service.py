@@ -1,0 +1,107 @@
+"""Workers: a bundle's worker checked before it goes live, and what the runtime asks of svc (a
+live deployment's code and env by key; the log lines it sends). Services flush, never commit.
+
+The runtime holds no state: the edge names each request's worker by key
+(`<deployment id>.<bindings generation>`, projects' routing table), and the runtime's dispatcher
+asks GET /v1/runtime/workers/{key} the first time it sees one. A secret set or deleted bumps the
+project's bindings generation (projects.service.bindings_changed): a new key, so the next request
+loads the new env while requests in flight finish on the old one."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from svc.adapters.workers.port import BadWorker, RuntimeUnavailable
+from svc.context import AppContext
+from svc.domains.deployments import service as deployments
+from svc.domains.projects import service as projects
+from svc.domains.secrets import service as secrets
+from svc.domains.workers import errors, schemas
+from svc.domains.workers.code import WorkerSpec, read_code, worker_spec
+from svc.errors import ServiceUnavailable
+from svc.kit.clock import utcnow
+from svc.models import LogLine
+from svc.uow import Tx, UnitOfWork, use_case
+
+log = logging.getLogger("svc.workers")
+
+# What the worker sees of its secrets' versions (decisions.md: visible to the worker).
+SECRET_VERSIONS = "SVC_SECRET_VERSIONS"
+LEVELS = ("debug", "info", "log", "warn", "error")
+
+
+async def check_bundle(ctx: AppContext, root: Path, manifest: dict[str, Any], files: list[str]) -> WorkerSpec | None:
+    """The bundle's worker, checked by the runtime before its deployment is made: 400 bad_worker
+    with the runtime's words when it cannot run. Without a runtime (workers off on this svc) the
+    worker is recorded unchecked; BadBundle when svc.json's worker fields are wrong."""
+    spec = worker_spec(manifest, files)
+    if spec is None:
+        return None
+    runtime = ctx.adapters.runtime
+    if runtime is None:
+        return spec
+    code = await asyncio.to_thread(read_code, root, spec)
+    try:
+        await runtime.check(code)
+    except BadWorker as exc:
+        raise errors.InvalidWorker(f"The worker cannot be loaded: {exc}", details={"main": f"worker/{spec.main}"}) \
+            from None
+    except RuntimeUnavailable as exc:
+        log.error("a worker could not be checked: %s", exc)
+        raise ServiceUnavailable("The worker runtime is not available; try again") from None
+    return spec
+
+
+def check_runtime_token(ctx: AppContext, given: str | None) -> None:
+    runtime = ctx.adapters.runtime
+    if runtime is None or given is None or not hmac.compare_digest(given.encode(), runtime.token.encode()):
+        raise errors.RuntimeForbidden()
+
+
+@use_case(Tx.READ)
+async def runtime_worker(uow: UnitOfWork, key: str) -> schemas.RuntimeWorker:
+    """A deployment's worker as the runtime loads it, with the project's env as it is now."""
+    ctx = uow.ctx
+    deployment_id = key.rpartition(".")[0]
+    row = await deployments.deployment_by_id(uow.session, deployment_id)
+    if row is None or row.worker is None:
+        raise errors.WorkerNotFound(details={"key": key})
+    project = await projects.project_by_id(uow.session, row.project_id)
+    if project is None:
+        raise errors.WorkerNotFound(details={"key": key})
+    env, versions = await secrets.environment(uow.session, ctx, project)
+    await uow.close_reads()
+    site = await deployments.site_of(ctx, row.digest)
+    spec = WorkerSpec.of_row(row.worker)
+    code = await asyncio.to_thread(read_code, site, spec)
+    has_assets = await asyncio.to_thread((site / "assets").is_dir)
+    return schemas.RuntimeWorker(
+        project=project.id, main_module=code.main_module, modules=dict(code.modules),
+        compatibility_date=code.compatibility_date, env={**env, SECRET_VERSIONS: versions},
+        assets=f"{site.name}/assets" if has_assets else None)
+
+
+@use_case(Tx.WRITE)
+async def record_runtime_logs(uow: UnitOfWork, project_id: str, lines: schemas.RuntimeLogLines) -> int:
+    """The runtime's lines of a project's worker (console.*, uncaught exceptions) into its logs."""
+    session = uow.session
+    if await projects.project_by_id(session, project_id) is None:
+        return 0  # deleted meanwhile: its lines go with it
+    for line in lines.lines:
+        session.add(LogLine(project_id=project_id, at=_at(line.at), source="worker",
+                            level=line.level if line.level in LEVELS else "log", message=line.message,
+                            stack=line.stack, request_id=line.request_id))
+    await session.flush()
+    return len(lines.lines)
+
+
+def _at(millis: float) -> datetime:
+    try:
+        return datetime.fromtimestamp(millis / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return utcnow()

@@ -1,0 +1,214 @@
+"""Workers end to end, as a user has them: a real `svc serve` with its edge (nginx) and its worker
+runtime (workerd). A bundle's worker/ answers the project's requests at its default host, reads a
+secret (a new value reaches it with no redeploy), reaches its files through env.ASSETS, goes
+back with a rollback, and a worker that cannot run is refused before it goes live."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from svc.adapters.workers.workerd import find_workerd
+from tests.support.serve import Server, svc_serve
+
+pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+
+API_WORKER = """
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (url.pathname === "/api/hello") {
+      return Response.json({ greeting: env.GREETING ?? null, versions: env.SVC_SECRET_VERSIONS, version: VERSION,
+                             host: url.host, scheme: url.protocol, client: request.headers.get("cf-connecting-ip"),
+                             requestId: request.headers.get("x-request-id"), bindings: Object.keys(env).sort() });
+    }
+    if (url.pathname === "/api/file") {
+      const file = await env.ASSETS.fetch(new URL("/data.json", request.url));
+      return new Response(file.body, { headers: { "content-type": file.headers.get("content-type") } });
+    }
+    return new Response("from the worker: " + url.pathname, { status: 404 });
+  },
+};
+"""
+
+
+def worker_bundle(version: str, *, source: str = API_WORKER, manifest: dict[str, object] | None = None,
+                  assets: dict[str, bytes] | None = None) -> bytes:
+    files = {"svc.json": json.dumps(manifest or {}).encode(),
+             "worker/index.js": f"const VERSION = {json.dumps(version)};\n{source}".encode()}
+    files |= {f"assets/{name}": data for name, data in (assets if assets is not None else {
+        "index.html": b"<h1>home</h1>", "data.json": b'{"from": "assets"}'}).items()}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@dataclass
+class Project:
+    server: Server
+    http: httpx.AsyncClient
+    owner: str
+    auth: dict[str, str]
+    host: str
+
+    @property
+    def base(self) -> str:
+        return f"/v1/orgs/{self.owner}/projects/site"
+
+    async def deploy(self, body: bytes) -> httpx.Response:
+        return await self.http.post(f"{self.base}/deployments", content=body,
+                                    headers={**self.auth, "content-type": "application/gzip"})
+
+    async def get(self, path: str, **headers: str) -> httpx.Response:
+        async with httpx.AsyncClient(timeout=30) as client:
+            return await client.get(f"http://127.0.0.1:{self.server.edge_port}{path}",
+                                    headers={"host": self.host, **headers})
+
+
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
+    async with svc_serve(tmp_path_factory.mktemp("workers"), SVC_WORKER_PROCESSES="1") as running:
+        yield running
+
+
+async def _project(server: Server, owner: str) -> AsyncIterator[Project]:
+    async with httpx.AsyncClient(base_url=server.api, timeout=30) as http:
+        r = await http.post("/v1/auth/dev/login", json={"subject": owner})
+        auth = {"authorization": f"Bearer {r.json()['token']}"}
+        r = await http.post(f"/v1/orgs/{owner}/projects", json={"name": "site"}, headers=auth)
+        assert r.status_code == 201, r.text
+        yield Project(server=server, http=http, owner=owner, auth=auth, host=r.json()["hostname"])
+
+
+@pytest.fixture
+async def project(server: Server, request: pytest.FixtureRequest) -> AsyncIterator[Project]:
+    owner = "w" + request.node.name.removeprefix("test_")[:20].replace("_", "-").strip("-")
+    async for p in _project(server, owner):
+        yield p
+
+
+async def test_a_worker_serves_the_project_with_its_secret_and_its_files(project: Project) -> None:
+    r = await project.http.put(f"{project.base}/secrets/GREETING", json={"value": "hello"}, headers=project.auth)
+    assert r.status_code in (200, 201), r.text
+    r = await project.deploy(worker_bundle("v1"))
+    assert r.status_code == 201, r.text
+    hello = await project.get("/api/hello", **{"cf-connecting-ip": "6.6.6.6", "x-request-id": "forged"})
+    assert hello.status_code == 200, hello.text
+    body = hello.json()
+    assert body["greeting"] == "hello" and body["version"] == "v1"
+    assert body["versions"] == {"GREETING": 1}
+    assert body["host"] == project.host and body["scheme"] == "http:"
+    # The edge says who the client is and which request this is; what the client claimed is gone.
+    assert body["client"] == "127.0.0.1"
+    assert body["requestId"] != "forged" and hello.headers["x-request-id"] == body["requestId"]
+    assert body["bindings"] == ["ASSETS", "GREETING", "SVC_SECRET_VERSIONS"]
+    # Files first: a file of assets/ is served by the edge; env.ASSETS reads them too.
+    home = await project.get("/")
+    assert home.status_code == 200 and home.text == "<h1>home</h1>"
+    data = await project.get("/api/file")
+    assert data.json() == {"from": "assets"} and data.headers["content-type"].startswith("application/json")
+    # What no file answers is the worker's, its own 404 included.
+    missing = await project.get("/nothing/here")
+    assert missing.status_code == 404 and missing.text == "from the worker: /nothing/here"
+    # /__svc/ stays svc's.
+    reserved = await project.get("/__svc/nothing")
+    assert "from the worker" not in reserved.text
+
+
+async def test_a_secret_change_reaches_the_worker_without_a_redeploy(project: Project) -> None:
+    await project.http.put(f"{project.base}/secrets/GREETING", json={"value": "one"}, headers=project.auth)
+    assert (await project.deploy(worker_bundle("v1"))).status_code == 201
+    assert (await project.get("/api/hello")).json()["greeting"] == "one"
+    r = await project.http.put(f"{project.base}/secrets/GREETING", json={"value": "two"}, headers=project.auth)
+    assert r.status_code in (200, 201), r.text
+    # A 2xx means live: the very next request sees the new value and the secret's new version.
+    body = (await project.get("/api/hello")).json()
+    assert body["greeting"] == "two" and body["versions"] == {"GREETING": 2} and body["version"] == "v1"
+    r = await project.http.delete(f"{project.base}/secrets/GREETING", headers=project.auth)
+    assert r.status_code == 204, r.text
+    body = (await project.get("/api/hello")).json()
+    assert body["greeting"] is None and "GREETING" not in body["bindings"]
+
+
+async def test_a_new_version_and_a_rollback_switch_the_code(project: Project) -> None:
+    assert (await project.deploy(worker_bundle("v1"))).status_code == 201
+    assert (await project.get("/api/hello")).json()["version"] == "v1"
+    assert (await project.deploy(worker_bundle("v2"))).status_code == 201
+    assert (await project.get("/api/hello")).json()["version"] == "v2"
+    r = await project.http.post(f"{project.base}/rollback", json={"version": 1}, headers=project.auth)
+    assert r.status_code == 200, r.text
+    assert (await project.get("/api/hello")).json()["version"] == "v1"
+    # A static version after a worker: no worker answers any more.
+    static = worker_bundle("v3")
+    body = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(static), mode="r:gz") as src, tarfile.open(fileobj=body, mode="w:gz") as dst:
+        for member in src.getmembers():
+            if not member.name.startswith("worker/"):
+                dst.addfile(member, src.extractfile(member))
+    assert (await project.deploy(body.getvalue())).status_code == 201
+    assert (await project.get("/api/hello")).status_code == 404
+    assert (await project.get("/")).text == "<h1>home</h1>"
+
+
+async def test_worker_first_sends_every_request_to_the_worker(project: Project) -> None:
+    source = ("export default { async fetch(request, env) { const url = new URL(request.url); "
+              "if (url.pathname === '/') { const page = await env.ASSETS.fetch(new URL('/index.html', request.url)); "
+              "return new Response('worker says: ' + await page.text()) } "
+              "return new Response('worker: ' + url.pathname) } };")
+    r = await project.deploy(worker_bundle("v1", source=source, manifest={"assets": "worker-first"}))
+    assert r.status_code == 201, r.text
+    assert (await project.get("/")).text == "worker says: <h1>home</h1>"
+    assert (await project.get("/index.html")).text == "worker: /index.html"
+
+
+async def test_a_worker_that_cannot_run_is_refused_and_the_live_one_keeps_serving(project: Project) -> None:
+    assert (await project.deploy(worker_bundle("v1"))).status_code == 201
+    refusals = {
+        "export default { fetch() { return new Response('x') }": "SyntaxError",
+        "export const handler = {};": "no default export",
+        "import x from './missing.js'; export default { fetch() { return new Response(x) } };": "missing.js",
+    }
+    for source, words in refusals.items():
+        r = await project.deploy(worker_bundle("bad", source=source))
+        assert r.status_code == 400, r.text
+        assert r.json()["code"] == "bad_worker" and words in r.json()["message"], r.text
+    r = await project.deploy(worker_bundle("bad", manifest={"compatibilityDate": "2999-01-01"}))
+    assert r.status_code == 400 and r.json()["code"] == "bad_worker", r.text
+    r = await project.deploy(worker_bundle("bad", manifest={"compatibilityDate": "soon"}))
+    assert r.status_code == 400 and r.json()["details"]["reason"] == "bad_manifest", r.text
+    r = await project.deploy(worker_bundle("bad", manifest={"main": "app.js"}))
+    assert r.status_code == 400 and r.json()["details"]["reason"] == "bad_manifest", r.text
+    # Nothing of the refused ones went live, and no version was used up.
+    assert (await project.get("/api/hello")).json()["version"] == "v1"
+    versions = (await project.http.get(f"{project.base}/deployments", headers=project.auth)).json()["deployments"]
+    assert [d["version"] for d in versions] == [1]
+
+
+async def test_a_protected_projects_worker_runs_only_after_the_access_check(project: Project) -> None:
+    assert (await project.deploy(worker_bundle("v1"))).status_code == 201
+    r = await project.http.put(f"{project.base}/access", json={"mode": "password", "password": "correct horse 1"},
+                               headers=project.auth)
+    assert r.status_code == 200, r.text
+    for path in ("/api/hello", "/", "/nothing"):
+        refused = await project.get(path)
+        # To the password page, and nothing of the worker.
+        assert refused.status_code == 302, (path, refused.text)
+        assert "/__svc/password?next=" in refused.headers["location"], refused.headers
+        assert "from the worker" not in refused.text and "greeting" not in refused.text
+    # Past the check (here with the project's bypass secret) the worker answers, files first.
+    r = await project.http.post(f"{project.base}/access/bypass", headers=project.auth)
+    assert r.status_code == 200, r.text
+    bypass = {"svc-access-bypass": r.json()["secret"]}
+    assert (await project.get("/api/hello", **bypass)).json()["version"] == "v1"
+    assert (await project.get("/", **bypass)).text == "<h1>home</h1>"
+    assert (await project.get("/nothing", **bypass)).text == "from the worker: /nothing"
