@@ -19,7 +19,9 @@ import requests
 import requests.adapters
 import urllib3
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import strategies as st
 
 from tests.support.api import Svc
 
@@ -84,6 +86,18 @@ class World:
 def ssh_public_key() -> str:
     key = Ed25519PrivateKey.generate().public_key()
     return key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+
+
+def public_keys() -> st.SearchStrategy[str]:
+    """Public key lines of every type svc accepts, some with a comment: a new ed25519 key each time,
+    and one key of each other type (made once: an RSA key takes a while; again: 409 ssh_key_exists)."""
+    curves = (ec.SECP256R1(), ec.SECP384R1(), ec.SECP521R1())
+    others = [ec.generate_private_key(curve).public_key() for curve in curves]
+    others.append(rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key())
+    openssh = serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    lines = [k.public_bytes(*openssh).decode() for k in others]
+    key = st.one_of(st.builds(ssh_public_key), st.sampled_from(lines))
+    return st.tuples(key, st.sampled_from(["", " laptop", "  me@example.com\n"])).map("".join)
 
 
 async def build_world(svc: Svc, n: int) -> World:

@@ -44,11 +44,23 @@ class AccessBypass(ApiModel):
     secret: str
 
 
+# The shapes the service takes (kit/hosts.normalize_host, kit/paths.safe_next), stated for clients;
+# the service's checks decide and word the refusal (400), as before: a host of LDH labels in any
+# case, with a trailing dot, a :port or surrounding whitespace ignored; a path with exactly one
+# leading '/', in printable ASCII without backslash.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+TO_PATTERN = rf"^\s*{_LABEL}(?:\.{_LABEL})*\.?(?::[^:]*)?\s*$"
+NEXT_PATTERN = r"^/(?:[\x21-\x2e\x30-\x5b\x5d-\x7e][\x21-\x5b\x5d-\x7e]*)?$"
+
+
 class AccessAuthorizeRequest(ApiInput):
     to: Annotated[str, StringConstraints(min_length=1, max_length=MAX_HOST)] = Field(
-        description="The project hostname the browser wants to reach")
+        json_schema_extra={"pattern": TO_PATTERN},
+        description="The project hostname the browser wants to reach (a host svc serves no project at: 404)")
     next: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NEXT)] = Field(
-        description="The path (with query) to return to on that host")
+        json_schema_extra={"pattern": NEXT_PATTERN},
+        description="The path (with query) to return to on that host: one leading '/', printable ASCII, "
+                    "no backslash")
 
 
 class AccessAuthorize(ApiModel):

@@ -67,9 +67,11 @@ class AuditQuery(ApiInput):
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Page size")
     cursor: Cursor | None = Field(default=None, description="A nextCursor: the events older than those already listed")
     before: Cursor | None = Field(default=None, description="The same as cursor (its earlier name)")
+    # The pattern is _action's rule, stated for clients; _action decides and words the refusal.
     action: Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_action)] | None = Field(
-        default=None, description="An event name (exact, e.g. member.add), or a prefix ending in '.' "
-                                  "(e.g. member.) for every event under it")
+        default=None, json_schema_extra={"pattern": f"^{_ACTION.pattern}$"},
+        description="An event name (exact, e.g. member.add), or a prefix ending in '.' "
+                    "(e.g. member.) for every event under it")
     actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         default=None, description="The actor as listed (provider:subject, e.g. github:octocat)")
 

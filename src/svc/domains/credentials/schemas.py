@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from svc.domains.credentials.sshkeys import MAX_KEY_TEXT
+from svc.domains.credentials.sshkeys import MAX_KEY_TEXT, PUBLIC_KEY_FORMAT, PUBLIC_KEY_PATTERN
 from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 
 CredentialName = Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
@@ -38,8 +38,11 @@ class AccessTokenList(ApiModel):
 
 class SSHKeyCreate(ApiInput):
     name: CredentialName
+    # The pattern and format are stated for clients; sshkeys.parse_public_key decides and words the refusal.
     public_key: Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_TEXT)] = Field(
-        description="One line in OpenSSH format ('ssh-ed25519 AAAA... comment'); the comment is dropped")
+        json_schema_extra={"pattern": PUBLIC_KEY_PATTERN, "format": PUBLIC_KEY_FORMAT},
+        description="One line in OpenSSH format ('ssh-ed25519 AAAA... comment'): ssh-ed25519, "
+                    "ecdsa-sha2-nistp256/384/521 or ssh-rsa of 2048 bits or more; the comment is dropped")
 
 
 class SSHKey(ApiModel):

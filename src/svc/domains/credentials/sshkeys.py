@@ -35,6 +35,23 @@ _B64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _KEY_DATA_WORD = re.compile(r"^AAAA[A-Za-z0-9+/]{40,}={0,2}$")
 
 
+# What the key data of each accepted type starts with, in base64: the blob's type name (and curve)
+# and length prefixes, fixed by the canonical form required below. An ed25519 key is that and 32
+# bytes of any value, so its data is stated exactly; the others' points and numbers only parse_public_key
+# can check. The document states the line's shape with this, for clients; parse_public_key decides.
+_DATA_STARTS = {
+    "ssh-ed25519": r"AAAAC3NzaC1lZDI1NTE5AAAAI[A-P][A-Za-z0-9+/]{42}",
+    "ecdsa-sha2-nistp256": r"AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABB[A-Za-z0-9+/]+={0,2}",
+    "ecdsa-sha2-nistp384": r"AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzODQAAABh[A-Za-z0-9+/]+={0,2}",
+    "ecdsa-sha2-nistp521": r"AAAAE2VjZHNhLXNoYTItbmlzdHA1MjEAAAAIbmlzdHA1MjEAAACF[A-Za-z0-9+/]+={0,2}",
+    "ssh-rsa": r"AAAAB3NzaC1yc2EAAAA[A-Za-z0-9+/]+={0,2}",
+}
+PUBLIC_KEY_PATTERN = (r"^\s*(?:" + "|".join(rf"{t}\s+{data}" for t, data in _DATA_STARTS.items())
+                      + r")(?:\s.*)?$")
+# The document's name for a public key line: a client that knows it can generate or check real keys.
+PUBLIC_KEY_FORMAT = "openssh-public-key"
+
+
 @dataclass(frozen=True)
 class ParsedKey:
     key_type: str

@@ -16,6 +16,9 @@ MAX_BRANCH = 255
 _RAW_MAX = 8192
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,64}")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# The two headers parse_git refuses, as the document states them for clients (parse_git decides).
+COMMIT_PATTERN = r"^\s*[0-9a-fA-F]{7,64}\s*$"
+DIRTY_PATTERN = r"^\s*(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])\s*$"
 
 
 def _decoded(raw: str) -> str:
@@ -46,12 +49,14 @@ def parse_git(commit: str | None, message: str | None, branch: str | None, dirty
 
 def git_provenance(
     commit: Annotated[str | None, Header(alias="X-Svc-Git-Commit", max_length=_RAW_MAX,
+                                         json_schema_extra={"pattern": COMMIT_PATTERN},
                                          description="Commit id, 7 to 64 hex characters")] = None,
     message: Annotated[str | None, Header(alias="X-Svc-Git-Message", max_length=_RAW_MAX,
                                           description="Percent-encoded; the first line is kept, cut at 200")] = None,
     branch: Annotated[str | None, Header(alias="X-Svc-Git-Branch", max_length=_RAW_MAX,
                                          description="Percent-encoded branch name, cut at 255")] = None,
     dirty: Annotated[str | None, Header(alias="X-Svc-Git-Dirty", max_length=_RAW_MAX,
+                                        json_schema_extra={"pattern": DIRTY_PATTERN},
                                         description="true or false")] = None,
 ) -> GitInfo:
     """A FastAPI dependency: the deploy request's provenance headers, validated (400 when not)."""

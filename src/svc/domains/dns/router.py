@@ -20,7 +20,9 @@ _ZONES = "/v1/orgs/{orgSlug}/dns/zones"
 _ZONE = _ZONES + "/{zone}"
 _RRSET = _ZONE + "/rrsets/{name}/{type}"
 
-ZonePath = Annotated[str, Path(alias="zone", max_length=300, description="The zone's name, such as example.com")]
+# The zone's shape, stated for clients as the `idn-hostname` format: records.zone_name decides (400).
+ZonePath = Annotated[str, Path(alias="zone", max_length=300, json_schema_extra={"format": "idn-hostname"},
+                               description="The zone's name, such as example.com")]
 NamePath = Annotated[str, Path(alias="name", max_length=300,
                                description='Relative to the zone ("www", "_sip._tcp"); "@" is the apex')]
 TypePath = Annotated[str, Path(alias="type", max_length=10, description="A, AAAA, MX, SRV, CAA, CNAME, TXT or NS")]

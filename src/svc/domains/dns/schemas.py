@@ -16,8 +16,13 @@ RecordText = Annotated[str, StringConstraints(max_length=16_384)]
 
 
 class ZoneCreate(ApiInput):
+    # The shape is stated as the `idn-hostname` format, for clients; records.zone_name decides and
+    # words the refusal (two labels or more, not svc's own domains; a trailing dot and surrounding
+    # whitespace are taken).
     name: Annotated[str, StringConstraints(min_length=1, max_length=300)] = Field(
-        description="The domain, such as example.com; internationalized names are stored as punycode")
+        json_schema_extra={"format": "idn-hostname"},
+        description="The domain, such as example.com: two labels or more, not under svc's own domains; "
+        "internationalized names are stored as punycode")
 
 
 class RRsetPut(ApiInput):

@@ -15,7 +15,10 @@ from svc.uow import runs
 router = api_router(tags=["hostnames"])
 
 _BASE = "/v1/orgs/{orgSlug}/projects/{projectName}/hostnames"
-HostPath = Annotated[str, Path(alias="host", max_length=300, description="The host name, such as www.example.com")]
+# Any other value is a host the project does not have (404), so the format is stated for clients only.
+HostPath = Annotated[str, Path(alias="host", max_length=300, json_schema_extra={"format": "idn-hostname"},
+                               description="The host name, such as www.example.com (any case, unicode or "
+                                           "punycode); the project's default hostname cannot be deleted (400)")]
 
 
 @router.get(_BASE, response_model=schemas.HostnameList, operation_id="listHostnames")

@@ -12,10 +12,13 @@ from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 class HostnameAdd(ApiInput):
     # The 253-character bound of a DNS name is checked on the name as encoded (punycode), with the
-    # other shape rules (names.py); this only keeps the body's size sane.
+    # other shape rules (names.py); max_length only keeps the body's size sane. The document states
+    # the shape as the `idn-hostname` format, for clients: names.py decides and words the refusal
+    # (it is stricter: two labels or more, no service domain; and takes surrounding whitespace).
     name: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
-        description="The host name, such as www.example.com; internationalized names are stored as "
-        "lowercase punycode (UTS-46, IDNA 2008)")
+        json_schema_extra={"format": "idn-hostname"},
+        description="The host name, such as www.example.com: two labels or more, no wildcard, not under "
+        "svc's own domains; internationalized names are stored as lowercase punycode (UTS-46, IDNA 2008)")
 
 
 class Verification(ApiModel):

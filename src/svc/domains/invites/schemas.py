@@ -26,7 +26,10 @@ EmailAddress = Annotated[str, StringConstraints(min_length=3, max_length=320), t
 
 
 class InviteCreate(ApiInput):
-    email: EmailAddress
+    # Stated as the document's `email` format for clients; normalize_email decides (and words the
+    # refusal), and also takes surrounding whitespace.
+    email: EmailAddress = Field(json_schema_extra={"format": "email"},
+                                description="An email address (ASCII), such as name@example.com")
     role: Role = Role.member
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.identity.schemas import User as UserView
@@ -23,7 +23,9 @@ class OrgPatch(ApiInput):
 
 
 class OrgDelete(ApiInput):
-    confirm: Annotated[str, StringConstraints(max_length=200)]
+    # Equality with the path's slug is a rule no schema can state: said in words, checked by the service.
+    confirm: Annotated[str, StringConstraints(max_length=200)] = Field(
+        description="The org's slug, typed again (surrounding whitespace ignored); anything else: 400")
 
 
 class Org(ApiModel):

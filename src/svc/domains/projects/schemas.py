@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 
 from svc import models
 from svc.domains.deployments.schemas import Deployment
@@ -18,7 +18,9 @@ class ProjectCreate(ApiInput):
 
 
 class ProjectDelete(ApiInput):
-    confirm: Annotated[str, StringConstraints(max_length=200)]
+    # Equality with the path's name is a rule no schema can state: said in words, checked by the service.
+    confirm: Annotated[str, StringConstraints(max_length=200)] = Field(
+        description="The project's name, typed again exactly; anything else: 400")
 
 
 class Project(ApiModel):
