@@ -5,16 +5,19 @@ back with a rollback, and a worker that cannot run is refused before it goes liv
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import tarfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
 
 from svc.adapters.workers.workerd import find_workerd
+from tests.cli.conftest import Cli
 from tests.support.serve import Server, svc_serve
 
 pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
@@ -212,3 +215,46 @@ async def test_a_protected_projects_worker_runs_only_after_the_access_check(proj
     assert (await project.get("/api/hello", **bypass)).json()["version"] == "v1"
     assert (await project.get("/", **bypass)).text == "<h1>home</h1>"
     assert (await project.get("/nothing", **bypass)).text == "from the worker: /nothing"
+
+
+async def test_what_a_worker_prints_and_throws_is_in_the_projects_logs(project: Project, tmp_path: Path) -> None:
+    source = ("export default { async fetch(request) { const url = new URL(request.url); "
+              "console.log('serving', url.pathname, { n: 1 }); "
+              "if (url.pathname === '/boom') { console.warn('about to throw'); throw new TypeError('it broke') } "
+              "return new Response('ok') } };")
+    assert (await project.deploy(worker_bundle("v1", source=source))).status_code == 201
+    assert (await project.get("/hello")).text == "ok"
+    thrown = await project.get("/boom", accept="application/json")
+    assert thrown.status_code == 500
+    assert thrown.json()["error"]["code"] == "worker_error" and "it broke" in thrown.json()["error"]["message"]
+    request_id = thrown.headers["x-request-id"]
+
+    async def logged() -> list[dict[str, object]]:
+        r = await project.http.get(f"{project.base}/logs", headers=project.auth)
+        assert r.status_code == 200, r.text
+        return list(r.json()["lines"])
+
+    lines: list[dict[str, object]] = []
+    for _ in range(100):  # the runtime sends them once each request has ended
+        lines = await logged()
+        if len(lines) >= 4:
+            break
+        await asyncio.sleep(0.1)
+    seen = [(line["source"], line["level"], line["message"]) for line in lines]
+    assert ("worker", "log", 'serving /hello {"n":1}') in seen
+    assert ("worker", "warn", "about to throw") in seen
+    assert ("worker", "error", "TypeError: it broke") in seen
+    [error] = [line for line in lines if line["level"] == "error"]
+    assert error["requestId"] == request_id and "index.js" in str(error["stack"])
+
+    # The same through the CLI, and only what came after a cursor.
+    cli = Cli(project.server.api, tmp_path / "home")
+    cli.ok("login", "--dev", project.owner)
+    shown = cli.ok("logs", "--org", project.owner, "--project", "site", "--json").json()
+    assert [line["message"] for line in shown["lines"]] == [line["message"] for line in lines]
+    text = cli.ok("logs", "--org", project.owner, "--project", "site", "--since", "10m").out
+    assert "TypeError: it broke" in text and "serving /hello" in text
+    r = await project.http.get(f"{project.base}/logs", params={"cursor": shown["nextCursor"]}, headers=project.auth)
+    assert r.json()["lines"] == [] and r.json()["nextCursor"] == shown["nextCursor"]
+    r = await project.http.get(f"{project.base}/logs", params={"since": "yesterday"}, headers=project.auth)
+    assert r.status_code == 400, r.text

@@ -30,6 +30,7 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "deploy": ("deploy", "deploy", "Pack a folder, upload it, and make it live at once."),
     "deployments": ("deploy", "deployments", "List a project's deployments, newest first."),
     "rollback": ("deploy", "rollback", "Make an earlier deployment live again."),
+    "logs": ("logs", "logs", "Show a project's logs (its worker's output); --follow for new lines."),
 }
 # Every other module under svc.cli.commands is a group of commands named after it (`svc dns ...` is
 # commands/dns.py), with its Typer `app` and a `HELP` line for the list: an area's CLI module is

@@ -98,6 +98,8 @@ class JobKind(StrEnum):
     # Whether the public DNS delegates a zone to svc's nameservers (domains/dns/delegation.py): the
     # periodic cycle re-checks the zones checked longest ago; a new zone enqueues one for itself.
     dns_delegation = "dns.delegation"
+    # The periodic cycle that drops the projects' log lines older than their retention (workers).
+    logs_expire = "logs.expire"
 
 
 class DnssecState(StrEnum):

@@ -3,12 +3,15 @@ checked before it goes live, and its logs (docs/workers.md)."""
 
 from __future__ import annotations
 
-from svc.domains.workers import runtime_router
+from svc.domains.workers import jobs, router, runtime_router
+from svc.domains.workers.settings import WorkerSettings
 from svc.manifest import Area
 
 AREA = Area(
     name="workers",
-    routers=(runtime_router.router,),
+    routers=(router.router, runtime_router.router),
+    jobs=jobs.register,
+    settings=WorkerSettings,
     hints={
         "bad_worker": "Fix the worker named in the message (svc deploy checks it the same way before it goes "
                       "live); the version that was live keeps serving.",

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from svc.kit.api import ApiInput, ApiModel
+from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 
 class RuntimeWorker(ApiModel):
@@ -33,3 +33,20 @@ class RuntimeLogLine(ApiInput):
 
 class RuntimeLogLines(ApiInput):
     lines: list[RuntimeLogLine] = Field(max_length=1000)
+
+
+class LogLineView(ApiModel):
+    seq: int
+    at: Timestamp
+    # worker (console output, exceptions) | edge (one line per request; docs/workers.md)
+    source: str
+    level: str
+    message: str
+    stack: str | None
+    request_id: str | None
+
+
+class LogPage(ApiModel):
+    lines: list[LogLineView]
+    # Pass as `cursor` to get the lines stored after these (`svc logs --follow` does).
+    next_cursor: str

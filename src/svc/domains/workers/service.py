@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,12 @@ from svc.context import AppContext
 from svc.domains.deployments import service as deployments
 from svc.domains.projects import service as projects
 from svc.domains.secrets import service as secrets
-from svc.domains.workers import errors, schemas
+from svc.domains.workers import errors, queries, schemas
 from svc.domains.workers.code import WorkerSpec, read_code, worker_spec
+from svc.domains.workers.settings import WorkerSettings
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
-from svc.models import LogLine
+from svc.models import LogLine, Project
 from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.workers")
@@ -105,3 +106,20 @@ def _at(millis: float) -> datetime:
         return datetime.fromtimestamp(millis / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return utcnow()
+
+
+async def project_logs(uow: UnitOfWork, project: Project, *, after: int | None, since: timedelta | None,
+                       limit: int) -> schemas.LogPage:
+    """A page of a project's log lines: the last `limit` (within `since`), or those after a cursor."""
+    session = uow.session
+    start = utcnow() - since if since is not None else None
+    rows = await queries.lines(session, project.id, after=after, since=start, limit=limit)
+    cursor = rows[-1].seq if rows else (after if after is not None else await queries.last_seq(session, project.id))
+    return schemas.LogPage(lines=[schemas.LogLineView.model_validate(row) for row in rows], next_cursor=str(cursor))
+
+
+@use_case(Tx.WRITE)
+async def expire_logs(uow: UnitOfWork) -> int:
+    """Drop the log lines older than SVC_LOG_RETENTION_HOURS (the logs.expire cycle)."""
+    hours = uow.ctx.settings_of(WorkerSettings).log_retention_hours
+    return await queries.delete_older_than(uow.session, utcnow() - timedelta(hours=hours))

@@ -1,0 +1,40 @@
+"""HTTP only: a project's logs (its worker's output and exceptions), newest last."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import Query
+
+from svc.auth.projects import ProjectViewer
+from svc.deps import Uow, api_router
+from svc.domains.workers import schemas, service
+from svc.errors import BadRequest
+
+router = api_router(tags=["logs"])
+
+SINCE = r"^[1-9][0-9]{0,5}[smhd]$"
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_since(value: str | None) -> timedelta | None:
+    """"10m", "2h", "7d" -> a timedelta; None for None."""
+    if value is None:
+        return None
+    if not re.fullmatch(SINCE, value):
+        raise BadRequest("since must be a number and a unit (s, m, h or d), like 10m")
+    return timedelta(**{_UNITS[value[-1]]: int(value[:-1])})
+
+
+@router.get("/v1/orgs/{orgSlug}/projects/{projectName}/logs", response_model=schemas.LogPage,
+            operation_id="listLogs")
+async def list_logs(
+    p: ProjectViewer, uow: Uow,
+    cursor: Annotated[int | None, Query(ge=0, le=2**62, description="nextCursor of an earlier answer: the lines "
+                                                                     "stored after it (`svc logs --follow`)")] = None,
+    since: Annotated[str | None, Query(pattern=SINCE, description="only lines this recent: 30s, 10m, 2h, 7d")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> schemas.LogPage:
+    return await service.project_logs(uow, p.project, after=cursor, since=parse_since(since), limit=limit)
