@@ -167,8 +167,8 @@ async def test_only_the_edge_may_call_and_an_unknown_worker_is_503(runtime: Work
     assert refused.status_code == 403
     missing = await _get(runtime, "nope.1")
     assert missing.status_code == 503, missing.text
-    assert missing.json()["error"] == {"code": "worker_unavailable", "message": "svc answered 404 for worker nope.1",
-                                       "requestId": None}
+    assert missing.json() == {"code": "worker_unavailable", "message": "The site's worker is not available; try again",
+                              "details": None}
     # A failed load is not kept: once svc has the worker, the same key runs it.
     fake_svc.add("nope.1", HELLO, text={"GREETING": "late"})
     assert (await _get(runtime, "nope.1")).json() == {"hello": "late"}

@@ -77,6 +77,8 @@ async function load(env, ctx, key) {
 // Marks a load that failed on svc's side, not in the project's code (the error crosses from the
 // loader as a plain Error: its class does not survive, its message does).
 const UNAVAILABLE = "svc-runtime-unavailable: ";
+// workerd's own log (SVC_DATA_DIR/workers/<process>/workerd.log): svc's side of a failure.
+const log = (message) => console.error(`svc dispatcher: ${message}`);
 const retries = new Map();
 const MAX_RETRIES_KEPT = 10000;
 
@@ -85,21 +87,40 @@ function retry(key) {
   if (retries.size > MAX_RETRIES_KEPT) retries.delete(retries.keys().next().value);
 }
 
-function refusal(status, code, message, requestId) {
-  return Response.json({ error: { code, message, requestId } }, { status });
+// svc's answer when a worker cannot answer: the Error envelope (the API's, spec section 7) for API
+// clients; for browsers a page. Neither shows the exception: it is in the project's logs, found by
+// the request id.
+function refusal(request, status, code, message, requestId) {
+  const headers = { "cache-control": "no-store" };
+  if (/text\/html/i.test(request.headers.get("accept") || "")) {
+    return new Response(page(status, message, requestId), {
+      status, headers: { ...headers, "content-type": "text/html; charset=utf-8" },
+    });
+  }
+  return Response.json({ code, message, details: requestId ? { requestId } : null }, { status, headers });
+}
+
+function page(status, message, requestId) {
+  const escape = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  const id = requestId ? `<p>Request id: <code>${escape(requestId)}</code></p>` : "";
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" ` +
+    `content="width=device-width, initial-scale=1"><title>${status}</title></head><body ` +
+    `style="font-family: system-ui, sans-serif; max-width: 36rem; margin: 4rem auto; padding: 0 1rem">` +
+    `<h1>${status === 500 ? "This site could not answer" : "This site is not available"}</h1>` +
+    `<p>${escape(message)}</p>${id}</body></html>`;
 }
 
 export default {
   async fetch(request, env, ctx) {
     if (request.headers.get("x-svc-runtime-token") !== env.TOKEN) {
-      return refusal(403, "forbidden", "only svc's edge may call the runtime", null);
+      return refusal(request, 403, "forbidden", "only svc's edge may call the runtime", null);
     }
     const url = new URL(request.url);
     if (url.pathname === "/__svc/runtime/health") return new Response("ok");
     if (url.pathname === "/__svc/runtime/check" && request.method === "POST") return check(env, await request.json());
     const key = request.headers.get("x-svc-worker") || "";
     const requestId = request.headers.get("x-request-id");
-    if (!KEY.test(key)) return refusal(400, "bad_request", "X-Svc-Worker is missing or malformed", requestId);
+    if (!KEY.test(key)) return refusal(request, 400, "bad_request", "X-Svc-Worker is missing or malformed", requestId);
     const headers = new Headers(request.headers);
     for (const name of HOP) headers.delete(name);
     // The loader keeps a failed load under its id: after a failure on svc's side the key is
@@ -112,9 +133,12 @@ export default {
       const said = `${error.message}`;
       if (said.includes(UNAVAILABLE)) {
         retry(key);
-        return refusal(503, "worker_unavailable", said.slice(said.indexOf(UNAVAILABLE) + UNAVAILABLE.length), requestId);
+        log(`worker ${key}: ${said.slice(said.indexOf(UNAVAILABLE) + UNAVAILABLE.length)}`);
+        return refusal(request, 503, "worker_unavailable", "The site's worker is not available; try again",
+                       requestId);
       }
-      return refusal(500, "worker_error", `${error.name}: ${error.message}`, requestId);
+      // The exception and its stack reach the project's logs by the tail; only the id is shown here.
+      return refusal(request, 500, "worker_error", "The site's worker failed on this request", requestId);
     }
   },
 };
