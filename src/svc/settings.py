@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     worker_processes: int = Field(default=2, ge=1, le=64)
     worker_timeout_seconds: int = Field(default=30, ge=1, le=900)
     workerd_binary: str | None = None
+    # Who workerd runs as when svc runs as root.
+    worker_user: str = "nobody"
 
     # DNS (docs/dns.md): zones are served by PowerDNS. With SVC_PDNS_API_URL and SVC_PDNS_API_KEY
     # svc drives that (external) PowerDNS; without them `svc serve` runs a private pdns_server under

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pwd
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +33,7 @@ class FakeSvc:
     def __init__(self) -> None:
         self.workers: dict[str, dict[str, Any]] = {}
         self.logs: list[dict[str, Any]] = []
+        self.files = {"/abc/assets/hello.txt": b"hello from assets\n"}
         self.token: str | None = None
         self.tokens_seen: set[str | None] = set()
         fake = self
@@ -49,6 +52,14 @@ class FakeSvc:
 
             def do_GET(self) -> None:
                 fake.tokens_seen.add(self.headers.get("X-Svc-Runtime-Token"))
+                if self.headers.get("Host") == "_svc-runtime-assets":  # the edge's files server
+                    data = fake.files.get(self.path)
+                    self.send_response(200 if data is not None else 404)
+                    self.send_header("Content-Type", "text/plain; charset=utf-8")
+                    self.send_header("Content-Length", str(len(data or b"")))
+                    self.end_headers()
+                    self.wfile.write(data or b"")
+                    return
                 key = self.path.removeprefix("/v1/runtime/workers/")
                 if key in fake.workers:
                     self._answer(200, fake.workers[key])
@@ -81,14 +92,12 @@ def fake_svc() -> Iterator[FakeSvc]:
 
 @pytest.fixture
 async def runtime(tmp_path: Path, fake_svc: FakeSvc) -> AsyncIterator[WorkerdRuntime]:
-    sites = tmp_path / "sites"
-    (sites / "abc" / "assets").mkdir(parents=True)
-    (sites / "abc" / "assets" / "hello.txt").write_text("hello from assets\n")
     binary = find_workerd()
     assert binary is not None
-    rt = WorkerdRuntime(WorkerdOptions(binary=binary, root=tmp_path / "workers", sites=sites,
-                                       api_address=fake_svc.address, processes=1, check_seconds=3.0,
-                                       stuck_seconds=2.0, probe_every=0.2))
+    rt = WorkerdRuntime(WorkerdOptions(binary=binary, root=tmp_path / "workers", api_address=fake_svc.address,
+                                       assets_address=fake_svc.address, processes=1, check_seconds=3.0,
+                                       stuck_seconds=2.0, probe_every=0.2,
+                                       user="nobody" if os.geteuid() == 0 else None))
     await rt.start()
     try:
         yield rt
@@ -219,3 +228,16 @@ async def test_console_lines_and_exceptions_reach_svc_as_the_projects_logs(
     messages = [(line["level"], line["message"], line["requestId"]) for line in fake_svc.logs]
     assert ("log", 'hello {"n":1}', "req-1") in messages
     assert ("error", "Error: boom", "req-2") in messages
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only svc running as root switches workerd's user")
+async def test_workerd_runs_as_an_unprivileged_user(runtime: WorkerdRuntime, fake_svc: FakeSvc) -> None:
+    nobody = pwd.getpwnam("nobody").pw_uid
+    for process in (*runtime._serving, runtime._checker):
+        pid = process.supervisor.pid
+        assert pid is not None
+        uids = next(line for line in open(f"/proc/{pid}/status").read().splitlines() if line.startswith("Uid:"))
+        assert uids.split()[1:] == [str(nobody)] * 4, uids
+    # and it still serves (its files are its own directory's; code and assets come over HTTP)
+    fake_svc.add("user.1", HELLO, text={"GREETING": "from nobody"})
+    assert (await _get(runtime, "user.1")).json() == {"hello": "from nobody"}

@@ -45,6 +45,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 LUA = Path(__file__).parent / "lua"
 # The status probe's and the control server's Host: not DNS names (underscore), no project's.
 CONTROL_HOST = "_svc-edge-control"
+# The server the worker runtime reads the deployments' files from (env.ASSETS; loopback, its token).
+ASSETS_HOST = "_svc-runtime-assets"
 CONTROL_PATH = "/routes"
 # nginx's Lua module and the module it needs (Debian: libnginx-mod-http-lua, -ndk), loaded in order.
 LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
@@ -269,6 +271,8 @@ class EdgeOptions:
     workers: tuple[str, ...] = ()
     runtime_token: str = ""
     worker_timeout_seconds: int = 30
+    # The unpacked bundles (SVC_DATA_DIR/sites): the runtime reads a deployment's assets/ here.
+    sites: Path | None = None
 
 
 def quote(value: str) -> str:
@@ -375,6 +379,8 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         status_host=STATUS_HOST,
         status_path=STATUS_PATH,
         workers=[_server(address) for address in options.workers],
+        assets_host=ASSETS_HOST,
+        sites_root=quote(str(options.sites)) if options.sites is not None else None,
         runtime_token=_single(options.runtime_token) if options.workers else None,
         worker_timeout=options.worker_timeout_seconds,
     )

@@ -49,7 +49,7 @@ from svc.edge.config import (
 )
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
 from svc.edge.routes import Entry, Kind, RouteTable
-from svc.kit.hosts import valid_host
+from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
 from svc.settings import Settings
@@ -77,14 +77,6 @@ def _worker_user(data_dir: Path) -> str | None:
     return f"{user} {group}"
 
 
-def _probe_host(host: str) -> str:
-    if host in ("0.0.0.0", ""):  # noqa: S104 - listening on all addresses: probe on loopback
-        return "127.0.0.1"
-    if host == "::":
-        return "::1"
-    return host
-
-
 class NginxEdge:
     """The Edge port with nginx. Reads the desired state through `routing` (the store's routing
     table, implemented by the projects area and handed in by svc.app): the edge imports no area."""
@@ -103,14 +95,15 @@ class NginxEdge:
                                    workers=tuple(host_port(u.host, u.port) for u in runtime.upstreams())
                                    if runtime is not None else (),
                                    runtime_token=runtime.token if runtime is not None else "",
-                                   worker_timeout_seconds=settings.worker_timeout_seconds)
+                                   worker_timeout_seconds=settings.worker_timeout_seconds,
+                                   sites=data_dir / "sites")
         # The worker runtime the edge sends workers' requests to (None: static sites only).
         self.runtime = runtime
         self.description = f"nginx on {listen_address(settings.edge_host, settings.edge_port)}"
         # One lock serialises nginx's config tests, reloads and (re)starts.
         self._lock = asyncio.Lock()
         self.process = NginxProcess(binary, self.layout, Port(settings.edge_host, settings.edge_port),
-                                    _probe_host(settings.edge_host), config_id=self._config_id, lock=self._lock)
+                                    local_address(settings.edge_host), config_id=self._config_id, lock=self._lock)
         self.binary = binary
         self.table = RouteTable(self.layout)
         # One round at a time changes the table: a round's reads come after every commit it follows.

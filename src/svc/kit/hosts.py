@@ -56,3 +56,13 @@ def idna_label(label: str) -> str:
         return lowered
     except (idna.IDNAError, UnicodeError):
         raise ValueError("has a label that is not a valid internationalized name") from None
+
+
+def local_address(listen_host: str) -> str:
+    """Where a process on this machine reaches a server listening on `listen_host`: loopback for
+    the any-addresses (0.0.0.0, ::), else that address."""
+    if listen_host in ("0.0.0.0", ""):  # noqa: S104 - listening on all addresses: reached on loopback
+        return "127.0.0.1"
+    if listen_host == "::":
+        return "::1"
+    return listen_host

@@ -83,6 +83,9 @@ class ProcessSpec:
     cwd: Path | None = None
     # Run as this user (its uid, primary group, no supplementary groups) when svc runs as root.
     user: str | None = None
+    # A file svc opens (after `prepare`) as the process's standard input: a process running as
+    # another user reads it there (/dev/stdin) with no path to it under svc's private data dir.
+    stdin: Path | None = None
     ports: tuple[Port, ...] = ()
     # Polled until true (each call bounded by what is left of start_seconds); None: ready once started.
     ready: Callable[[], Awaitable[bool]] | None = None

@@ -216,9 +216,10 @@ class Supervisor:
         self._rotate_logs()
         self._offsets = {path: file_size(path) for path in spec.logs}
         spec.log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with spec.log.open("ab") as out:
+        with spec.log.open("ab") as out, contextlib.ExitStack() as files:
+            stdin = files.enter_context(spec.stdin.open("rb")) if spec.stdin is not None else asyncio.subprocess.DEVNULL
             self._proc = await asyncio.create_subprocess_exec(
-                self._exe, *spec.args, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
+                self._exe, *spec.args, stdin=stdin, stdout=out, stderr=out,
                 start_new_session=True, env=dict(spec.env) if spec.env is not None else None, cwd=spec.cwd,
                 **_as_user(spec.user))
         self._started_at = time.monotonic()

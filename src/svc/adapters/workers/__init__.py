@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 
 from svc.adapters.workers.port import WorkerRuntime
 from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd
+from svc.kit.hosts import local_address
 from svc.settings import Settings
-from svc.supervisor import MissingBinary, PortInUse, ProcessError, resolve_binary
+from svc.supervisor import MissingBinary, PortInUse, ProcessError, host_port, resolve_binary
 
 log = logging.getLogger("svc.workers")
 
@@ -28,8 +30,12 @@ async def start_runtime(settings: Settings, *, api_address: str) -> WorkerRuntim
         log.warning("workers are off: workerd was not found; %s", INSTALL_HINT)
         return None
     data_dir = settings.data_dir.resolve()
-    runtime = WorkerdRuntime(WorkerdOptions(binary=binary, root=data_dir / "workers", sites=data_dir / "sites",
-                                            api_address=api_address, processes=settings.worker_processes))
+    # env.ASSETS is read through the edge (its runtime files server), which listens there.
+    edge = host_port(local_address(settings.edge_host), settings.edge_port)
+    # svc as root runs workerd as an unprivileged user (projects' code must not run as root).
+    user = settings.worker_user if os.geteuid() == 0 else None
+    runtime = WorkerdRuntime(WorkerdOptions(binary=binary, root=data_dir / "workers", api_address=api_address,
+                                            assets_address=edge, processes=settings.worker_processes, user=user))
     try:
         await runtime.start()
     except (PortInUse, ProcessError, OSError) as exc:

@@ -5,7 +5,8 @@ named here), so a deploy, a rollback or a secret change never rewrites it.
     services  dispatcher  svc's worker (dispatcher.js): the one a socket serves
               svc         svc's API (the worker's code and bindings, the logs), proved by the
                           runtime token workerd adds to each request
-              sites       the unpacked bundles (SVC_DATA_DIR/sites), read only: env.ASSETS
+              sites       the edge's server of the deployments' files (env.ASSETS), proved by
+                          the same token: workerd reads no file of svc's
               internet    what a project's fetch() reaches: public addresses only
     sockets   http        127.0.0.1:<port>, the address the edge proxies to
 
@@ -34,9 +35,9 @@ class WorkerdConfigError(ValueError):
 class RuntimeOptions:
     listen_host: str
     listen_port: int
-    # svc's API as workerd reaches it: host:port.
+    # svc's API and the edge's files server as workerd reaches them: host:port.
     api_address: str
-    sites: Path
+    assets_address: str
     # Sent by the edge to workerd and by workerd to svc (X-Svc-Runtime-Token); made per start.
     token: str
 
@@ -49,6 +50,8 @@ def text(value: str) -> str:
             out.append("\\" + c)
         elif c == "\n":
             out.append("\\n")
+        elif c == "\t":
+            out.append("\\t")
         elif ord(c) < 32 or ord(c) == 127:
             raise WorkerdConfigError(f"cannot write {value!r} into workerd's config")
         else:
@@ -60,8 +63,10 @@ def _list(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(text(v) for v in values) + "]"
 
 
-def render(options: RuntimeOptions, dispatcher: str = DISPATCHER.name) -> str:
-    """The configuration; `dispatcher` is the dispatcher's file name beside the config file."""
+def render(options: RuntimeOptions, dispatcher: str | None = None) -> str:
+    """The configuration, whole in one text: the dispatcher's source is in it (workerd reads the
+    configuration on its standard input, and no other file)."""
+    source = dispatcher if dispatcher is not None else DISPATCHER.read_text()
     listen = f"{options.listen_host}:{options.listen_port}"
     if ":" in options.listen_host:
         listen = f"[{options.listen_host}]:{options.listen_port}"
@@ -71,7 +76,7 @@ using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "dispatcher", worker = (
-      modules = [(name = {text(dispatcher)}, esModule = embed {text(dispatcher)})],
+      modules = [(name = {text(DISPATCHER.name)}, esModule = {text(source)})],
       compatibilityDate = {text(DISPATCHER_DATE)},
       compatibilityFlags = ["enable_ctx_exports"],
       bindings = [
@@ -86,7 +91,10 @@ const config :Workerd.Config = (
       address = {text(options.api_address)},
       http = (injectRequestHeaders = [(name = "X-Svc-Runtime-Token", value = {text(options.token)})]),
     )),
-    (name = "sites", disk = (path = {text(str(options.sites))}, writable = false)),
+    (name = "sites", external = (
+      address = {text(options.assets_address)},
+      http = (injectRequestHeaders = [(name = "X-Svc-Runtime-Token", value = {text(options.token)})]),
+    )),
     (name = "internet", network = (allow = {_list(NETWORK_ALLOW)}, deny = {_list(NETWORK_DENY)})),
   ],
   sockets = [(name = "http", address = {text(listen)}, http = (), service = "dispatcher")],

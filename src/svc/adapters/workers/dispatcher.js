@@ -13,23 +13,28 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 const KEY = /^[A-Za-z0-9_.:-]{1,200}$/;
 const HOP = ["x-svc-worker", "x-svc-runtime-token"];
 
-// env.ASSETS of a project's worker: its deployment's assets/ and nothing else (the props name the
-// directory; the URL's path is normalised by the URL parser, so `..` cannot leave it).
+// env.ASSETS of a project's worker: its deployment's assets/ and nothing else, as the edge serves
+// them (content types, ETag, ranges): the props name the directory, and the URL parser has already
+// resolved any `..`, so a path cannot leave it. workerd reads no file itself.
 export class Assets extends WorkerEntrypoint {
   async fetch(request) {
     if (request.method !== "GET" && request.method !== "HEAD") {
       return new Response("method not allowed", { status: 405, headers: { allow: "GET, HEAD" } });
     }
-    let path = decodeURIComponent(new URL(request.url).pathname);
+    const url = new URL(request.url);
+    let path = url.pathname;
     if (path.endsWith("/")) path += "index.html";
-    if (path.split("/").some((part) => part.startsWith("."))) return new Response("not found", { status: 404 });
-    const answer = await this.env.SITES.fetch(`http://sites/${this.ctx.props.root}${path}`, { method: request.method });
-    if (answer.status !== 200) return new Response("not found", { status: 404 });
-    const headers = new Headers(answer.headers);
-    headers.set("content-type", contentType(path));
-    return new Response(answer.body, { status: 200, headers });
+    const headers = new Headers();
+    for (const name of ["range", "if-none-match", "if-modified-since", "if-range"]) {
+      const value = request.headers.get(name);
+      if (value) headers.set(name, value);
+    }
+    return this.env.SITES.fetch(`http://${ASSETS_HOST}/${this.ctx.props.root}${path}`,
+                                { method: request.method, headers });
   }
 }
+
+const ASSETS_HOST = "_svc-runtime-assets";
 
 // Each invocation of a project's worker ends here with its console lines and uncaught exceptions;
 // they go to svc, which keeps them as the project's logs.
@@ -170,17 +175,3 @@ export default { fetch() {
 }
 
 const CHECK_MODULE = "__svc_check__.js";
-
-const TYPES = {
-  html: "text/html; charset=utf-8", htm: "text/html; charset=utf-8", css: "text/css; charset=utf-8",
-  js: "text/javascript; charset=utf-8", mjs: "text/javascript; charset=utf-8", json: "application/json",
-  txt: "text/plain; charset=utf-8", md: "text/markdown; charset=utf-8", xml: "application/xml", svg: "image/svg+xml",
-  png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp", avif: "image/avif",
-  ico: "image/x-icon", woff: "font/woff", woff2: "font/woff2", wasm: "application/wasm", pdf: "application/pdf",
-  map: "application/json", webmanifest: "application/manifest+json",
-};
-
-function contentType(path) {
-  const dot = path.lastIndexOf(".");
-  return (dot >= 0 && TYPES[path.slice(dot + 1).toLowerCase()]) || "application/octet-stream";
-}

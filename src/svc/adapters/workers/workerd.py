@@ -1,8 +1,9 @@
 """The worker runtime on workerd: a few workerd processes that svc starts, supervises and stops.
 Everything they have lives under SVC_DATA_DIR/workers/:
 
-    serve-<n>/   a process that serves the projects' requests (config.capnp, dispatcher.js,
-                 workerd.log, workerd.pid); a project is served by one of them (shard_of)
+    serve-<n>/   a process that serves the projects' requests (config.capnp, which workerd reads
+                 on its standard input, workerd.log, workerd.pid); a project is served by one
+                 of them (shard_of)
     check/       the process that checks a bundle's worker before its deployment goes live: a
                  worker whose top-level code never returns stalls only this one
 
@@ -18,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import pwd
 import secrets
 import signal
 import zlib
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from svc.adapters.workers.config import DISPATCHER, RuntimeOptions, render
+from svc.adapters.workers.config import RuntimeOptions, render
 from svc.adapters.workers.port import BadWorker, RuntimeUnavailable, Upstream, WorkerCode
 from svc.supervisor import Port, ProcessSpec, Supervisor, find_binary, free_tcp_port, http_get
 
@@ -40,7 +42,7 @@ STOP_SECONDS = 2.0
 # Where `make setup` installs workerd (npm, pinned by package-lock.json), besides PATH.
 NODE_BIN = Path(__file__).resolve().parents[4] / "node_modules" / ".bin"
 # workerd's Worker Loader is marked experimental: the flag allows it (docs/workers.md).
-ARGS = ("serve", "--experimental", "config.capnp")
+ARGS = ("serve", "--experimental", "/dev/stdin")
 
 
 def find_workerd() -> str | None:
@@ -52,8 +54,9 @@ def find_workerd() -> str | None:
 class WorkerdOptions:
     binary: str
     root: Path
-    sites: Path
+    # svc's API, and the edge's server of the deployments' files (env.ASSETS): host:port.
     api_address: str
+    assets_address: str
     host: str = "127.0.0.1"
     processes: int = 2
     # How long a check may take (top-level code included) before the worker is refused.
@@ -61,7 +64,8 @@ class WorkerdOptions:
     # The watchdog: a serving process that has not answered its health probe for this long is killed.
     stuck_seconds: float = 5.0
     probe_every: float = 1.0
-    # Run as this user when svc runs as root.
+    # Run as this user (svc must then be root): it owns the process's directory and nothing else
+    # of svc's (workerd reads no file of svc's: code and files come over HTTP).
     user: str | None = None
 
 
@@ -76,6 +80,7 @@ class _Process:
         self.supervisor = Supervisor(ProcessSpec(
             name=f"workerd {name} ({options.host}:{self.port})", binary=options.binary, args=ARGS,
             log=self.dir / "workerd.log", pid_file=self.dir / "workerd.pid", cwd=self.dir,
+            stdin=self.dir / "config.capnp",
             env={"PATH": os.defpath, "LANG": "C.UTF-8"}, user=options.user,
             ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self.healthy,
             owns=self._owns, start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True,
@@ -90,17 +95,21 @@ class _Process:
     def _write_files(self) -> None:
         options = self.runtime.options
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # workerd refuses a disk service whose directory is missing (a data dir with no deploy yet).
-        options.sites.mkdir(mode=0o700, parents=True, exist_ok=True)
         config = render(RuntimeOptions(listen_host=options.host, listen_port=self.port,
-                                       api_address=options.api_address, sites=options.sites,
+                                       api_address=options.api_address, assets_address=options.assets_address,
                                        token=self.runtime.token))
-        for name, content in (("config.capnp", config), (DISPATCHER.name, DISPATCHER.read_text())):
-            tmp = self.dir / f".{name}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(content)
-            tmp.replace(self.dir / name)
+        # workerd reads it on its standard input (reopening /dev/stdin checks the file's own owner,
+        # not the path): as another user it owns the file and its directory, nothing else of svc's.
+        owner = pwd.getpwnam(options.user) if options.user is not None and os.geteuid() == 0 else None
+        tmp = self.dir / ".config.capnp.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(config)
+        if owner is not None:
+            os.chown(tmp, owner.pw_uid, owner.pw_gid)
+            # Its working directory too (workerd opens it); the log and pid files in it stay svc's.
+            os.chown(self.dir, owner.pw_uid, owner.pw_gid)
+        tmp.replace(self.dir / "config.capnp")
 
     async def healthy(self, seconds: float = 2.0) -> bool:
         answer = await http_get(self.runtime.options.host, self.port, HEALTH_PATH,
