@@ -130,6 +130,7 @@ PATTERN_WORDS = {
     r"^[^@\s]+@[^@\s]+\.[^@\s]+$": "must be an email address such as name@example.com",
     r"^[A-Z][A-Z0-9_]{0,63}$": "must be an uppercase letter followed by up to 63 of A-Z, 0-9 and _",
     r"^[A-Za-z0-9_]+$": "may hold only letters, digits and _",
+    r"^[1-9][0-9]{0,5}[smhd]$": "must be a number and a unit, s, m, h or d (30s, 10m, 2h, 7d)",
 }
 
 

@@ -319,3 +319,29 @@ async def test_twenty_swaps_under_load_fail_no_request_and_never_mix_versions(pr
     mixed = [a for a in answers if isinstance(a[1], dict) and a[1]["code"] != a[1]["assets"]]
     assert not mixed, mixed[:5]
     assert len(answers) > 100 and len({a[1]["code"] for a in answers if isinstance(a[1], dict)}) > 5
+
+
+async def test_the_worker_example_deploys_with_the_cli_and_answers(server: Server, tmp_path: Path) -> None:
+    """README's walkthrough: `svc deploy examples/worker`, a secret, the API answering."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "worker"
+    cli = Cli(server.api, tmp_path / "home")
+    cli.ok("login", "--dev", "wexample")
+    out = cli.ok("deploy", str(example)).out
+    assert "With its worker (worker/index.js, compatibility date 2025-06-01): GET / answered 200" in out, out
+    deployed = cli.ok("deploy", str(example), "--json").json()
+    assert deployed["worker"] == {"main": "index.js", "compatibilityDate": "2025-06-01", "assets": "files-first"}
+    assert deployed["firstRequest"]["status"] == 200
+    cli.ok("secrets", "set", "GREETING", "--project", "hello-api", input="Bonjour")
+    host = "hello-api-wexample.localhost"
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.edge_port}", headers={"host": host},
+                                 timeout=30) as site:
+        greeting = (await site.get("/api/greeting", params={"name": "Ada"})).json()
+        assert greeting == {"message": "Bonjour, Ada!", "secretVersion": 1}
+        quote = (await site.get("/api/quotes", params={"id": 1})).json()
+        assert quote == {"id": 1, "text": "Make it work, make it right, make it fast.", "by": "Kent Beck"}
+        echo = (await site.post("/api/echo", json={"hi": [1, 2]})).json()
+        assert echo == {"youSent": {"hi": [1, 2]}, "from": "127.0.0.1"}
+        assert (await site.get("/api/nothing")).json()["code"] == "not_found"
+        assert "<h1>hello-api</h1>" in (await site.get("/")).text
+    shown = cli.ok("deployments", "--project", "hello-api", "--json").json()
+    assert shown["deployments"][0]["worker"]["main"] == "index.js"

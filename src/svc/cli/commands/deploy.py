@@ -212,6 +212,10 @@ def deploy(
                              git.headers() if git else {})
     url = info.get("url")
     result = {**created, "url": url}
+    worker = created.get("worker")
+    if worker and url:
+        # The worker's first request, as a visitor makes it: whether the new code answers.
+        result["firstRequest"] = first_request(str(url))
 
     def render(c: Console) -> None:
         from rich.text import Text
@@ -223,9 +227,38 @@ def deploy(
                         + (" with uncommitted changes" if git.dirty else ""))
         line.append(".")
         c.print(line, soft_wrap=True)
+        if worker:
+            first = result.get("firstRequest") or {}
+            answered = (f"GET / answered {first['status']} in {first['ms']} ms" if "status" in first
+                        else f"GET / did not answer: {first.get('error')}")
+            c.print(Text.assemble("With its worker (", (f"worker/{worker.get('main')}", "bold"),
+                                  f", compatibility date {worker.get('compatibilityDate')}): {answered}."),
+                    soft_wrap=True)
         c.print(Text.assemble("Live at ", (_page(url), "bold")), soft_wrap=True)
 
     output.emit(as_json, result, render)
+
+
+def first_request(url: str) -> dict[str, Any]:
+    """GET the project's home page once: {"status", "ms"}, or {"error"} when it cannot be reached."""
+    import time
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    parts = urlsplit(url)
+    headers = {}
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        # Loopback by definition (RFC 6761), as browsers resolve it; the system resolver may not.
+        headers["Host"] = parts.netloc
+        url = parts._replace(netloc=f"127.0.0.1:{parts.port}" if parts.port else "127.0.0.1").geturl()
+    started = time.monotonic()
+    try:
+        status = httpx.get(url, headers=headers, timeout=10, follow_redirects=False).status_code
+    except httpx.HTTPError as exc:
+        return {"error": str(exc) or type(exc).__name__}
+    return {"status": status, "ms": round((time.monotonic() - started) * 1000)}
 
 
 def _git_cell(git: dict[str, Any]) -> str | None:

@@ -20,6 +20,15 @@ class GitInfo(ApiModel):
     dirty: bool | None = None
 
 
+class WorkerInfo(ApiModel):
+    """The deployment's worker (docs/workers.md): its entry module under worker/, the workerd
+    compatibility date it runs under, and whether files or the worker answer first."""
+
+    main: str
+    compatibility_date: str
+    assets: str
+
+
 class Deployment(ApiModel):
     id: str
     version: int
@@ -30,6 +39,8 @@ class Deployment(ApiModel):
     git: GitInfo
     size_bytes: int
     file_count: int
+    # None for a static site.
+    worker: WorkerInfo | None = None
 
     @classmethod
     def of(cls, row: models.Deployment, *, live_id: str | None, uploader: str | None) -> Deployment:
@@ -37,7 +48,8 @@ class Deployment(ApiModel):
                    live=row.id == live_id,
                    git=GitInfo(commit=row.git_commit, message=row.git_message, branch=row.git_branch,
                                dirty=row.git_dirty),
-                   size_bytes=row.size_bytes, file_count=row.file_count)
+                   size_bytes=row.size_bytes, file_count=row.file_count,
+                   worker=WorkerInfo.model_validate(row.worker) if row.worker else None)
 
 
 class DeploymentList(ApiModel):
