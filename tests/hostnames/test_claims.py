@@ -16,8 +16,8 @@ import pytest
 from svc.supervisor import find_binary
 from tests.hostnames.conftest import until
 from tests.support.bundles import site
-from tests.support.pdns import PDNS_REQUIRED, running_pdns
-from tests.support.public_dns import ELSEWHERE, PublicDns
+from tests.support.pdns import PDNS_REQUIRED
+from tests.support.public_dns import ELSEWHERE, PublicDns, running_public_dns
 from tests.support.serve import Server, svc_serve
 
 pytestmark = [PDNS_REQUIRED, pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed")]
@@ -28,9 +28,7 @@ JSON = {"accept": "application/json"}
 
 @pytest.fixture
 async def public(tmp_path: Path) -> AsyncIterator[PublicDns]:
-    async with running_pdns(tmp_path / "public") as pdns:
-        world = PublicDns(pdns)
-        await world.reset()
+    async with running_public_dns(tmp_path / "public") as world:
         yield world
 
 

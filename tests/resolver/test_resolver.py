@@ -10,8 +10,8 @@ import pytest
 
 from svc.adapters.resolver.dns import DnsResolver
 from svc.adapters.resolver.port import Outcome
-from tests.support.pdns import PDNS_REQUIRED, running_pdns
-from tests.support.public_dns import ELSEWHERE, PublicDns
+from tests.support.pdns import PDNS_REQUIRED
+from tests.support.public_dns import ELSEWHERE, PublicDns, running_public_dns
 
 pytestmark = PDNS_REQUIRED
 SVC_NS = ["ns1.svc.test.", "ns2.svc.test."]
@@ -19,9 +19,7 @@ SVC_NS = ["ns1.svc.test.", "ns2.svc.test."]
 
 @pytest.fixture
 async def public(tmp_path: Path) -> AsyncIterator[PublicDns]:
-    async with running_pdns(tmp_path / "public") as pdns:
-        world = PublicDns(pdns)
-        await world.reset()
+    async with running_public_dns(tmp_path / "public") as world:
         yield world
 
 

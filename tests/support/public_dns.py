@@ -9,10 +9,13 @@ svc asks it through its resolver (SVC_DNS_RESOLVER) and never through its own Po
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from svc.adapters.nameserver.port import RRsetData
-from tests.support.pdns import Pdns, clear_zones
+from tests.support.pdns import Pdns, clear_zones, running_pdns
 
 PARENT = "example."
 # The nameservers of zones the public DNS hosts itself (another DNS host than svc).
@@ -48,3 +51,12 @@ class PublicDns:
         sets = [RRsetData(name=name, type=rtype, ttl=60, records=tuple(values))
                 for (name, rtype), values in records.items()]
         await self.pdns.nameserver.apply(zone, replace=sets, delete=[])
+
+
+@contextlib.asynccontextmanager
+async def running_public_dns(path: Path) -> AsyncIterator[PublicDns]:
+    """A PowerDNS of its own under `path`, empty, standing for the public DNS."""
+    async with running_pdns(path) as pdns:
+        world = PublicDns(pdns)
+        await world.reset()
+        yield world
