@@ -26,6 +26,7 @@ from svc.auth.invalidation import CacheKeeper
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
 from svc.domains.projects.service import EdgeRouting
+from svc.domains.workers.service import TrafficRecorder
 from svc.edge import start_edge
 from svc.edge.config import api_address
 from svc.errors import BadRequest, error_response, install_error_handlers
@@ -197,7 +198,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 if ctx.adapters.runtime is None:
                     runtime = await start_runtime(settings, api_address=api_address(api_url)[0])
                     ctx.adapters.runtime = runtime
-                edge = await start_edge(settings, EdgeRouting(ctx), api_url=api_url, runtime=ctx.adapters.runtime)
+                edge = await start_edge(settings, EdgeRouting(ctx), api_url=api_url, runtime=ctx.adapters.runtime,
+                                        traffic=TrafficRecorder(ctx))
                 ctx.edge = edge
             yield {}
         finally:

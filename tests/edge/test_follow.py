@@ -113,10 +113,10 @@ async def test_a_shape_change_is_one_reload_however_many_ask(running: Running) -
     before = running.edge.serving_id
     await asyncio.gather(*(running.edge.reconfigure() for _ in range(3)))
     assert reloads == []  # nothing changed: nothing to reload
-    running.edge.options = dataclasses.replace(running.edge.options, access_log=True)
+    running.edge.options = dataclasses.replace(running.edge.options, traffic_log=running.edge.layout.traffic_log)
     await asyncio.gather(*(running.edge.reconfigure() for _ in range(20)))
     assert reloads == [running.edge.serving_id] and before != running.edge.serving_id
-    assert "access_log " in running.edge.layout.conf.read_text()
+    assert "svc_traffic" in running.edge.layout.conf.read_text()
     alice = await running.svc.login("alice")
     site = await create_project(alice, "web")
     await deploy(alice, site, 1)

@@ -345,3 +345,37 @@ async def test_the_worker_example_deploys_with_the_cli_and_answers(server: Serve
         assert "<h1>hello-api</h1>" in (await site.get("/")).text
     shown = cli.ok("deployments", "--project", "hello-api", "--json").json()
     assert shown["deployments"][0]["worker"]["main"] == "index.js"
+
+
+async def test_the_edge_counts_a_projects_traffic_and_logs_its_requests(project: Project) -> None:
+    assert (await project.deploy(worker_bundle("v1"))).status_code == 201
+    for _ in range(5):
+        assert (await project.get("/")).status_code == 200
+    for _ in range(3):
+        assert (await project.get("/nothing/here")).status_code == 404
+    assert (await project.get("/api/hello")).status_code == 200
+
+    async def counted() -> dict[str, object]:
+        r = await project.http.get(f"{project.base}/traffic", headers=project.auth)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    body: dict[str, object] = {}
+    for _ in range(100):  # nginx flushes its log every second; svc reads it every second
+        body = await counted()
+        if body["requests"] == 9:
+            break
+        await asyncio.sleep(0.1)
+    assert body["requests"] == 9, body
+    buckets = body["buckets"]
+    assert isinstance(buckets, list) and len(buckets) == 96 and body["minutesPerBucket"] == 15
+    assert sum(b["s2xx"] for b in buckets) == 6 and sum(b["s4xx"] for b in buckets) == 3
+    assert body["bytesSent"] > 0
+    # The requests are in the project's logs too, with their request ids.
+    lines = (await project.http.get(f"{project.base}/logs", headers=project.auth)).json()["lines"]
+    edge = [line for line in lines if line["source"] == "edge"]
+    assert len(edge) == 9 and {line["level"] for line in edge} == {"2xx", "4xx"}
+    assert any(line["message"].startswith("GET /nothing/here 404 ") for line in edge)
+    assert all(line["requestId"] for line in edge)
+    r = await project.http.get(f"{project.base}/traffic", params={"hours": 0}, headers=project.auth)
+    assert r.status_code == 400

@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 
 import jinja2
 
+from svc.edge.traffic import LOG_FORMAT as TRAFFIC_FORMAT
+
 # The status probe's Host: not a DNS name (underscore), so no project can own it.
 STATUS_HOST = "_svc-edge-status"
 STATUS_PATH = "/config"
@@ -127,8 +129,8 @@ class EdgeLayout:
         return self.root / "stderr.log"
 
     @property
-    def access_log(self) -> Path:
-        return self.root / "access.log"
+    def traffic_log(self) -> Path:
+        return self.root / "traffic.log"
 
     @property
     def temp(self) -> Path:
@@ -256,7 +258,8 @@ class EdgeOptions:
     api_url: str
     check_cache_seconds: int
     worker_processes: int = 1
-    access_log: bool = False
+    # The structured access log of project hosts (traffic.py), when svc keeps their traffic.
+    traffic_log: Path | None = None
     # "user group" for the workers when nginx starts as root (else None: workers keep the user).
     user: str | None = None
     mime_types: Path | None = MIME_TYPES
@@ -311,6 +314,13 @@ def api_address(api_url: str) -> tuple[str, str]:
     return server, server
 
 
+def _format(value: str) -> str:
+    """A single-quoted log_format whose `$` are nginx's variables (svc's own constant)."""
+    if any(c in value for c in "'\\") or any(ord(c) < 32 for c in value):
+        raise EdgeConfigError(f"cannot use {value!r} as a log format")
+    return f"'{value}'"
+
+
 def upstream_name(shard: int) -> str:
     """nginx's name of the worker runtime's process `shard` (an upstream{} block)."""
     return f"svc_worker_{shard}"
@@ -353,7 +363,8 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         types=EXTRA_TYPES if mime_types else FALLBACK_TYPES,
         gzip_types=GZIP_TYPES,
         temp={name: quote(str(t / name)) for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")},
-        access_log=quote(str(layout.access_log)) if options.access_log else None,
+        traffic_log=quote(str(options.traffic_log)) if options.traffic_log is not None else None,
+        traffic_format=_format(TRAFFIC_FORMAT),
         modules=[quote(str(m)) for m in options.modules],
         lua_path=quote(f"{layout.lua}/?.lua;;"),
         routes_memory=ROUTES_MEMORY,

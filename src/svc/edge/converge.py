@@ -33,9 +33,10 @@ import logging
 import os
 import pwd
 import secrets
+import signal
 from pathlib import Path
 
-from svc.adapters.edge.port import EdgeChange, Route, RoutingSource
+from svc.adapters.edge.port import EdgeChange, Route, RoutingSource, TrafficSink
 from svc.adapters.workers.port import WorkerRuntime
 from svc.edge.config import (
     EdgeLayout,
@@ -49,6 +50,7 @@ from svc.edge.config import (
 )
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
 from svc.edge.routes import Entry, Kind, RouteTable
+from svc.edge.traffic import TrafficLog, tally
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
@@ -61,6 +63,8 @@ log = logging.getLogger("svc.edge")
 EVERYTHING = "*"
 # How long a reconfigure waits for others to share its reload.
 RELOAD_WINDOW_SECONDS = 0.05
+# How often the traffic log is read (nginx flushes its buffer every second).
+TRAFFIC_SECONDS = 1.0
 
 
 def _worker_user(data_dir: Path) -> str | None:
@@ -82,7 +86,8 @@ class NginxEdge:
     table, implemented by the projects area and handed in by svc.app): the edge imports no area."""
 
     def __init__(self, settings: Settings, routing: RoutingSource, *, api_url: str, binary: str,
-                 worker_processes: int = 1, access_log: bool = False, runtime: WorkerRuntime | None = None) -> None:
+                 worker_processes: int = 1, runtime: WorkerRuntime | None = None,
+                 traffic: TrafficSink | None = None) -> None:
         self.settings = settings
         self.routing = routing
         data_dir = settings.data_dir.resolve()
@@ -90,7 +95,8 @@ class NginxEdge:
         self.layout = EdgeLayout(data_dir / "edge")
         self.options = EdgeOptions(listen_host=settings.edge_host, listen_port=settings.edge_port, api_url=api_url,
                                    check_cache_seconds=settings.edge_check_cache_seconds,
-                                   worker_processes=worker_processes, access_log=access_log,
+                                   worker_processes=worker_processes,
+                                   traffic_log=self.layout.traffic_log if traffic is not None else None,
                                    user=_worker_user(data_dir),
                                    workers=tuple(host_port(u.host, u.port) for u in runtime.upstreams())
                                    if runtime is not None else (),
@@ -99,6 +105,9 @@ class NginxEdge:
                                    sites=data_dir / "sites")
         # The worker runtime the edge sends workers' requests to (None: static sites only).
         self.runtime = runtime
+        # Who keeps the projects' traffic (the structured access log, followed: traffic.py).
+        self.traffic = traffic
+        self._traffic_log = TrafficLog(self.layout.traffic_log)
         self.description = f"nginx on {listen_address(settings.edge_host, settings.edge_port)}"
         # One lock serialises nginx's config tests, reloads and (re)starts.
         self._lock = asyncio.Lock()
@@ -160,6 +169,9 @@ class NginxEdge:
             await self.stop()
             raise EdgePortInUse(exc.address) from None
         self._tasks = [asyncio.create_task(self._poll(), name="svc-edge-poller")]
+        if self.traffic is not None:
+            self._traffic_log.start()
+            self._tasks.append(asyncio.create_task(self._follow_traffic(), name="svc-edge-traffic"))
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -330,6 +342,32 @@ class NginxEdge:
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+
+    async def _follow_traffic(self) -> None:
+        """Hand what nginx logged since the last turn to the traffic sink, once a second."""
+        assert self.traffic is not None
+        while not self._stopping.is_set():
+            await self._sleep(TRAFFIC_SECONDS)
+            try:
+                await self.read_traffic()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("the edge's traffic could not be kept; trying again")
+
+    async def read_traffic(self) -> int:
+        """One turn of following the traffic log (the tests call it to skip the wait); how many
+        requests were handed on."""
+        if self.traffic is None:
+            return 0
+        lines = await asyncio.to_thread(self._traffic_log.read)
+        batch = tally(lines, self._owners.get)
+        if batch.counts:
+            await self.traffic.record(batch)
+        if await asyncio.to_thread(self._traffic_log.needs_rotation) and self.process.running:
+            await asyncio.to_thread(self._traffic_log.rotate)
+            self.process.send_signal(signal.SIGUSR1)  # nginx reopens its logs: a new traffic.log
+        return sum(sum(row[:4]) for row in batch.counts.values())
 
     async def _poll(self) -> None:
         while not self._stopping.is_set():

@@ -28,7 +28,7 @@ from svc.models.states import (
     TerminalCode,
 )
 from svc.models.users import AccessToken, LoginState, SSHKey, User, UserSession
-from svc.models.workers import LogLine
+from svc.models.workers import LogLine, TrafficMinute
 
 __all__ = [
     "PROTECTED_ACCESS_MODES",
@@ -70,6 +70,7 @@ __all__ = [
     "Secret",
     "TeardownPhase",
     "TerminalCode",
+    "TrafficMinute",
     "User",
     "UserSession",
     "Zone",

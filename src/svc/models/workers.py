@@ -28,3 +28,18 @@ class LogLine(Base):
     message: Mapped[str] = mapped_column(Text)
     stack: Mapped[str | None] = mapped_column(Text)
     request_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class TrafficMinute(Base):
+    """A project's requests at the edge in one minute, by status class, and the bytes served: the
+    rollup the Overview's traffic chart is drawn from (kept SVC_TRAFFIC_RETENTION_DAYS)."""
+
+    __tablename__ = "traffic_minutes"
+
+    project_id: Mapped[str] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True)
+    minute: Mapped[datetime] = mapped_column(primary_key=True, index=True)
+    s2xx: Mapped[int] = mapped_column(default=0)
+    s3xx: Mapped[int] = mapped_column(default=0)
+    s4xx: Mapped[int] = mapped_column(default=0)
+    s5xx: Mapped[int] = mapped_column(default=0)
+    bytes_sent: Mapped[int] = mapped_column(BigInteger, default=0)

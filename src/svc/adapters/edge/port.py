@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -62,6 +63,37 @@ class EdgeChange:
 
     project_ids: frozenset[str]
     generation: int
+
+
+@dataclass(frozen=True)
+class TrafficRecord:
+    """One request the edge answered for a project (a line of its structured access log)."""
+
+    at: datetime
+    project_id: str
+    status: int
+    bytes_sent: int
+    duration_ms: float
+    request_id: str
+    method: str
+    # The path only: a query string may carry one-time codes.
+    path: str
+
+
+@dataclass
+class TrafficBatch:
+    """What the edge answered since the last batch: every request counted by project, minute and
+    status class (`counts`: (project id, minute start) -> [2xx, 3xx, 4xx, 5xx, bytes]), and some
+    of them as lines (`samples`: the first few per project, for its logs)."""
+
+    counts: dict[tuple[str, datetime], list[int]]
+    samples: list[TrafficRecord]
+
+
+class TrafficSink(Protocol):
+    async def record(self, batch: TrafficBatch) -> None:
+        """Keep a batch of the edge's requests: the counts (the traffic chart), the samples (logs)."""
+        ...
 
 
 class Edge(Protocol):

@@ -4,8 +4,9 @@ from datetime import datetime
 
 from sqlalchemy import delete, select
 
+from svc.db import dialect_insert
 from svc.kit.store_session import StoreSession
-from svc.models import LogLine
+from svc.models import LogLine, Project, TrafficMinute
 
 
 async def lines(session: StoreSession, project_id: str, *, after: int | None, since: datetime | None,
@@ -30,5 +31,34 @@ async def last_seq(session: StoreSession, project_id: str) -> int:
 
 async def delete_older_than(session: StoreSession, cutoff: datetime) -> int:
     result = await session.execute(delete(LogLine).where(LogLine.at < cutoff)
+                                   .execution_options(synchronize_session=False))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def existing_projects(session: StoreSession, project_ids: set[str]) -> set[str]:
+    return set(await session.scalars(select(Project.id).where(Project.id.in_(project_ids))))
+
+
+async def add_traffic(session: StoreSession, project_id: str, minute: datetime, counts: dict[str, int],
+                      bytes_sent: int) -> None:
+    """Add to a project's minute (one upsert: several svc processes add to the same row)."""
+    values = {"s2xx": 0, "s3xx": 0, "s4xx": 0, "s5xx": 0} | counts
+    insert = dialect_insert(session, TrafficMinute).values(project_id=project_id, minute=minute, bytes_sent=bytes_sent,
+                                                           **values)
+    await session.execute(insert.on_conflict_do_update(
+        index_elements=[TrafficMinute.project_id, TrafficMinute.minute],
+        set_={name: getattr(TrafficMinute, name) + getattr(insert.excluded, name)
+              for name in ("s2xx", "s3xx", "s4xx", "s5xx", "bytes_sent")}))
+
+
+async def traffic_since(session: StoreSession, project_id: str, since: datetime) -> list[TrafficMinute]:
+    rows = await session.scalars(select(TrafficMinute).where(TrafficMinute.project_id == project_id,
+                                                             TrafficMinute.minute >= since)
+                                 .order_by(TrafficMinute.minute))
+    return list(rows)
+
+
+async def delete_traffic_before(session: StoreSession, cutoff: datetime) -> int:
+    result = await session.execute(delete(TrafficMinute).where(TrafficMinute.minute < cutoff)
                                    .execution_options(synchronize_session=False))
     return int(getattr(result, "rowcount", 0) or 0)

@@ -38,3 +38,12 @@ async def list_logs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> schemas.LogPage:
     return await service.project_logs(uow, p.project, after=cursor, since=parse_since(since), limit=limit)
+
+
+@router.get("/v1/orgs/{orgSlug}/projects/{projectName}/traffic", response_model=schemas.Traffic,
+            operation_id="getTraffic")
+async def get_traffic(p: ProjectViewer, uow: Uow,
+                      hours: Annotated[int, Query(ge=1, le=24 * 30, description="how far back")] = 24,
+                      ) -> schemas.Traffic:
+    # 96 buckets when they divide the span into whole minutes (24 h: 15 min each), else 60.
+    return await service.traffic(uow, p.project, hours=hours, buckets=96 if hours * 60 % 96 == 0 else 60)

@@ -50,3 +50,24 @@ class LogPage(ApiModel):
     lines: list[LogLineView]
     # Pass as `cursor` to get the lines stored after these (`svc logs --follow` does).
     next_cursor: str
+
+
+class TrafficBucket(ApiModel):
+    """Requests in the bucket by status class, and the bytes of their bodies."""
+
+    start: Timestamp
+    s2xx: int = Field(alias="s2xx")
+    s3xx: int = Field(alias="s3xx")
+    s4xx: int = Field(alias="s4xx")
+    s5xx: int = Field(alias="s5xx")
+    bytes_sent: int
+
+
+class Traffic(ApiModel):
+    """A project's requests at the edge over the last `hours`, in equal buckets, oldest first."""
+
+    hours: int
+    minutes_per_bucket: int
+    buckets: list[TrafficBucket]
+    requests: int
+    bytes_sent: int

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from svc.adapters.edge.port import TrafficBatch
 from svc.adapters.workers.port import BadWorker, RuntimeUnavailable
 from svc.context import AppContext
 from svc.domains.deployments import service as deployments
@@ -27,7 +28,7 @@ from svc.domains.workers.settings import WorkerSettings
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.models import LogLine, Project
-from svc.uow import Tx, UnitOfWork, use_case
+from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.workers")
 
@@ -120,6 +121,55 @@ async def project_logs(uow: UnitOfWork, project: Project, *, after: int | None, 
 
 @use_case(Tx.WRITE)
 async def expire_logs(uow: UnitOfWork) -> int:
-    """Drop the log lines older than SVC_LOG_RETENTION_HOURS (the logs.expire cycle)."""
-    hours = uow.ctx.settings_of(WorkerSettings).log_retention_hours
-    return await queries.delete_older_than(uow.session, utcnow() - timedelta(hours=hours))
+    """Drop the log lines older than SVC_LOG_RETENTION_HOURS and the traffic counts older than
+    SVC_TRAFFIC_RETENTION_DAYS (the logs.expire cycle)."""
+    own = uow.ctx.settings_of(WorkerSettings)
+    dropped = await queries.delete_older_than(uow.session, utcnow() - timedelta(hours=own.log_retention_hours))
+    return dropped + await queries.delete_traffic_before(uow.session,
+                                                         utcnow() - timedelta(days=own.traffic_retention_days))
+
+
+class TrafficRecorder:
+    """The edge's TrafficSink (svc.app hands it to the edge): a batch of requests becomes counts per
+    project and minute (the traffic chart) and raw `edge` lines in the project's logs."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    async def record(self, batch: TrafficBatch) -> None:
+        async with unit_of_work(self.ctx, Tx.WRITE) as uow:
+            await record_traffic(uow, batch)
+
+
+async def record_traffic(uow: UnitOfWork, batch: TrafficBatch) -> None:
+    session = uow.session
+    alive = await queries.existing_projects(session, {project_id for project_id, _ in batch.counts})
+    for r in batch.samples:
+        if r.project_id in alive:
+            session.add(LogLine(project_id=r.project_id, at=r.at, source="edge", level=f"{r.status // 100}xx",
+                                message=f"{r.method} {r.path} {r.status} {r.bytes_sent} B {r.duration_ms:g} ms",
+                                request_id=r.request_id or None))
+    for (project_id, minute), row in sorted(batch.counts.items()):
+        if project_id in alive:  # (else deleted meanwhile)
+            await queries.add_traffic(session, project_id, minute,
+                                      {"s2xx": row[0], "s3xx": row[1], "s4xx": row[2], "s5xx": row[3]}, row[4])
+    await session.flush()
+
+
+async def traffic(uow: UnitOfWork, project: Project, *, hours: int = 24, buckets: int = 96) -> schemas.Traffic:
+    """A project's requests and bytes over the last `hours`, in `buckets` equal spans (oldest
+    first), each with its requests per minute by status class."""
+    now = utcnow().replace(second=0, microsecond=0)
+    start = now - timedelta(hours=hours) + timedelta(minutes=1)
+    span = hours * 60 // buckets
+    rows = await queries.traffic_since(uow.session, project.id, start)
+    sums = [[0, 0, 0, 0, 0] for _ in range(buckets)]
+    for row in rows:
+        index = min(int((row.minute - start).total_seconds() // 60) // span, buckets - 1)
+        for i, value in enumerate((row.s2xx, row.s3xx, row.s4xx, row.s5xx, row.bytes_sent)):
+            sums[index][i] += value
+    return schemas.Traffic(
+        hours=hours, minutes_per_bucket=span,
+        buckets=[schemas.TrafficBucket(start=start + timedelta(minutes=i * span), s2xx=s[0], s3xx=s[1], s4xx=s[2],
+                                       s5xx=s[3], bytes_sent=s[4]) for i, s in enumerate(sums)],
+        requests=sum(s[0] + s[1] + s[2] + s[3] for s in sums), bytes_sent=sum(s[4] for s in sums))

@@ -1,4 +1,4 @@
-"""workers: a deployment's worker, a project's bindings generation, the projects' log lines
+"""workers: a deployment's worker, a project's bindings generation, the projects' log lines and traffic
 
 Revision ID: 0008
 Revises: 0007
@@ -38,9 +38,25 @@ def upgrade() -> None:
     )
     op.create_index('ix_log_lines_project_seq', 'log_lines', ['project_id', 'seq'], unique=False)
     op.create_index(op.f('ix_log_lines_at'), 'log_lines', ['at'], unique=False)
+    op.create_table(
+        'traffic_minutes',
+        sa.Column('project_id', sa.String(length=40), nullable=False),
+        sa.Column('minute', svc.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column('s2xx', sa.Integer(), nullable=False),
+        sa.Column('s3xx', sa.Integer(), nullable=False),
+        sa.Column('s4xx', sa.Integer(), nullable=False),
+        sa.Column('s5xx', sa.Integer(), nullable=False),
+        sa.Column('bytes_sent', sa.BigInteger(), nullable=False),
+        sa.ForeignKeyConstraint(['project_id'], ['projects.id'],
+                                name=op.f('fk_traffic_minutes_project_id_projects'), ondelete='CASCADE'),
+        sa.PrimaryKeyConstraint('project_id', 'minute', name=op.f('pk_traffic_minutes')),
+    )
+    op.create_index(op.f('ix_traffic_minutes_minute'), 'traffic_minutes', ['minute'], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index(op.f('ix_traffic_minutes_minute'), table_name='traffic_minutes')
+    op.drop_table('traffic_minutes')
     op.drop_index(op.f('ix_log_lines_at'), table_name='log_lines')
     op.drop_index('ix_log_lines_project_seq', table_name='log_lines')
     op.drop_table('log_lines')

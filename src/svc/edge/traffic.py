@@ -1,0 +1,132 @@
+"""The edge's structured access log, followed: nginx writes one line per request to a project host
+(EDGE/traffic.log, buffered, flushed every second); svc reads what was added since it last looked,
+names each line's project (by its host, as the routing table has it), counts them by project,
+minute and status class, keeps the first few per project as lines, and hands that batch to the
+TrafficSink (the workers area: the traffic chart's counts, the projects' logs). The file is moved
+aside once it passes MAX_BYTES and nginx told to reopen it (SIGUSR1): it never grows without bound.
+
+The format is space-separated with the path last (nginx escapes quotes, backslashes and bytes
+outside printable ASCII as \\xXX, so no field holds a space but the path): counting a line is a
+split and a few additions, cheap enough for every request of a busy edge. A line svc cannot read
+is skipped; a host no longer routed is not counted."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from svc.adapters.edge.port import TrafficBatch, TrafficRecord
+
+MAX_BYTES = 32 * 1024 * 1024
+# What one read takes at most (a burst is read over several turns).
+READ_BYTES = 4 * 1024 * 1024
+# Lines kept per project and batch (about a second of traffic): the counts take every request.
+SAMPLES_PER_PROJECT = 100
+LOG_FORMAT = "$msec $status $body_bytes_sent $request_time $request_id $request_method $host $uri"
+
+
+def tally(lines: list[bytes], owner: Callable[[str], str | None]) -> TrafficBatch:
+    """Count the lines by project, minute and status class; the first few per project as records.
+    (Every request of the edge passes here: bytes are compared as they are, hosts decoded once.)"""
+    by_minute: dict[tuple[str, int], list[int]] = {}
+    samples: list[TrafficRecord] = []
+    sampled: dict[str, int] = {}
+    projects: dict[bytes, str | None] = {}
+    for line in lines:
+        fields = line.split(b" ", 7)
+        if len(fields) != 8:
+            continue
+        host = fields[6]
+        if host in projects:
+            project_id = projects[host]
+        else:
+            project_id = projects[host] = owner(host.decode("ascii", errors="replace"))
+        if project_id is None:
+            continue
+        try:
+            epoch_minute = int(fields[0].partition(b".")[0]) // 60
+            status, sent = int(fields[1]), int(fields[2])
+        except ValueError:
+            continue
+        row = by_minute.get((project_id, epoch_minute))
+        if row is None:
+            row = by_minute[(project_id, epoch_minute)] = [0, 0, 0, 0, 0]
+        row[min(max(status // 100, 2), 5) - 2] += 1
+        row[4] += sent
+        if sampled.get(project_id, 0) < SAMPLES_PER_PROJECT:
+            sampled[project_id] = sampled.get(project_id, 0) + 1
+            record = _record(fields, project_id, status, sent)
+            if record is not None:
+                samples.append(record)
+    counts = {(project_id, datetime.fromtimestamp(minute * 60, tz=UTC)): row
+              for (project_id, minute), row in by_minute.items()}
+    return TrafficBatch(counts=counts, samples=samples)
+
+
+def _record(fields: list[bytes], project_id: str, status: int, sent: int) -> TrafficRecord | None:
+    try:
+        return TrafficRecord(
+            at=datetime.fromtimestamp(float(fields[0]), tz=UTC), project_id=project_id, status=status,
+            bytes_sent=sent, duration_ms=round(float(fields[3]) * 1000, 3), request_id=fields[4].decode()[:64],
+            method=fields[5].decode()[:16], path=fields[7].decode(errors="replace")[:2048])
+    except (ValueError, UnicodeDecodeError, OverflowError):
+        return None
+
+
+class TrafficLog:
+    """Where svc stands in the edge's traffic log; `read` returns what was added since."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rotated = path.with_name(path.name + ".1")
+        self._offset: int | None = None
+        # Where reading stood in the file moved aside: what nginx wrote there before it reopened
+        # the log is read at the next turn.
+        self._rotated_offset: int | None = None
+
+    def start(self) -> None:
+        """What the file held before this svc started was counted by the one before (or is lost
+        with it): start at its end."""
+        try:
+            self._offset = self.path.stat().st_size
+        except FileNotFoundError:
+            self._offset = 0
+
+    def read(self) -> list[bytes]:
+        """The complete lines added since the last read (blocking: run it in a thread)."""
+        if self._offset is None:
+            self.start()
+        leftover: list[bytes] = []
+        if self._rotated_offset is not None:
+            with open(self.rotated, "rb") as old:
+                old.seek(self._rotated_offset)
+                leftover = [line for line in old.read().split(b"\n") if line]
+            self._rotated_offset = None
+        try:
+            with self.path.open("rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < (self._offset or 0):  # moved aside and made anew: from its start
+                    self._offset = 0
+                f.seek(self._offset or 0)
+                data = f.read(READ_BYTES)
+        except FileNotFoundError:
+            return leftover
+        end = data.rfind(b"\n")
+        if end < 0:
+            return leftover
+        self._offset = (self._offset or 0) + end + 1
+        return leftover + data[:end].split(b"\n")
+
+    def needs_rotation(self) -> bool:
+        try:
+            return self.path.stat().st_size > MAX_BYTES and self._offset == self.path.stat().st_size
+        except FileNotFoundError:
+            return False
+
+    def rotate(self) -> None:
+        """Move the (fully read) file aside; nginx is then told to reopen it (a new, empty one)."""
+        os.replace(self.path, self.rotated)
+        self._rotated_offset = self._offset
+        self._offset = 0
