@@ -3,13 +3,19 @@ checked before it goes live, and its logs (docs/workers.md)."""
 
 from __future__ import annotations
 
-from svc.domains.workers import jobs, router, runtime_router
+from pathlib import Path
+
+from svc.domains.workers import jobs, pages, router, runtime_router
 from svc.domains.workers.settings import WorkerSettings
-from svc.manifest import Area
+from svc.manifest import Area, NavLink
+from svc.web.dashboard import Place
 
 AREA = Area(
     name="workers",
     routers=(router.router, runtime_router.router),
+    pages=(pages.router,),
+    templates=Path(__file__).parent / "templates",
+    nav=(NavLink(Place.project, "Logs", "/logs", order=15),),
     jobs=jobs.register,
     settings=WorkerSettings,
     hints={
