@@ -49,6 +49,7 @@ bench: setup
 	$(BIN)/python bench/deploy.py
 	$(BIN)/python bench/dashboard.py
 	$(BIN)/python bench/dns_bench.py
+	$(BIN)/python bench/worker.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

@@ -33,16 +33,15 @@ import os
 import signal
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from harness import children, free_port
+from harness import Server, children, pct
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_P50_MS = 50.0
@@ -57,59 +56,6 @@ def bundle(text: str) -> bytes:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-@dataclass
-class Server:
-    """One svc serve of a checkout on a data dir of its own."""
-
-    checkout: Path
-    data_dir: Path
-    api_port: int = field(default_factory=free_port)
-    edge_port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def api(self) -> str:
-        return f"http://127.0.0.1:{self.api_port}"
-
-    def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_") and k != "PYTHONPATH"}
-        env |= {"SVC_DATA_DIR": str(self.data_dir), "SVC_ENABLE_DEV_AUTH": "true", "SVC_PUBLIC_URL": self.api,
-                "SVC_FREE_PROJECT_LIMIT": "1000000", "SVC_PRO_PROJECT_LIMIT": "1000000"}
-        log = (self.data_dir.parent / f"svc-{self.checkout.name}.log").open("ab")
-        self.proc = subprocess.Popen([str(self.checkout / ".venv" / "bin" / "svc"), "serve", "--port",
-                                      str(self.api_port), "--edge-port", str(self.edge_port), "--log-level",
-                                      "warning"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     cwd=self.checkout)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                sys.exit(f"svc of {self.checkout} exited: see {log.name}")
-            try:
-                if httpx.get(f"{self.api}/v1/config", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        sys.exit(f"svc of {self.checkout} did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.proc = None
-
-    def nginx(self) -> int:
-        return int((self.data_dir / "edge" / "nginx.pid").read_text())
 
 
 @dataclass

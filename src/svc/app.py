@@ -42,6 +42,7 @@ log = logging.getLogger("svc")
 
 MAX_JSON_BODY = 1024 * 1024
 HOLDINGS = tuple(holding for area in AREAS for holding in area.holdings)
+BINDINGS = tuple(area.bindings for area in AREAS if area.bindings is not None)
 
 
 def default_adapters(settings: Settings) -> Adapters:
@@ -135,7 +136,7 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
         await migrate(db)
         adapters = default_adapters(settings)
         yield AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
-                         keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS,
+                         keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
                          area_settings=read_area_settings())
     finally:
         await db.dispose()
@@ -167,7 +168,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
                          worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)),
-                         holdings=HOLDINGS, area_settings=own_settings)
+                         holdings=HOLDINGS, bindings=BINDINGS, area_settings=own_settings)
         app.state.ctx = ctx
         app.state.auth_cache = auth_cache
         app.state.auth_keeper = keeper

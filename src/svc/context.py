@@ -4,8 +4,9 @@ and the few process-wide things use cases reach through their unit of work. Buil
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from svc.adapters.resolver.port import Resolver
     from svc.adapters.workers.port import WorkerRuntime
     from svc.kit.crypto import Keyring
+    from svc.kit.store_session import StoreSession
+    from svc.models import Project
 
 
 @dataclass
@@ -45,6 +48,10 @@ class Adapters:
 
 
 Own = TypeVar("Own", bound=AreaSettings)
+
+# What an area puts in a project's worker env (docs/workers.md, "Bindings"): name -> value (text,
+# or a JSON value), read when the runtime loads the project's worker. Absent when not granted.
+BindingSource = Callable[["StoreSession", "AppContext", "Project"], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,8 @@ class AppContext:
     jobs_waiting: asyncio.Event = field(default_factory=asyncio.Event)
     # What orgs hold in every area, from the areas' manifests (svc/areas.py).
     holdings: tuple[OrgHolding, ...] = ()
+    # What every area puts in a project's worker env, from the areas' manifests.
+    bindings: tuple[BindingSource, ...] = ()
     # The areas' own settings, read once at start, by their class.
     area_settings: dict[type[AreaSettings], AreaSettings] = field(default_factory=dict)
 

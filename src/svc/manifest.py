@@ -14,12 +14,12 @@ from pathlib import Path
 from fastapi import APIRouter
 from starlette.types import Scope
 
-from svc.context import AppContext, OrgHolding
+from svc.context import AppContext, BindingSource, OrgHolding
 from svc.jobs.registry import JobRegistry
 from svc.settings import AreaSettings, Settings
 from svc.web.dashboard import FramePart, NavLink
 
-__all__ = ["Area", "FramePart", "NavLink", "OrgHolding"]
+__all__ = ["Area", "BindingSource", "FramePart", "NavLink", "OrgHolding"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,9 @@ class Area:
     jobs: Callable[[JobRegistry, Settings], None] | None = None
     # What an org holds in this area that blocks the org's deletion.
     holdings: Sequence[OrgHolding] = ()
+    # What it puts in a project's worker env (env.<NAME>, env.db ...): one source per area, read
+    # when the runtime loads the worker; its change calls projects.service.bindings_changed.
+    bindings: BindingSource | None = None
     # Requests carrying an upload whose size the area bounds itself (exempt from the API's JSON body cap).
     uploads: Callable[[Scope], bool] | None = None
     # Its own SVC_* settings (domains/<area>/settings.py), read once at start and checked then.

@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     # to start answering a request before the edge answers 500 for it.
     worker_processes: int = Field(default=2, ge=1, le=64)
     worker_timeout_seconds: int = Field(default=30, ge=1, le=900)
+    # One worker isolate's memory (V8 heap), in MB.
+    worker_memory_mb: int = Field(default=128, ge=16, le=8192)
     workerd_binary: str | None = None
     # Who workerd runs as when svc runs as root.
     worker_user: str = "nobody"

@@ -241,3 +241,23 @@ async def test_workerd_runs_as_an_unprivileged_user(runtime: WorkerdRuntime, fak
     # and it still serves (its files are its own directory's; code and assets come over HTTP)
     fake_svc.add("user.1", HELLO, text={"GREETING": "from nobody"})
     assert (await _get(runtime, "user.1")).json() == {"hello": "from nobody"}
+
+
+async def test_a_worker_past_its_memory_ends_its_process_which_comes_back(
+        runtime: WorkerdRuntime, fake_svc: FakeSvc) -> None:
+    fake_svc.add("hog.1", "export default { fetch() { const kept = []; "
+                          "while (true) kept.push(new Array(1e6).fill(kept.length)); } }")
+    fake_svc.add("after.1", HELLO, text={"GREETING": "after the hog"})
+    pid = runtime._serving[0].supervisor.pid
+    with pytest.raises(httpx.HTTPError):  # the process ends (V8's heap limit), the request with it
+        await _get(runtime, "hog.1")
+    for _ in range(300):
+        try:
+            answer = await _get(runtime, "after.1")
+            if answer.status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        await asyncio.sleep(0.1)
+    assert answer.json() == {"hello": "after the hog"}
+    assert runtime._serving[0].supervisor.pid != pid

@@ -379,3 +379,24 @@ async def test_the_edge_counts_a_projects_traffic_and_logs_its_requests(project:
     assert all(line["requestId"] for line in edge)
     r = await project.http.get(f"{project.base}/traffic", params={"hours": 0}, headers=project.auth)
     assert r.status_code == 400
+
+
+async def test_a_hostile_worker_reaches_nothing_of_svc_or_of_other_projects(project: Project) -> None:
+    api_port = int(project.server.api.rsplit(":", 1)[1])
+    targets = [f"http://127.0.0.1:{api_port}/v1/config", f"http://127.0.0.1:{project.server.edge_port}/",
+               f"http://localhost:{project.server.edge_port}/", f"http://{project.host}:{project.server.edge_port}/",
+               "http://127.0.0.1:5432/", f"http://[::1]:{api_port}/", "http://169.254.169.254/latest/meta-data/",
+               "http://10.0.0.1/", "http://192.168.0.1/"]
+    source = ("export default { async fetch(request, env) { const reached = {}; "
+              f"for (const url of {json.dumps(targets)}) {{ try {{ reached[url] = (await fetch(url)).status }} "
+              "catch (error) { reached[url] = 'refused' } } "
+              "return Response.json({ reached, env: Object.keys(env).sort(), "
+              "globals: ['LOADER', 'SVC', 'SITES', 'TOKEN', 'INTERNET'].filter((name) => name in globalThis) }) } };")
+    r = await project.http.put(f"{project.base}/secrets/MINE", json={"value": "mine"}, headers=project.auth)
+    assert r.status_code in (200, 201), r.text
+    assert (await project.deploy(worker_bundle("v1", source=source))).status_code == 201
+    answer = await project.get("/api/probe")
+    assert answer.status_code == 200, answer.text
+    seen = answer.json()
+    assert seen["reached"] == dict.fromkeys(targets, "refused")
+    assert seen["env"] == ["ASSETS", "MINE", "SVC_SECRET_VERSIONS"] and seen["globals"] == []

@@ -35,7 +35,8 @@ async def start_runtime(settings: Settings, *, api_address: str) -> WorkerRuntim
     # svc as root runs workerd as an unprivileged user (projects' code must not run as root).
     user = settings.worker_user if os.geteuid() == 0 else None
     runtime = WorkerdRuntime(WorkerdOptions(binary=binary, root=data_dir / "workers", api_address=api_address,
-                                            assets_address=edge, processes=settings.worker_processes, user=user))
+                                            assets_address=edge, processes=settings.worker_processes, user=user,
+                                            memory_mb=settings.worker_memory_mb))
     try:
         await runtime.start()
     except (PortInUse, ProcessError, OSError) as exc:

@@ -40,6 +40,9 @@ class RuntimeOptions:
     assets_address: str
     # Sent by the edge to workerd and by workerd to svc (X-Svc-Runtime-Token); made per start.
     token: str
+    # The V8 heap of one isolate, in MB (Cloudflare's limit is 128): a worker that passes it ends
+    # its process, which the supervisor starts again (docs/workers.md, "Limits").
+    memory_mb: int = 128
 
 
 def text(value: str) -> str:
@@ -74,6 +77,7 @@ def render(options: RuntimeOptions, dispatcher: str | None = None) -> str:
 using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (
+  v8Flags = [{text(f"--max-old-space-size={options.memory_mb}")}],
   services = [
     (name = "dispatcher", worker = (
       modules = [(name = {text(DISPATCHER.name)}, esModule = {text(source)})],

@@ -64,6 +64,8 @@ class WorkerdOptions:
     # The watchdog: a serving process that has not answered its health probe for this long is killed.
     stuck_seconds: float = 5.0
     probe_every: float = 1.0
+    # One isolate's V8 heap, in MB.
+    memory_mb: int = 128
     # Run as this user (svc must then be root): it owns the process's directory and nothing else
     # of svc's (workerd reads no file of svc's: code and files come over HTTP).
     user: str | None = None
@@ -97,6 +99,7 @@ class _Process:
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         config = render(RuntimeOptions(listen_host=options.host, listen_port=self.port,
                                        api_address=options.api_address, assets_address=options.assets_address,
+                                       memory_mb=options.memory_mb,
                                        token=self.runtime.token))
         # workerd reads it on its standard input (reopening /dev/stdin checks the file's own owner,
         # not the path): as another user it owns the file and its directory, nothing else of svc's.

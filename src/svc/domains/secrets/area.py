@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.secrets import pages, router
+from svc.domains.secrets import pages, router, service
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
@@ -14,4 +14,5 @@ AREA = Area(
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Secrets", "/secrets", order=30),),
+    bindings=service.worker_env,
 )

@@ -9,6 +9,7 @@ runtime that injects secrets as env.<NAME>; no route calls it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
@@ -24,6 +25,8 @@ NAME_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
 _NAME = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 RESERVED = frozenset({"DB", "ASSETS"})
 RESERVED_PREFIX = "SVC_"
+# Which version of each secret the worker's env holds (decisions.md: visible to the worker).
+SECRET_VERSIONS = "SVC_SECRET_VERSIONS"
 MAX_VALUE_BYTES = 65_536
 MAX_SECRETS = 100  # per project (abuse prevention, like the pending-invite cap)
 
@@ -96,15 +99,15 @@ async def delete_secret(uow: UnitOfWork, access: OrgAccess, project: Project, na
     await projects.bindings_changed(uow, project.id)
 
 
-async def environment(session: StoreSession, ctx: AppContext,
-                      project: Project) -> tuple[dict[str, str], dict[str, int]]:
-    """Every secret's plaintext and version by name, for the worker runtime only (env.<NAME>)."""
-    values: dict[str, str] = {}
+async def worker_env(session: StoreSession, ctx: AppContext, project: Project) -> dict[str, Any]:
+    """The secrets' bindings (the area's manifest declares them): each secret's plaintext as
+    env.<NAME>, and env.SVC_SECRET_VERSIONS, {name: version}. For the worker runtime only."""
+    env: dict[str, Any] = {}
     versions: dict[str, int] = {}
     for row in await queries.of_project(session, project.id):
-        values[row.name] = ctx.keys.unseal(row.sealed_value, context=seal_context(project, row.name)).decode("utf-8")
+        env[row.name] = ctx.keys.unseal(row.sealed_value, context=seal_context(project, row.name)).decode("utf-8")
         versions[row.name] = row.version
-    return values, versions
+    return env | {SECRET_VERSIONS: versions}
 
 
 async def reveal(session: StoreSession, ctx: AppContext, project: Project, name: str) -> str:

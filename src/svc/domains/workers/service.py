@@ -21,7 +21,6 @@ from svc.adapters.workers.port import BadWorker, RuntimeUnavailable
 from svc.context import AppContext
 from svc.domains.deployments import service as deployments
 from svc.domains.projects import service as projects
-from svc.domains.secrets import service as secrets
 from svc.domains.workers import errors, queries, schemas
 from svc.domains.workers.code import WorkerSpec, read_code, worker_spec
 from svc.domains.workers.settings import WorkerSettings
@@ -32,8 +31,6 @@ from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.workers")
 
-# What the worker sees of its secrets' versions (decisions.md: visible to the worker).
-SECRET_VERSIONS = "SVC_SECRET_VERSIONS"
 LEVELS = ("debug", "info", "log", "warn", "error")
 
 
@@ -76,7 +73,9 @@ async def runtime_worker(uow: UnitOfWork, key: str) -> schemas.RuntimeWorker:
     project = await projects.project_by_id(uow.session, row.project_id)
     if project is None:
         raise errors.WorkerNotFound(details={"key": key})
-    env, versions = await secrets.environment(uow.session, ctx, project)
+    env: dict[str, Any] = {}
+    for source in ctx.bindings:  # each area's, as its manifest declares (secrets: env.<NAME>)
+        env |= await source(uow.session, ctx, project)
     await uow.close_reads()
     site = await deployments.site_of(ctx, row.digest)
     spec = WorkerSpec.of_row(row.worker)
@@ -84,7 +83,7 @@ async def runtime_worker(uow: UnitOfWork, key: str) -> schemas.RuntimeWorker:
     has_assets = await asyncio.to_thread((site / "assets").is_dir)
     return schemas.RuntimeWorker(
         project=project.id, main_module=code.main_module, modules=dict(code.modules),
-        compatibility_date=code.compatibility_date, env={**env, SECRET_VERSIONS: versions},
+        compatibility_date=code.compatibility_date, env=env,
         assets=f"{site.name}/assets" if has_assets else None)
 
 
