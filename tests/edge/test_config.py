@@ -32,7 +32,8 @@ def test_the_config_holds_no_host(tmp_path: Path) -> None:
     layout = EdgeLayout(tmp_path / "edge")
     text = render(_options(check_cache_dir=tmp_path / "cache"), layout)
     assert render(_options(check_cache_dir=tmp_path / "cache"), layout) == text
-    assert "svc_routes.lookup()" in text and f'svc_routes.load("{layout.routes}", "{layout.routes_log}")' in text
+    assert "svc_routes.lookup(ngx.arg[1])" in text
+    assert f'svc_routes.load("{layout.routes}", "{layout.routes_log}")' in text
     # One server for every host, one for svc's changes of the routing table, one for the status probe.
     assert text.count("server_name") == 3 and "map $host" not in text
     # Another shape, another id.

@@ -80,7 +80,9 @@ class Project:
 
 @pytest.fixture(scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
-    async with svc_serve(tmp_path_factory.mktemp("workers"), SVC_WORKER_PROCESSES="1") as running:
+    # A worker may take 3 s to start its answer here (30 by default): the wall-time test waits that long.
+    async with svc_serve(tmp_path_factory.mktemp("workers"), SVC_WORKER_PROCESSES="1",
+                         SVC_WORKER_TIMEOUT_SECONDS="3") as running:
         yield running
 
 
@@ -400,3 +402,15 @@ async def test_a_hostile_worker_reaches_nothing_of_svc_or_of_other_projects(proj
     seen = answer.json()
     assert seen["reached"] == dict.fromkeys(targets, "refused")
     assert seen["env"] == ["ASSETS", "MINE", "SVC_SECRET_VERSIONS"] and seen["globals"] == []
+
+
+async def test_a_worker_that_never_answers_is_cut_off_by_the_edge(project: Project) -> None:
+    # (A promise nothing can resolve, workerd itself ends: the worker waits on a long timer.)
+    source = ("export default { async fetch(request) { if (new URL(request.url).pathname === '/hang') "
+              "await new Promise((resolve) => setTimeout(resolve, 60000)); return new Response('quick') } };")
+    assert (await project.deploy(worker_bundle("v1", source=source))).status_code == 201
+    hanging = asyncio.create_task(project.get("/hang", accept="application/json"))
+    # Waiting costs no CPU: the other requests of the process are answered meanwhile.
+    assert (await project.get("/other")).text == "quick"
+    cut = await asyncio.wait_for(hanging, timeout=30)
+    assert cut.status_code == 500 and cut.json()["code"] == "internal", cut.text

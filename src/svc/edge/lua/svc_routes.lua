@@ -85,12 +85,13 @@ function M.update()
     ngx.say(count)
 end
 
--- Per request (set_by_lua): the host's kind ("" for a host nobody routes); sets $svc_root to the
--- directory it serves, for a protected host $svc_gen to its access generation, and for a host
+-- Per request (set_by_lua, the host handed in): the host's kind ("" for a host nobody routes, whose
+-- $svc_root is the edge's empty void/unknown); sets $svc_root to the directory it serves, for a protected host $svc_gen to its access generation, and for a host
 -- with a worker $svc_worker and $svc_upstream.
-function M.lookup()
-    local value, flags = routes:get(ngx.var.host)
+function M.lookup(host)
+    local value, flags = routes:get(host)
     if not value then
+        ngx.var.svc_root = M.void_unknown
         return ""
     end
     local kind = flags % KINDS
