@@ -11,6 +11,8 @@ from svc.kit.hosts import local_address
 from svc.settings import Settings
 from svc.supervisor import MissingBinary, PortInUse, ProcessError, host_port, resolve_binary
 
+__all__ = ["find_workerd", "start_runtime"]
+
 log = logging.getLogger("svc.workers")
 
 INSTALL_HINT = "install it with `make setup` (npm's workerd), or set SVC_WORKERD_BINARY"
