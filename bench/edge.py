@@ -200,6 +200,8 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--no-traffic-log", action="store_true",
+                    help="the edge without its log of every request (SVC_EDGE_TRAFFIC_LOG=false): no traffic counts")
     args = ap.parse_args()
     for tool in ("wrk", "taskset", "nginx"):
         if not shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin"):
@@ -212,7 +214,8 @@ def main() -> None:
     api_port, edge_port, bare_port, tuned_port = free_port(), free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     env |= {"SVC_DATA_DIR": str(data_dir), "SVC_ENABLE_DEV_AUTH": "true",
-            "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}"}
+            "SVC_PUBLIC_URL": f"http://127.0.0.1:{api_port}",
+            "SVC_EDGE_TRAFFIC_LOG": "false" if args.no_traffic_log else "true"}
     log = tmp / "svc.log"
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -243,6 +246,7 @@ def main() -> None:
             "protected": (edge_port, setup.protected_host, {"Cookie": setup.cookie}, svc.pid),
         }
         print(f"10 KB file, wrk -t1 -c{args.connections} -d{args.duration}s on core 1; servers on core 0; "
+              f"the edge's traffic log {'off' if args.no_traffic_log else 'on'}; "
               f"load average {os.getloadavg()[0]:.2f}")
         # name: [(req/s, p99 ms, CPU microseconds per request)]
         results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in targets}

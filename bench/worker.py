@@ -36,6 +36,8 @@ from pathlib import Path
 import httpx
 from harness import Server, children, free_port, machine, pct
 
+from svc.adapters.workers.config import text
+
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 0.8
 GOAL_SWAP_P99_S = 2.0
@@ -81,10 +83,10 @@ class Direct:
     def __init__(self, binary: str, tmp: Path) -> None:
         self.port = free_port()
         config = tmp / "direct.capnp"
-        source = f'const VERSION = "v1";\n{HELLO}'.replace("\\", "\\\\").replace('"', '\\"')
+        source = text(f'const VERSION = "v1";\n{HELLO}')
         config.write_text(f'''using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
-  services = [(name = "hello", worker = (modules = [(name = "index.js", esModule = "{source}")],
+  services = [(name = "hello", worker = (modules = [(name = "index.js", esModule = {source})],
                                           compatibilityDate = "2025-06-01"))],
   sockets = [(name = "http", address = "127.0.0.1:{self.port}", http = (), service = "hello")],
 );
@@ -184,9 +186,9 @@ def workerd_memory_kb(server: Server) -> tuple[int, int]:
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
     tmp = Path(tempfile.mkdtemp(prefix="svc-bench-worker-"))
-    server = Server(ROOT, tmp / "data")
-    server.start()
     direct = Direct(find_workerd(), tmp)
+    server = Server(ROOT, tmp / "data", settings={"SVC_DNS_ENABLED": "false"})
+    server.start()
     api = Api(server)
     results: dict[str, object] = {}
     try:

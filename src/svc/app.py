@@ -200,7 +200,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                     runtime = await start_runtime(settings, api_address=api_address(api_url)[0])
                     ctx.adapters.runtime = runtime
                 edge = await start_edge(settings, EdgeRouting(ctx), api_url=api_url, runtime=ctx.adapters.runtime,
-                                        traffic=TrafficRecorder(ctx))
+                                        traffic=TrafficRecorder(ctx) if settings.edge_traffic_log else None)
                 ctx.edge = edge
             yield {}
         finally:

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import pwd
+import shutil
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +21,7 @@ import httpx
 import pytest
 
 from svc.adapters.workers.port import BadWorker, WorkerCode
-from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd
+from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd, runnable_by_others
 
 pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
 
@@ -261,3 +262,19 @@ async def test_a_worker_past_its_memory_ends_its_process_which_comes_back(
         await asyncio.sleep(0.1)
     assert answer.json() == {"hello": "after the hog"}
     assert runtime._serving[0].supervisor.pid != pid
+
+
+def test_a_binary_others_cannot_reach_runs_from_a_copy_they_can(tmp_path: Path) -> None:
+    binary = find_workerd()
+    assert binary is not None
+    hidden = tmp_path / "private" / "bin"
+    hidden.mkdir(parents=True)
+    (tmp_path / "private").chmod(0o700)
+    inside = hidden / "workerd"
+    shutil.copyfile(binary, inside)
+    inside.chmod(0o755)
+    runnable = Path(runnable_by_others(str(inside)))
+    assert runnable != inside and runnable.read_bytes()[:4] == b"\x7fELF"
+    assert all(p.stat().st_mode & 0o001 for p in (runnable, *runnable.parents))
+    assert runnable_by_others(str(inside)) == str(runnable)  # made once
+    assert runnable_by_others(str(runnable)) == str(runnable)  # one others may run is used as it is

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 
 from svc.adapters.workers.port import WorkerRuntime
-from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd
+from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd, runnable_by_others
 from svc.kit.hosts import local_address
 from svc.settings import Settings
 from svc.supervisor import MissingBinary, PortInUse, ProcessError, host_port, resolve_binary
@@ -36,6 +37,8 @@ async def start_runtime(settings: Settings, *, api_address: str) -> WorkerRuntim
     edge = host_port(local_address(settings.edge_host), settings.edge_port)
     # svc as root runs workerd as an unprivileged user (projects' code must not run as root).
     user = settings.worker_user if os.geteuid() == 0 else None
+    if user is not None:
+        binary = await asyncio.to_thread(runnable_by_others, binary)
     runtime = WorkerdRuntime(WorkerdOptions(binary=binary, root=data_dir / "workers", api_address=api_address,
                                             assets_address=edge, processes=settings.worker_processes, user=user,
                                             memory_mb=settings.worker_memory_mb))

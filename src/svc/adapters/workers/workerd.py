@@ -21,7 +21,10 @@ import logging
 import os
 import pwd
 import secrets
+import shutil
 import signal
+import stat
+import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +51,36 @@ ARGS = ("serve", "--experimental", "/dev/stdin")
 def find_workerd() -> str | None:
     """workerd on PATH, else the one `make setup` installed; None when neither is there."""
     return find_binary("workerd", (str(NODE_BIN),))
+
+
+def runnable_by_others(binary: str) -> str:
+    """`binary`, or a copy any user may run. workerd as SVC_WORKER_USER cannot start from a
+    directory only root may enter (a checkout under /root, say): then it runs from a copy in a
+    directory of svc's own under the system's temp dir, named by the binary's size and time."""
+    path = Path(binary).resolve()
+    if _others_may_run(path):
+        return str(path)
+    st = path.stat()
+    home = Path(tempfile.gettempdir()) / f"svc-workerd-{st.st_size}-{int(st.st_mtime)}"
+    copy = home / "workerd"
+    with contextlib.suppress(FileExistsError):
+        home.mkdir(mode=0o755)
+    mine = home.lstat()
+    if not stat.S_ISDIR(mine.st_mode) or mine.st_uid != os.geteuid() or mine.st_mode & 0o022:
+        # Someone else made that name first: a directory of our own instead.
+        home = Path(tempfile.mkdtemp(prefix="svc-workerd-"))
+        copy = home / "workerd"
+    os.chmod(home, 0o755)  # noqa: S103 - the point: the worker user runs the binary from here
+    if not (copy.is_file() and copy.stat().st_size == st.st_size):
+        partial = home / f".workerd.{os.getpid()}"
+        shutil.copyfile(path, partial)
+        os.chmod(partial, 0o755)  # noqa: S103 - read and run by the worker user, written by svc only
+        partial.replace(copy)
+    return str(copy)
+
+
+def _others_may_run(path: Path) -> bool:
+    return all(p.stat().st_mode & 0o001 for p in (path, *path.parents))
 
 
 @dataclass(frozen=True)
