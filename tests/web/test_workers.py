@@ -5,13 +5,11 @@ lines arriving while the page is open; the Deployments page names the version's 
 from __future__ import annotations
 
 import asyncio
-import io
-import json
-import tarfile
 
 import httpx
 from playwright.async_api import expect
 
+from tests.support.bundles import site
 from tests.support.serve import Server
 from tests.web.conftest import look, sign_in
 
@@ -24,15 +22,8 @@ WORKER = """export default { async fetch(request) {
 
 
 def _bundle() -> bytes:
-    files = {"svc.json": json.dumps({"compatibilityDate": "2025-06-01"}).encode(),
-             "worker/index.js": WORKER.encode(), "assets/index.html": b"<!doctype html><title>w</title><h1>w</h1>"}
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return site({"worker/index.js": WORKER.encode(), "assets/index.html": b"<!doctype html><title>w</title><h1>w</h1>"},
+                svc_json={"compatibilityDate": "2025-06-01"})
 
 
 async def test_logs_tab_traffic_chart_and_the_deployments_worker(server: Server, contexts,

@@ -18,6 +18,7 @@ import pytest
 
 from svc.adapters.workers.workerd import find_workerd
 from tests.cli.conftest import Cli
+from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
 
 pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
@@ -43,17 +44,10 @@ export default {
 
 def worker_bundle(version: str, *, source: str = API_WORKER, manifest: dict[str, object] | None = None,
                   assets: dict[str, bytes] | None = None) -> bytes:
-    files = {"svc.json": json.dumps(manifest or {}).encode(),
-             "worker/index.js": f"const VERSION = {json.dumps(version)};\n{source}".encode()}
+    files = {"worker/index.js": f"const VERSION = {json.dumps(version)};\n{source}".encode()}
     files |= {f"assets/{name}": data for name, data in (assets if assets is not None else {
         "index.html": b"<h1>home</h1>", "data.json": b'{"from": "assets"}'}).items()}
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
+    return site(files, svc_json=manifest or {})
 
 
 @dataclass
