@@ -157,6 +157,10 @@ async def test_a_new_version_and_a_rollback_switch_the_code(project: Project) ->
     assert (await project.deploy(body.getvalue())).status_code == 201
     assert (await project.get("/api/hello")).status_code == 404
     assert (await project.get("/")).text == "<h1>home</h1>"
+    # Serving writes nothing to nginx's error log (a warning per request once did: $svc_worker
+    # unset for a host without a worker, read by the edge's check for one).
+    errors = (project.server.log.parent / "data" / "edge" / "error.log").read_text()
+    assert "uninitialized" not in errors, errors[-500:]
 
 
 async def test_worker_first_sends_every_request_to_the_worker(project: Project) -> None:
