@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     # How long the edge may reuse an allowed access check (protected projects), in seconds.
     edge_check_cache_seconds: int = Field(default=5, ge=0, le=60)
     # The edge's log of every request to a project host, which svc reads into the projects' traffic
-    # counts and logs (docs/workers.md): about 4 us of CPU a request; off, no traffic is counted.
+    # counts and logs (docs/workers.md): about 2 us of CPU a request; off, no traffic is counted.
     edge_traffic_log: bool = True
     # The worker runtime (docs/workers.md): its serving processes, and how long a worker may take
     # to start answering a request before the edge answers 500 for it.

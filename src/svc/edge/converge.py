@@ -153,7 +153,8 @@ class NginxEdge:
             log.warning("the edge's check cache is off (no memory file system such as /dev/shm to keep it in): "
                         "protected projects ask the API on every request")
         self.options = dataclasses.replace(self.options, check_cache_dir=cache_dir, modules=modules,
-                                           control_token=secrets.token_urlsafe(24))
+                                           control_token=secrets.token_urlsafe(24),
+                                           request_id_prefix=secrets.token_hex(4))
         with contextlib.suppress(OSError):
             self._text = self.layout.conf.read_text()
         self.table.load()

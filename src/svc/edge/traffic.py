@@ -24,6 +24,7 @@ MAX_BYTES = 32 * 1024 * 1024
 READ_BYTES = 4 * 1024 * 1024
 # Lines kept per project and batch (about a second of traffic): the counts take every request.
 SAMPLES_PER_PROJECT = 100
+# ($request_id is replaced by config.request_id(): a cheaper id than nginx's own.)
 LOG_FORMAT = "$msec $status $body_bytes_sent $request_time $request_id $request_method $host $uri"
 
 
