@@ -37,6 +37,7 @@ import httpx
 from harness import Server, children, free_port, machine, pct
 
 from svc.adapters.workers.config import text
+from svc.adapters.workers.workerd import find_workerd
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 0.8
@@ -55,13 +56,6 @@ def worker_bundle(version: str) -> bytes:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
-
-
-def find_workerd() -> str:
-    found = shutil.which("workerd") or str(ROOT / "node_modules" / ".bin" / "workerd")
-    if not os.access(found, os.X_OK):
-        sys.exit("workerd is not installed: run `make setup`")
-    return found
 
 
 def wrk(port: int, host: str, duration: int) -> tuple[float, float]:
@@ -186,7 +180,10 @@ def workerd_memory_kb(server: Server) -> tuple[int, int]:
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
     tmp = Path(tempfile.mkdtemp(prefix="svc-bench-worker-"))
-    direct = Direct(find_workerd(), tmp)
+    binary = find_workerd()
+    if binary is None:
+        sys.exit("workerd is not installed: run `make setup`")
+    direct = Direct(binary, tmp)
     server = Server(ROOT, tmp / "data", settings={"SVC_DNS_ENABLED": "false"})
     server.start()
     api = Api(server)

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
 from svc.adapters.resolver import build_resolver
-from svc.adapters.workers import find_workerd
+from svc.adapters.workers import workerd_binary
 from svc.app import create_app, default_adapters, read_area_settings
 from svc.auth.invalidation import StoreInUse, check_store_free
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken
@@ -183,7 +183,7 @@ def serve(
                       f"{_connect_host(settings.edge_host)}:{settings.edge_port}; log in "
                       f"{settings.data_dir / 'edge'})")
     if nginx is not None:
-        workerd = settings.workerd_binary or find_workerd()
+        workerd = workerd_binary(settings)
         if workerd is None:
             console.print("[bold red]workers:   OFF[/bold red] - workerd was not found, so projects' workers do "
                           "not run (their files are served). To run them, install it with `make setup` (npm).")

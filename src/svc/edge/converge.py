@@ -50,7 +50,7 @@ from svc.edge.config import (
 )
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
 from svc.edge.routes import Entry, Kind, RouteTable
-from svc.edge.traffic import TrafficLog, tally
+from svc.edge.traffic import TrafficLog
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
@@ -356,19 +356,18 @@ class NginxEdge:
             except Exception:
                 log.exception("the edge's traffic could not be kept; trying again")
 
-    async def read_traffic(self) -> int:
-        """One turn of following the traffic log (the tests call it to skip the wait); how many
-        requests were handed on."""
+    async def read_traffic(self) -> None:
+        """One turn of following the traffic log: what nginx added since, counted and handed on."""
         if self.traffic is None:
-            return 0
-        lines = await asyncio.to_thread(self._traffic_log.read)
-        batch = tally(lines, self._owners.get)
+            return
+        # self._owners is read from the thread: a dict lookup is atomic, and a host routed this very
+        # moment is counted from the next turn.
+        batch = await asyncio.to_thread(self._traffic_log.take, self._owners.get)
         if batch.counts:
             await self.traffic.record(batch)
-        if await asyncio.to_thread(self._traffic_log.needs_rotation) and self.process.running:
+        if self._traffic_log.full and self.process.running:
             await asyncio.to_thread(self._traffic_log.rotate)
             self.process.send_signal(signal.SIGUSR1)  # nginx reopens its logs: a new traffic.log
-        return sum(sum(row[:4]) for row in batch.counts.values())
 
     async def _poll(self) -> None:
         while not self._stopping.is_set():

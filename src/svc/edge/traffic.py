@@ -86,6 +86,8 @@ class TrafficLog:
         # Where reading stood in the file moved aside: what nginx wrote there before it reopened
         # the log is read at the next turn.
         self._rotated_offset: int | None = None
+        # The file's size at the last read.
+        self._size = 0
 
     def start(self) -> None:
         """What the file held before this svc started was counted by the one before (or is lost
@@ -107,7 +109,7 @@ class TrafficLog:
             self._rotated_offset = None
         try:
             with self.path.open("rb") as f:
-                size = os.fstat(f.fileno()).st_size
+                size = self._size = os.fstat(f.fileno()).st_size
                 if size < (self._offset or 0):  # moved aside and made anew: from its start
                     self._offset = 0
                 f.seek(self._offset or 0)
@@ -120,11 +122,15 @@ class TrafficLog:
         self._offset = (self._offset or 0) + end + 1
         return leftover + data[:end].split(b"\n")
 
-    def needs_rotation(self) -> bool:
-        try:
-            return self.path.stat().st_size > MAX_BYTES and self._offset == self.path.stat().st_size
-        except FileNotFoundError:
-            return False
+    def take(self, owner: Callable[[str], str | None]) -> TrafficBatch:
+        """What was added since the last turn, counted (blocking: run it in a thread, as counting a
+        busy second's lines would hold the event loop)."""
+        return tally(self.read(), owner)
+
+    @property
+    def full(self) -> bool:
+        """Past MAX_BYTES and read to its end, as the last read saw it: to be moved aside."""
+        return self._size > MAX_BYTES and self._offset == self._size
 
     def rotate(self) -> None:
         """Move the (fully read) file aside; nginx is then told to reopen it (a new, empty one)."""

@@ -10,27 +10,29 @@ from svc.adapters.workers.port import WorkerRuntime
 from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd, runnable_by_others
 from svc.kit.hosts import local_address
 from svc.settings import Settings
-from svc.supervisor import MissingBinary, PortInUse, ProcessError, host_port, resolve_binary
+from svc.supervisor import PortInUse, ProcessError, find_binary, host_port
 
-__all__ = ["find_workerd", "start_runtime"]
+__all__ = ["start_runtime", "workerd_binary"]
 
 log = logging.getLogger("svc.workers")
 
 INSTALL_HINT = "install it with `make setup` (npm's workerd), or set SVC_WORKERD_BINARY"
 
 
+def workerd_binary(settings: Settings) -> str | None:
+    """The workerd svc runs: SVC_WORKERD_BINARY (a name on PATH or a path), else the one on PATH or
+    `make setup`'s; None when it is not there."""
+    return find_binary(settings.workerd_binary) if settings.workerd_binary else find_workerd()
+
+
 async def start_runtime(settings: Settings, *, api_address: str) -> WorkerRuntime | None:
     """Start the worker runtime; None (logged) when workerd is missing or will not start: the
     edge then serves the projects' assets only. `api_address` (host:port) is where workerd
     reaches this svc's API."""
-    try:
-        binary = (resolve_binary(settings.workerd_binary, what="workerd") if settings.workerd_binary
-                  else find_workerd())
-    except MissingBinary as exc:
-        log.warning("workers are off: %s; %s", exc, INSTALL_HINT)
-        return None
+    binary = workerd_binary(settings)
     if binary is None:
-        log.warning("workers are off: workerd was not found; %s", INSTALL_HINT)
+        log.warning("workers are off: workerd (%s) was not found; %s", settings.workerd_binary or "workerd",
+                    INSTALL_HINT)
         return None
     data_dir = settings.data_dir.resolve()
     # env.ASSETS is read through the edge (its runtime files server), which listens there.

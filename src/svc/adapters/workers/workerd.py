@@ -33,7 +33,7 @@ import httpx
 
 from svc.adapters.workers.config import RuntimeOptions, render
 from svc.adapters.workers.port import BadWorker, RuntimeUnavailable, Upstream, WorkerCode
-from svc.supervisor import Port, ProcessSpec, Supervisor, find_binary, free_tcp_port, http_get
+from svc.supervisor import Port, ProcessError, ProcessSpec, Supervisor, find_binary, free_tcp_port, http_get
 
 log = logging.getLogger("svc.workers")
 
@@ -118,11 +118,8 @@ class _Process:
             stdin=self.dir / "config.capnp",
             env={"PATH": os.defpath, "LANG": "C.UTF-8"}, user=options.user,
             ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self.healthy,
-            owns=self._owns, start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True,
+            start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True,
         ), logger=log)
-
-    def _owns(self, cmdline: list[str]) -> bool:
-        return bool(cmdline) and Path(cmdline[0]).name == "workerd" and cmdline[1:] == list(ARGS)
 
     async def _prepare(self) -> None:
         await asyncio.to_thread(self._write_files)
@@ -154,9 +151,8 @@ class _Process:
 
     def kill(self) -> None:
         """What the watchdog does to a process that stopped answering: the supervisor starts it again."""
-        with contextlib.suppress(ProcessLookupError, OSError):
-            if self.supervisor.pid is not None and self.supervisor.running:
-                os.killpg(self.supervisor.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessError, ProcessLookupError):  # not running (any more): nothing to kill
+            self.supervisor.send_signal(signal.SIGKILL)
 
 
 class WorkerdRuntime:

@@ -52,16 +52,18 @@ async def new_lines(request: Request, p: ProjectViewer, uow: Uow,
 async def traffic_chart(request: Request, p: ProjectViewer, uow: Uow) -> Response:
     """The Overview's traffic chart (loaded into it by htmx): an SVG, drawn on the server."""
     traffic = await service.traffic(uow, p.project)
-    peak = max((sum(getattr(b, name) for name, _ in STATUS_CLASSES) for b in traffic.buckets), default=0)
-    return await render.render_part(request, "workers/_traffic.html", traffic=traffic, bars=_bars(traffic),
-                                    peak=round(peak / traffic.minutes_per_bucket, 1))
+    bars, peak = _bars(traffic)
+    return await render.render_part(request, "workers/_traffic.html", traffic=traffic, bars=bars,
+                                    peak=round(peak, 1))
 
 
-def _bars(traffic: schemas.Traffic) -> list[dict[str, object]]:
-    """Each bucket's stacked bar: its rectangles (class, y, height) and the words of its tooltip."""
+def _bars(traffic: schemas.Traffic) -> tuple[list[dict[str, object]], float]:
+    """Each bucket's stacked bar (its rectangles: class, y, height; the words of its tooltip), and
+    the highest rate, in requests per minute, which is the chart's full height."""
     per_minute = [[getattr(b, name) / traffic.minutes_per_bucket for name, _ in STATUS_CLASSES]
                   for b in traffic.buckets]
-    top = max((sum(rates) for rates in per_minute), default=0) or 1
+    peak = max((sum(rates) for rates in per_minute), default=0)
+    top = peak or 1
     bars: list[dict[str, object]] = []
     for i, (bucket, rates) in enumerate(zip(traffic.buckets, per_minute, strict=True)):
         y = float(CHART_HEIGHT)
@@ -76,4 +78,4 @@ def _bars(traffic: schemas.Traffic) -> list[dict[str, object]]:
         bars.append({"x": i * CHART_BAR, "parts": parts, "start": bucket.start,
                      "words": f"{total} request{'' if total == 1 else 's'}"
                               + (f", {errors} server error{'' if errors == 1 else 's'}" if errors else "")})
-    return bars
+    return bars, peak

@@ -155,9 +155,10 @@ async def record_traffic(uow: UnitOfWork, batch: TrafficBatch) -> None:
     await session.flush()
 
 
-async def traffic(uow: UnitOfWork, project: Project, *, hours: int = 24, buckets: int = 96) -> schemas.Traffic:
-    """A project's requests and bytes over the last `hours`, in `buckets` equal spans (oldest
-    first), each with its requests per minute by status class."""
+async def traffic(uow: UnitOfWork, project: Project, *, hours: int = 24) -> schemas.Traffic:
+    """A project's requests and bytes over the last `hours`, in equal spans (oldest first): 96
+    when they divide the hours into whole minutes (24 h: 15 minutes each), else 60."""
+    buckets = 96 if hours * 60 % 96 == 0 else 60
     now = utcnow().replace(second=0, microsecond=0)
     start = now - timedelta(hours=hours) + timedelta(minutes=1)
     span = hours * 60 // buckets
