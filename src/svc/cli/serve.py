@@ -20,8 +20,9 @@ from svc.adapters.workers import workerd_binary
 from svc.app import create_app, default_adapters, read_area_settings
 from svc.auth.invalidation import StoreInUse, check_store_free
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken
+from svc.kit.hosts import local_address
 from svc.settings import Settings
-from svc.supervisor import find_binary
+from svc.supervisor import find_binary, host_port
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -165,7 +166,7 @@ def serve(
     adapters = default_adapters(settings)
     # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
     app = _StartupErrors(create_app(settings, adapters, run_edge=nginx is not None,
-                                    edge_api=f"http://{_connect_host(host)}:{port}", run_nameserver=True))
+                                    edge_api=f"http://{host_port(local_address(host), port)}", run_nameserver=True))
     store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")
@@ -180,7 +181,7 @@ def serve(
                       f"deployments are not served. To serve them, {INSTALL_HINT}.")
     else:
         console.print(f"edge:      {sample}/  (nginx {nginx} on "
-                      f"{_connect_host(settings.edge_host)}:{settings.edge_port}; log in "
+                      f"{host_port(local_address(settings.edge_host), settings.edge_port)}; log in "
                       f"{settings.data_dir / 'edge'})")
     if nginx is not None:
         workerd = workerd_binary(settings)
@@ -243,15 +244,6 @@ async def serve_reporting_port(config: uvicorn.Config, port_file: Path) -> None:
     tmp.write_text(str(port))
     tmp.replace(port_file)
     await task
-
-
-def _connect_host(host: str) -> str:
-    """An address that reaches a server listening on `host` (a listen-all address: loopback)."""
-    if host in ("0.0.0.0", ""):  # noqa: S104
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return f"[{host}]" if ":" in host else host
 
 
 def _display_host(host: str) -> str:

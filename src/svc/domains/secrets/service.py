@@ -105,14 +105,18 @@ async def worker_env(session: StoreSession, ctx: AppContext, project: Project) -
     env: dict[str, Any] = {}
     versions: dict[str, int] = {}
     for row in await queries.of_project(session, project.id):
-        env[row.name] = ctx.keys.unseal(row.sealed_value, context=seal_context(project, row.name)).decode("utf-8")
+        env[row.name] = _plaintext(ctx, project, row)
         versions[row.name] = row.version
     return env | {SECRET_VERSIONS: versions}
 
 
 async def reveal(session: StoreSession, ctx: AppContext, project: Project, name: str) -> str:
-    """The plaintext of a secret, for the worker runtime only (env.<NAME>). Never route this."""
+    """The plaintext of one secret (worker_env gives the runtime all of them). Never route this."""
     row = await queries.one(session, project.id, name)
     if row is None:
         raise errors.SecretNotFound(details={"name": name})
-    return ctx.keys.unseal(row.sealed_value, context=seal_context(project, name)).decode("utf-8")
+    return _plaintext(ctx, project, row)
+
+
+def _plaintext(ctx: AppContext, project: Project, row: Secret) -> str:
+    return ctx.keys.unseal(row.sealed_value, context=seal_context(project, row.name)).decode("utf-8")
