@@ -307,7 +307,6 @@ async def test_edge_port_taken_by_another_program(tmp_path: Path, check: FakeChe
                 await edge.start()
             assert caught.value.address == f"127.0.0.1:{port}"
             assert not edge.process.running
-            assert edge.options.check_cache_dir is None or not edge.options.check_cache_dir.exists()
             with pytest.raises(EdgePortInUse):
                 await start_edge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url)
     assert not edge_port_taken(settings)

@@ -19,14 +19,12 @@ Layout of a request (docs/edge.md "How a request finds its site"):
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -60,9 +58,9 @@ ROUTES_MEMORY = "128m"
 # The edge's own 404 pages for browsers (file names under templates/pages/ and <edge>/pages/).
 PAGES = {"unknown_host": "unknown-host.html", "no_deployment": "no-deployment.html", "not_found": "not-found.html"}
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
-# Where the check cache may live: memory file systems only (its files hold their keys).
-MEMORY_DIRS = (Path("/dev/shm"),)  # noqa: S108 - a private directory is made in it (new_check_cache_dir)
-_MEMORY_FS = frozenset({"tmpfs", "ramfs"})
+# The check cache's shared memory (nginx's, never a file: its keys hold credentials): a few
+# hundred bytes an allowed visitor, the least recently used dropped when full.
+CHECK_CACHE_MEMORY = "4m"
 
 # Text types compressed on the fly when the client accepts gzip (text/html always is).
 GZIP_TYPES = (
@@ -187,69 +185,6 @@ class EdgeLayout:
         install_lua(self)
 
 
-def _mount_types() -> list[tuple[Path, str]]:
-    """(mount point, file system type) of every mount, longest mount point first (Linux)."""
-    try:
-        lines = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return []
-    mounts = []
-    for line in lines:
-        fields = line.split()
-        if len(fields) >= 3:
-            # Spaces and such are octal-escaped in /proc/self/mounts.
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
-            mounts.append((Path(point), fields[2]))
-    return sorted(mounts, key=lambda m: len(m[0].parts), reverse=True)
-
-
-def memory_dir() -> Path | None:
-    """A writable directory on a memory file system (tmpfs: /dev/shm, else $XDG_RUNTIME_DIR), or None."""
-    candidates = list(MEMORY_DIRS)
-    if os.environ.get("XDG_RUNTIME_DIR"):
-        candidates.append(Path(os.environ["XDG_RUNTIME_DIR"]))
-    mounts = _mount_types()
-    for candidate in candidates:
-        if not (candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)):
-            continue
-        resolved = candidate.resolve()
-        fs = next((kind for point, kind in mounts if resolved.is_relative_to(point)), None)
-        if fs in _MEMORY_FS:
-            return candidate
-    return None
-
-
-def new_check_cache_dir(edge_root: Path) -> Path | None:
-    """A new, empty directory (mode 0700) for the check cache on a memory file system; None when
-    there is none (the check cache is then off). Its name is derived from the edge directory, so the
-    one a killed svc left behind is replaced by the next start on the same data dir; when that name
-    is not ours to replace, a random one is made."""
-    base = memory_dir()
-    if base is None:
-        return None
-    tag = hashlib.sha256(str(edge_root).encode()).hexdigest()[:16]
-    path = base / f"svc-edge-{os.geteuid()}-{tag}"
-    try:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.is_dir():
-            shutil.rmtree(path)
-        path.mkdir(mode=0o700)
-    except OSError:
-        # Another user's, or a race: a directory only this process made.
-        try:
-            return Path(tempfile.mkdtemp(prefix=f"{path.name}-", dir=base))
-        except OSError:
-            return None
-    return path
-
-
-def remove_check_cache_dir(path: Path | None) -> None:
-    if path is not None:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(path)
-
-
 @dataclass(frozen=True)
 class EdgeOptions:
     listen_host: str
@@ -263,8 +198,6 @@ class EdgeOptions:
     # "user group" for the workers when nginx starts as root (else None: workers keep the user).
     user: str | None = None
     mime_types: Path | None = MIME_TYPES
-    # The check cache's directory, on a memory file system (new_check_cache_dir()); None: no cache.
-    check_cache_dir: Path | None = None
     # Modules to load (nginx's Lua module: lua_modules()); empty when compiled in.
     modules: tuple[Path, ...] = ()
     # What svc sends with each change of the routing table (X-Svc-Edge-Token); made per start.
@@ -360,8 +293,8 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
     api_server, api_host = api_address(options.api_url)
     mime_types = options.mime_types if options.mime_types is not None and options.mime_types.is_file() else None
     cache = None
-    if options.check_cache_seconds > 0 and options.check_cache_dir is not None:
-        cache = {"path": quote(str(options.check_cache_dir)), "seconds": options.check_cache_seconds}
+    if options.check_cache_seconds > 0:
+        cache = {"memory": CHECK_CACHE_MEMORY, "seconds": options.check_cache_seconds}
     t = layout.temp
     text = _env().get_template("nginx.conf.j2").render(
         config_id=_ID_PLACEHOLDER,

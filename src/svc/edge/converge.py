@@ -43,13 +43,12 @@ from svc.edge.config import (
     EdgeOptions,
     config_id,
     listen_address,
-    new_check_cache_dir,
-    remove_check_cache_dir,
     render,
     upstream_name,
 )
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
 from svc.edge.routes import Entry, Kind, RouteTable
+from svc.edge.routes_module import ModuleBuildError, routes_module
 from svc.edge.traffic import TrafficLog
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
@@ -143,16 +142,16 @@ class NginxEdge:
         if modules is None:
             raise EdgeProcessError(f"{self.binary} has no Lua module, which the edge's routing table needs "
                                    "(Debian: apt-get install libnginx-mod-http-lua; `make run` does it)")
+        try:
+            # After the Lua module, whose functions it calls.
+            modules = (*modules, await asyncio.to_thread(routes_module, self.binary))
+        except ModuleBuildError as exc:
+            raise EdgeProcessError(f"the edge's nginx module could not be built: {exc} "
+                                   "(`make setup` does it)") from None
         self.layout.prepare()
-        # An nginx a killed svc left running still uses the check cache directory replaced below.
+        # An nginx a killed svc left running (its routing table and check cache are of that run).
         await self.process.stop_stale()
-        # A fresh check cache: answers cached by a previous run were keyed by access generations
-        # this run may not share. In memory, as its files hold their keys (cookie values).
-        cache_dir = new_check_cache_dir(self.layout.root) if self.options.check_cache_seconds > 0 else None
-        if cache_dir is None and self.options.check_cache_seconds > 0:
-            log.warning("the edge's check cache is off (no memory file system such as /dev/shm to keep it in): "
-                        "protected projects ask the API on every request")
-        self.options = dataclasses.replace(self.options, check_cache_dir=cache_dir, modules=modules,
+        self.options = dataclasses.replace(self.options, modules=modules,
                                            control_token=secrets.token_urlsafe(24),
                                            request_id_prefix=secrets.token_hex(4))
         with contextlib.suppress(OSError):
@@ -185,7 +184,6 @@ class NginxEdge:
         await self._reloads.close()
         await self.process.stop()
         await self.process.aclose()
-        remove_check_cache_dir(self.options.check_cache_dir)
 
     # --- the Edge port ---
 

@@ -1,21 +1,27 @@
 -- svc's routing table inside nginx (docs/edge.md "How a request finds its site"): one entry per
 -- host in the shared dictionary svc_routes, its value the directory the host serves, its flags the
--- host's kind (+ 16 x the access generation, for a protected project). svc changes entries through
+-- host's kind (see below). Requests read it through svc's nginx module (module/, C: a Lua call per
+-- request costs too much); this file fills it, and asks the access check. svc changes entries through
 -- the control server (POST /routes, one change per line) and keeps the table on disk: `routes`, a
 -- snapshot, and `routes.log`, the changes since; nginx reads both when it starts or reloads.
 --
 -- A change line:   set <TAB> host <TAB> flags <TAB> directory [<TAB> worker <TAB> upstream]
 --                  del <TAB> host
 --                  flush                (every entry removed: a full table follows)
--- Kinds: 1 public, 2 protected, 3 no deployment, 4 protected without deployment, 5 pending.
+-- Kinds: 1 public, 2 protected, 3 no deployment, 4 protected without deployment, 5 pending (the
+-- module's $svc_kind is 6 or 7 for 2 or 4 when the check cache holds an allowed answer).
 -- Flags: the kind + 16 when the host has a worker (its key and upstream follow the directory in
 -- the entry's value) + 32 x the access generation.
 
 local M = {}
 local routes = ngx.shared.svc_routes
-local KINDS = 16
+-- The check cache (nil when it is off): allowed answers of the access check, by check_key().
+local checks = ngx.shared.svc_check
+local var = ngx.var
+local floor = math.floor
+local md5 = ngx.md5
+local capture = ngx.location.capture
 local WORKER = 16
-local GENERATIONS = 32
 
 local function apply(line)
     local op, host, rest = line:match("^(%l+)\t([^\t]+)(.*)$")
@@ -26,7 +32,7 @@ local function apply(line)
         end
         -- A worker's key and upstream stay in the value, after the directory (split per request
         -- only for hosts whose flags say they have a worker).
-        if math.floor(tonumber(flags) / WORKER) % 2 == 1 and not root:match("^[^\t]+\t[^\t]+\t[^\t]+$") then
+        if floor(tonumber(flags) / WORKER) % 2 == 1 and not root:match("^[^\t]+\t[^\t]+\t[^\t]+$") then
             return nil, "not a change: " .. line
         end
         -- safe_set: never evicts another host's entry to make room.
@@ -85,28 +91,58 @@ function M.update()
     ngx.say(count)
 end
 
--- Per request (set_by_lua, the host handed in): the host's kind ("" for a host nobody routes, whose
--- $svc_root is the edge's empty void/unknown); sets $svc_root to the directory it serves, for a protected host $svc_gen to its access generation, and for a host
--- with a worker $svc_worker and $svc_upstream.
-function M.lookup(host)
-    local value, flags = routes:get(host)
-    if not value then
-        ngx.var.svc_root = M.void_unknown
-        return ""
+-- The check cache's key for this request (the same as svc's nginx module computes: module/), from
+-- what decides access: the host, its access
+-- generation and live deployment (a policy change, a revocation or a deploy moves to a new key at
+-- once), the svc_access cookie as nginx reads it (never the site's own cookies) and an MD5 of the
+-- bypass header (the secret itself is kept nowhere); nil for a request with neither credential.
+local function check_key(host, generation, root)
+    local cookie = var.cookie_svc_access
+    local bypass = var.http_svc_access_bypass
+    if not cookie and not bypass then
+        return nil
     end
-    local kind = flags % KINDS
-    if flags % GENERATIONS >= WORKER then
-        local root, worker, upstream = value:match("^([^\t]+)\t([^\t]+)\t([^\t]+)$")
-        ngx.var.svc_root = root
-        ngx.var.svc_worker = worker
-        ngx.var.svc_upstream = upstream
-    else
-        ngx.var.svc_root = value
+    return host .. "\t" .. generation .. "\t" .. root .. "\t" .. (cookie or "") .. "\t" .. (bypass and md5(bypass) or "")
+end
+
+-- A header of a subrequest's answer, by its name in lower case ("" when absent): the table keeps the
+-- names as the API sent them.
+local function header(headers, name)
+    for key, value in pairs(headers) do
+        if key:lower() == name then
+            return type(value) == "table" and value[1] or value
+        end
     end
-    if kind == 2 or kind == 4 then
-        ngx.var.svc_gen = math.floor(flags / GENERATIONS)
+    return ""
+end
+
+-- The access check (access_by_lua of the protected locations, for a request the cache did not
+-- answer): asks the API (the check location, a subrequest), as auth_request would: 2xx passes and
+-- is kept for check_seconds when the request's credential is its one svc_access cookie or the
+-- bypass header (not when the Cookie header names svc_access twice: a sibling host may plant one,
+-- and the API reads them all); 401 goes to the login (X-Svc-Login), 403 is refused, anything else
+-- is an error.
+function M.check()
+    local answer = capture(M.check_path)
+    local status = answer.status
+    if status >= 200 and status < 300 then
+        if checks and var.svc_check_unkeyed == "" then
+            local key = check_key(var.host, var.svc_gen, var.svc_root)
+            if key then
+                checks:set(key, true, M.check_seconds)
+            end
+        end
+        return
     end
-    return kind
+    if status == 401 then
+        var.svc_login = header(answer.header, "x-svc-login")
+        return ngx.exit(401)
+    end
+    if status == 403 then
+        return ngx.exit(403)
+    end
+    ngx.log(ngx.ERR, "svc access check answered ", status)
+    return ngx.exit(500)
 end
 
 return M

@@ -1,0 +1,333 @@
+/*
+ * svc's routing table, read by nginx without Lua (docs/edge.md "How a request finds its site").
+ *
+ * The table is the Lua module's shared dictionary svc_routes (written by lua/svc_routes.lua: one
+ * entry per host, its value "root[\tworker\tupstream]", its flags the kind + 16 if a worker + 32 x
+ * the access generation). Reading it from Lua costs every request a Lua call (~2 us here: a new
+ * environment table per set_by_lua, the host as a Lua string); this module reads it in C, once per
+ * request, when $svc_kind (or any of its variables) is first used, and keeps all five for the
+ * request (internal redirects included: one request, one version).
+ *
+ * It uses lua-nginx-module's C API (ngx_http_lua_find_zone) and the dictionary read that
+ * lua-resty-core calls through the FFI (ngx_http_lua_ffi_shdict_get): loaded after that module.
+ *
+ *   $svc_kind      1 public, 2 protected, 3 no deployment, 4 protected without deployment,
+ *                  5 pending, "" unknown; 6 and 7 for 2 and 4 when the check cache (the dictionary
+ *                  svc_check) holds an allowed answer for this request's credential
+ *   $svc_root      the directory served (svc_routes_unknown_root for an unknown host)
+ *   $svc_gen       a protected host's access generation
+ *   $svc_worker    the live deployment's worker key, "" without one
+ *   $svc_upstream  the workerd process that serves it
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <ngx_md5.h>
+
+
+ngx_shm_zone_t *ngx_http_lua_find_zone(u_char *name_data, size_t name_len);
+int ngx_http_lua_ffi_shdict_get(ngx_shm_zone_t *zone, u_char *key, size_t key_len, int *value_type,
+    u_char **str_value_buf, size_t *str_value_len, double *num_value, int *user_flags, int get_stale,
+    int *is_stale, char **err);
+
+#define SVC_SHDICT_TSTRING 4  /* LUA_TSTRING */
+#define SVC_KINDS 16
+#define SVC_WORKER 16
+#define SVC_GENERATIONS 32
+#define SVC_VALUE_BUF 1024
+
+enum { SVC_KIND, SVC_ROOT, SVC_GEN, SVC_WORKER_VAR, SVC_UPSTREAM, SVC_NVARS };
+
+static ngx_str_t  svc_var_names[SVC_NVARS] = {
+    ngx_string("svc_kind"), ngx_string("svc_root"), ngx_string("svc_gen"),
+    ngx_string("svc_worker"), ngx_string("svc_upstream")
+};
+static ngx_str_t  svc_cookie_var = ngx_string("cookie_svc_access");
+static ngx_str_t  svc_bypass_var = ngx_string("http_svc_access_bypass");
+
+typedef struct {
+    ngx_str_t   unknown_root;
+    ngx_int_t   index[SVC_NVARS];
+    ngx_uint_t  cookie_hash;
+    ngx_uint_t  bypass_hash;
+} ngx_http_svc_routes_main_conf_t;
+
+/* Per worker: the dictionaries, found at the first request. */
+static ngx_shm_zone_t  *svc_routes_zone;
+static ngx_shm_zone_t  *svc_check_zone;
+static ngx_flag_t       svc_zones_found;
+
+
+static ngx_int_t ngx_http_svc_routes_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_svc_routes_init(ngx_conf_t *cf);
+static void *ngx_http_svc_routes_create_main_conf(ngx_conf_t *cf);
+static ngx_int_t ngx_http_svc_routes_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data);
+
+
+static ngx_command_t  ngx_http_svc_routes_commands[] = {
+    { ngx_string("svc_routes_unknown_root"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_svc_routes_main_conf_t, unknown_root),
+      NULL },
+      ngx_null_command
+};
+
+static ngx_http_module_t  ngx_http_svc_routes_module_ctx = {
+    ngx_http_svc_routes_add_variables,      /* preconfiguration */
+    ngx_http_svc_routes_init,               /* postconfiguration */
+    ngx_http_svc_routes_create_main_conf,   /* create main configuration */
+    NULL, NULL, NULL, NULL, NULL
+};
+
+ngx_module_t  ngx_http_svc_routes_module = {
+    NGX_MODULE_V1,
+    &ngx_http_svc_routes_module_ctx,
+    ngx_http_svc_routes_commands,
+    NGX_HTTP_MODULE,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_http_svc_routes_create_main_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_svc_routes_main_conf_t));
+}
+
+
+static ngx_int_t
+ngx_http_svc_routes_add_variables(ngx_conf_t *cf)
+{
+    ngx_uint_t             i;
+    ngx_http_variable_t   *var;
+
+    for (i = 0; i < SVC_NVARS; i++) {
+        var = ngx_http_add_variable(cf, &svc_var_names[i], 0);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+        var->get_handler = ngx_http_svc_routes_variable;
+        var->data = i;
+    }
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_svc_routes_init(ngx_conf_t *cf)
+{
+    ngx_uint_t                        i;
+    ngx_http_svc_routes_main_conf_t  *smcf;
+
+    smcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_svc_routes_module);
+    for (i = 0; i < SVC_NVARS; i++) {
+        smcf->index[i] = ngx_http_get_variable_index(cf, &svc_var_names[i]);
+        if (smcf->index[i] == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+    }
+    smcf->cookie_hash = ngx_hash_key(svc_cookie_var.data, svc_cookie_var.len);
+    smcf->bypass_hash = ngx_hash_key(svc_bypass_var.data, svc_bypass_var.len);
+    return NGX_OK;
+}
+
+
+static void
+svc_set(ngx_http_request_t *r, ngx_int_t index, u_char *data, size_t len)
+{
+    ngx_http_variable_value_t  *v = &r->variables[index];
+
+    v->data = data;
+    v->len = len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->escape = 0;
+}
+
+
+/* A copy of the value in the request's pool (the dictionary's lives in shared memory). */
+static u_char *
+svc_get(ngx_http_request_t *r, ngx_shm_zone_t *zone, u_char *key, size_t key_len, size_t *len,
+    int *flags)
+{
+    u_char   buf[SVC_VALUE_BUF], *value, *copy;
+    size_t   value_len;
+    int      type, stale, rc;
+    double   num;
+    char    *err;
+
+    value = buf;
+    value_len = sizeof(buf);
+    *flags = 0;
+    rc = ngx_http_lua_ffi_shdict_get(zone, key, key_len, &type, &value, &value_len, &num, flags, 0,
+                                     &stale, &err);
+    if (rc != NGX_OK || type != SVC_SHDICT_TSTRING) {
+        if (value != buf) {
+            free(value);
+        }
+        return NULL;
+    }
+    copy = ngx_pnalloc(r->pool, value_len ? value_len : 1);
+    if (copy != NULL) {
+        ngx_memcpy(copy, value, value_len);
+    }
+    if (value != buf) {
+        free(value);  /* the dictionary allocated a larger buffer (malloc) */
+    }
+    *len = value_len;
+    return copy;
+}
+
+
+/* Whether the check cache holds an allowed answer for this request: the key of
+ * svc_routes.lua's check_key() (host, generation, root, svc_access cookie, MD5 of the bypass
+ * header), none for a request with neither credential. */
+static ngx_flag_t
+svc_checked(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf, ngx_str_t *host,
+    ngx_str_t *gen, ngx_str_t *root)
+{
+    ngx_http_variable_value_t  *cookie, *bypass;
+    ngx_md5_t                   md5;
+    u_char                      digest[16], hex[32], *key, *p;
+    size_t                      len, cookie_len;
+    int                         flags;
+
+    if (svc_check_zone == NULL) {
+        return 0;
+    }
+    cookie = ngx_http_get_variable(r, &svc_cookie_var, smcf->cookie_hash);
+    bypass = ngx_http_get_variable(r, &svc_bypass_var, smcf->bypass_hash);
+    if (cookie == NULL || bypass == NULL || (cookie->not_found && bypass->not_found)) {
+        return 0;
+    }
+    cookie_len = cookie->not_found ? 0 : cookie->len;
+    if (!bypass->not_found) {
+        ngx_md5_init(&md5);
+        ngx_md5_update(&md5, bypass->data, bypass->len);
+        ngx_md5_final(digest, &md5);
+        ngx_hex_dump(hex, digest, 16);
+    }
+    len = host->len + gen->len + root->len + cookie_len + 4 + (bypass->not_found ? 0 : 32);
+    key = ngx_pnalloc(r->pool, len);
+    if (key == NULL) {
+        return 0;
+    }
+    p = ngx_cpymem(key, host->data, host->len);
+    *p++ = '\t';
+    p = ngx_cpymem(p, gen->data, gen->len);
+    *p++ = '\t';
+    p = ngx_cpymem(p, root->data, root->len);
+    *p++ = '\t';
+    p = ngx_cpymem(p, cookie->data, cookie_len);
+    *p++ = '\t';
+    if (!bypass->not_found) {
+        p = ngx_cpymem(p, hex, 32);
+    }
+    {
+        u_char   buf[8], *value = buf;
+        size_t   value_len = sizeof(buf);
+        int      type, stale, rc;
+        double   num;
+        char    *err;
+
+        rc = ngx_http_lua_ffi_shdict_get(svc_check_zone, key, p - key, &type, &value, &value_len, &num,
+                                         &flags, 0, &stale, &err);
+        if (value != buf) {
+            free(value);
+        }
+        /* Lua's `true`: any value found is an allowed answer. */
+        return rc == NGX_OK && type != 0 /* LUA_TNIL */;
+    }
+}
+
+
+static ngx_int_t
+svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
+{
+    ngx_str_t   host, root, worker, upstream, gen;
+    u_char     *value, *tab, *end, *p;
+    size_t      len;
+    int         flags;
+    ngx_uint_t  kind;
+    static u_char  kinds[] = "0123456789";
+
+    if (!svc_zones_found) {
+        svc_routes_zone = ngx_http_lua_find_zone((u_char *) "svc_routes", sizeof("svc_routes") - 1);
+        svc_check_zone = ngx_http_lua_find_zone((u_char *) "svc_check", sizeof("svc_check") - 1);
+        svc_zones_found = 1;
+    }
+    ngx_str_null(&worker);
+    ngx_str_null(&upstream);
+    ngx_str_null(&gen);
+    host = r->headers_in.server;
+    value = NULL;
+    if (svc_routes_zone != NULL && host.len > 0) {
+        value = svc_get(r, svc_routes_zone, host.data, host.len, &len, &flags);
+    }
+    if (value != NULL && (flags % SVC_KINDS < 1 || flags % SVC_KINDS > 5)) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "svc routes: no such kind for \"%V\"", &host);
+        value = NULL;
+    }
+    if (value == NULL || flags <= 0) {
+        svc_set(r, smcf->index[SVC_KIND], (u_char *) "", 0);
+        svc_set(r, smcf->index[SVC_ROOT], smcf->unknown_root.data, smcf->unknown_root.len);
+        svc_set(r, smcf->index[SVC_GEN], (u_char *) "", 0);
+        svc_set(r, smcf->index[SVC_WORKER_VAR], (u_char *) "", 0);
+        svc_set(r, smcf->index[SVC_UPSTREAM], (u_char *) "", 0);
+        return NGX_OK;
+    }
+    kind = flags % SVC_KINDS;
+    root.data = value;
+    root.len = len;
+    if (flags % SVC_GENERATIONS >= SVC_WORKER) {
+        /* root \t worker \t upstream */
+        end = value + len;
+        tab = ngx_strlchr(value, end, '\t');
+        p = tab ? ngx_strlchr(tab + 1, end, '\t') : NULL;
+        if (p == NULL) {
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0, "svc routes: a bad entry for \"%V\"", &host);
+            return NGX_ERROR;
+        }
+        root.len = tab - value;
+        worker.data = tab + 1;
+        worker.len = p - worker.data;
+        upstream.data = p + 1;
+        upstream.len = end - upstream.data;
+    }
+    if (kind == 2 || kind == 4) {
+        gen.data = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+        if (gen.data == NULL) {
+            return NGX_ERROR;
+        }
+        gen.len = ngx_sprintf(gen.data, "%d", flags / SVC_GENERATIONS) - gen.data;
+        if (svc_checked(r, smcf, &host, &gen, &root)) {
+            kind = (kind == 2) ? 6 : 7;
+        }
+    }
+    svc_set(r, smcf->index[SVC_KIND], &kinds[kind], 1);
+    svc_set(r, smcf->index[SVC_ROOT], root.data, root.len);
+    svc_set(r, smcf->index[SVC_GEN], gen.data, gen.len);
+    svc_set(r, smcf->index[SVC_WORKER_VAR], worker.data, worker.len);
+    svc_set(r, smcf->index[SVC_UPSTREAM], upstream.data, upstream.len);
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_svc_routes_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_svc_routes_main_conf_t  *smcf;
+
+    smcf = ngx_http_get_module_main_conf(r, ngx_http_svc_routes_module);
+    if (svc_lookup(r, smcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    *v = r->variables[smcf->index[data]];
+    return NGX_OK;
+}
