@@ -261,8 +261,13 @@ async def test_leftovers_in_the_group_of_a_killed_child_are_killed(tmp_path: Pat
         await eventually(restarted, "the child to be started again")
         assert not alive(worker)
         second_worker = int((tmp_path / "worker.pid").read_text())
-    # A graceful stop: the child exits, its worker is killed after it.
-    assert not alive(second_worker)
+    # A graceful stop: the child exits, its worker is killed after it (a signal is delivered, not
+    # waited for: on a busy machine the worker may take a moment to be gone).
+
+    async def worker_gone() -> bool:
+        return not alive(second_worker)
+
+    await eventually(worker_gone, "the second worker to be killed")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="running as another user needs root")
