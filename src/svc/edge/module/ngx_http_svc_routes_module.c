@@ -18,6 +18,8 @@
  *   $svc_gen       a protected host's access generation
  *   $svc_worker    the live deployment's worker key, "" without one
  *   $svc_upstream  the workerd process that serves it
+ *   $svc_detour    "" when the files of $svc_root answer the request as they are (kinds 1, 3, 6
+ *                  and 7 without a worker), else "1"
  */
 
 #include <ngx_config.h>
@@ -37,11 +39,11 @@ int ngx_http_lua_ffi_shdict_get(ngx_shm_zone_t *zone, u_char *key, size_t key_le
 #define SVC_GENERATIONS 32
 #define SVC_VALUE_BUF 1024
 
-enum { SVC_KIND, SVC_ROOT, SVC_GEN, SVC_WORKER_VAR, SVC_UPSTREAM, SVC_NVARS };
+enum { SVC_KIND, SVC_ROOT, SVC_GEN, SVC_WORKER_VAR, SVC_UPSTREAM, SVC_DETOUR, SVC_NVARS };
 
 static ngx_str_t  svc_var_names[SVC_NVARS] = {
     ngx_string("svc_kind"), ngx_string("svc_root"), ngx_string("svc_gen"),
-    ngx_string("svc_worker"), ngx_string("svc_upstream")
+    ngx_string("svc_worker"), ngx_string("svc_upstream"), ngx_string("svc_detour")
 };
 static ngx_str_t  svc_cookie_var = ngx_string("cookie_svc_access");
 static ngx_str_t  svc_bypass_var = ngx_string("http_svc_access_bypass");
@@ -280,6 +282,7 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
         svc_set(r, smcf->index[SVC_GEN], (u_char *) "", 0);
         svc_set(r, smcf->index[SVC_WORKER_VAR], (u_char *) "", 0);
         svc_set(r, smcf->index[SVC_UPSTREAM], (u_char *) "", 0);
+        svc_set(r, smcf->index[SVC_DETOUR], (u_char *) "1", 1);
         return NGX_OK;
     }
     kind = flags % SVC_KINDS;
@@ -315,6 +318,11 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
     svc_set(r, smcf->index[SVC_GEN], gen.data, gen.len);
     svc_set(r, smcf->index[SVC_WORKER_VAR], worker.data, worker.len);
     svc_set(r, smcf->index[SVC_UPSTREAM], upstream.data, upstream.len);
+    if (worker.len > 0 || kind == 2 || kind == 4 || kind == 5) {
+        svc_set(r, smcf->index[SVC_DETOUR], (u_char *) "1", 1);
+    } else {
+        svc_set(r, smcf->index[SVC_DETOUR], (u_char *) "", 0);
+    }
     return NGX_OK;
 }
 
