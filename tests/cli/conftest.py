@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,16 +26,12 @@ import pytest
 
 from svc.cli.main import main as svc_main
 from tests.support.pdns import free_dns_port
+from tests.support.ports import free_port
 
 BIN = Path(sys.executable).parent
 SVC = str(BIN / "svc")
 START_SECONDS = 90
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def clean_env() -> dict[str, str]:

@@ -9,7 +9,8 @@ import sys
 
 import httpx
 
-from tests.cli.conftest import Cli, People, clean_env, free_port, uniq
+from tests.cli.conftest import Cli, People, clean_env, uniq
+from tests.support.ports import free_port
 
 
 def test_dev_login_then_whoami_in_text_and_json(cli: Cli) -> None:

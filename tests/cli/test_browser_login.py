@@ -19,7 +19,8 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import httpx
 import pytest
 
-from tests.cli.conftest import SVC, Cli, clean_env, free_port, process, running_server, uniq
+from tests.cli.conftest import SVC, Cli, clean_env, process, running_server, uniq
+from tests.support.ports import free_port
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 

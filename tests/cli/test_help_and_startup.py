@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli.conftest import SVC, Cli, clean_env, free_port, uniq
+from tests.cli.conftest import SVC, Cli, clean_env, uniq
+from tests.support.ports import free_port
 
 
 def test_version_prints_the_installed_package_version() -> None:

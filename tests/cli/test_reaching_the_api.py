@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Cli, Result, free_port
+from tests.cli.conftest import Cli, Result
 from tests.cli.fake_http import HTML_404, FakeHttp
+from tests.support.ports import free_port
 
 
 def _one_error(r: Result) -> str:

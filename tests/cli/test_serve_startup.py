@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from svc.supervisor import find_binary
-from tests.cli.conftest import SVC, clean_env, free_port, process
+from tests.cli.conftest import SVC, clean_env, process
 from tests.support.pdns import free_dns_port
+from tests.support.ports import free_port
 
 # Well within this, a failing start exits (nginx itself would retry binding for ~2.5 s, then the
 # supervisor would start it again, endlessly).

@@ -18,8 +18,9 @@ from svc.domains.projects.service import EdgeRouting
 from svc.edge import NginxEdge
 from svc.settings import Settings
 from svc.supervisor import find_binary
-from tests.edge.helpers import EdgeHttp, FakeCheck, fake_check_server, free_port
+from tests.edge.helpers import EdgeHttp, FakeCheck, fake_check_server
 from tests.support.api import Svc, running_svc
+from tests.support.ports import free_port
 
 NGINX = find_binary("nginx")
 pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (make test installs it)")

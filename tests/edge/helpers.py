@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import io
 import json
-import socket
 import tarfile
 import tempfile
 from collections.abc import AsyncIterator
@@ -41,11 +40,6 @@ async def _bump_edge(session: AsyncSession) -> None:
     sees it on its poll (these helpers do not converge it themselves)."""
     await session.execute(update(EdgeState).where(EdgeState.id == 1).values(generation=EdgeState.generation + 1))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def bundle(files: dict[str, bytes], manifest: dict[str, Any] | None = None) -> bytes:

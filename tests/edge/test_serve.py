@@ -24,9 +24,10 @@ from svc.db import open_database
 from svc.edge import NginxEdge
 from svc.settings import Settings
 from tests.edge.conftest import edge_settings
-from tests.edge.helpers import Site, deploy, free_port
+from tests.edge.helpers import Site, deploy
 from tests.support.api import assert_error
 from tests.support.pdns import free_dns_port
+from tests.support.ports import free_port
 
 SVC = str(Path(sys.executable).parent / "svc")
 

@@ -11,7 +11,6 @@ Tests that use it skip, with the reason, where pdns_server is not installed (`ma
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from svc.adapters.nameserver.powerdns import PowerDnsNameserver
 from svc.adapters.nameserver.process import find_schema
 from svc.settings import Settings
 from svc.supervisor import find_binary
+from tests.support.ports import free_port
 
 PDNS_INSTALLED = find_binary("pdns_server") is not None and find_schema() is not None
 PDNS_REQUIRED = pytest.mark.skipif(
@@ -41,18 +41,9 @@ NAMESERVERS = ["ns1.svc.test.", "ns2.svc.test."]
 
 
 def free_dns_port(host: str = "127.0.0.1") -> int:
-    """A port free for both TCP and UDP on host (DNS binds both)."""
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            tcp.bind((host, 0))
-            port = int(tcp.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind((host, port))
-                except OSError:
-                    continue
-                return port
-    raise RuntimeError("no port free for both TCP and UDP")
+    """A port free for both TCP and UDP (DNS binds both)."""
+    assert host == "127.0.0.1", host
+    return free_port(udp_too=True)
 
 
 def pdns_settings(data_dir: Path, **extra: object) -> Settings:
