@@ -231,6 +231,28 @@ async def test_console_lines_and_exceptions_reach_svc_as_the_projects_logs(
     assert ("error", "Error: boom", "req-2") in messages
 
 
+async def test_a_worker_entrypoint_class_is_served_and_what_it_prints_logged(
+        runtime: WorkerdRuntime, fake_svc: FakeSvc) -> None:
+    """A default export that is a WorkerEntrypoint class (the wrapper that records the console
+    makes it, with its env: only the project's bindings), and lines printed after the answer
+    (ctx.waitUntil) keep their request's id."""
+    fake_svc.add("cls.1", 'import { WorkerEntrypoint } from "cloudflare:workers"; '
+                          "export default class extends WorkerEntrypoint { fetch(request) { "
+                          "console.info('bindings', Object.keys(this.env).join(',')); "
+                          "this.ctx.waitUntil(Promise.resolve().then(() => console.error('later'))); "
+                          "return new Response('class ' + this.env.GREETING) } }",
+                  text={"GREETING": "hi"}, project="p-cls")
+    answer = await _get(runtime, "cls.1", "/", **{"X-Request-Id": "req-c"})
+    assert (answer.status_code, answer.text) == (200, "class hi")
+    for _ in range(100):
+        if sum(1 for line in fake_svc.logs if line.get("requestId") == "req-c") >= 2:
+            break
+        await asyncio.sleep(0.05)
+    messages = [(line["level"], line["message"]) for line in fake_svc.logs if line.get("requestId") == "req-c"]
+    assert ("info", "bindings GREETING") in messages
+    assert ("error", "later") in messages
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only svc running as root switches workerd's user")
 async def test_workerd_runs_as_an_unprivileged_user(runtime: WorkerdRuntime, fake_svc: FakeSvc) -> None:
     nobody = pwd.getpwnam("nobody").pw_uid

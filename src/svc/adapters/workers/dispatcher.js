@@ -36,46 +36,80 @@ export class Assets extends WorkerEntrypoint {
 
 const ASSETS_HOST = "_svc-runtime-assets";
 
-// Each invocation of a project's worker ends here with its console lines and uncaught exceptions;
-// they go to svc, which keeps them as the project's logs.
-export class Tail extends WorkerEntrypoint {
-  async tail(events) {
-    const lines = [];
-    for (const event of events) {
-      const request = event.event && event.event.request;
-      const requestId = request && request.headers ? request.headers["x-request-id"] || null : null;
-      for (const entry of event.logs || []) {
-        lines.push({ at: entry.timestamp, level: entry.level, message: entry.message.map(text).join(" "), requestId });
-      }
-      for (const failure of event.exceptions || []) {
-        lines.push({ at: failure.timestamp, level: "error", message: `${failure.name}: ${failure.message}`,
-                     stack: failure.stack || null, requestId });
-      }
-    }
-    if (lines.length === 0) return;
+// A project's console lines and uncaught exceptions, from the wrapper around its main module
+// (below): they go to svc, which keeps them as the project's logs. A binding of the project's
+// isolate that the wrapper takes out of env before the project's code sees it.
+export class Logs extends WorkerEntrypoint {
+  async record(lines) {
     await this.env.SVC.fetch(`http://svc/v1/runtime/projects/${this.ctx.props.project}/logs`, {
       method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ lines }),
     });
   }
 }
 
-function text(value) {
-  return typeof value === "string" ? value : JSON.stringify(value);
+const LOGS = "__SVC_LOGS__";
+const WRAPPER = "__svc_main__.js";
+
+// The main module svc runs for a project: the project's own, wrapped. Its console methods record
+// lines (with the request's id, through an AsyncLocalStorage), an exception its fetch() throws is
+// recorded with its stack, and what a request recorded is sent in one batch when it has ended
+// (ctx.waitUntil), lines or nothing: no cost for a request that prints nothing. (A tail worker
+// would cost every request a second invocation: it halved a hello worker's throughput.)
+function wrapper(mainModule) {
+  const path = JSON.stringify("./" + mainModule);
+  return `import * as main from ${path};
+export * from ${path};
+import { AsyncLocalStorage } from "node:async_hooks";
+const invocations = new AsyncLocalStorage();
+const outside = [];
+const text = (value) => typeof value === "string" ? value : value instanceof Error ? String(value) : JSON.stringify(value);
+const record = (line) => {
+  const invocation = invocations.getStore();
+  if (!invocation) { outside.push(line); return; }
+  line.requestId = invocation.id;
+  if (invocation.sent) invocation.ctx.waitUntil(invocation.logs.record([line]));
+  else invocation.lines.push(line);
+};
+for (const level of ["debug", "info", "log", "warn", "error"]) {
+  console[level] = (...args) => record({ at: Date.now(), level, message: args.map(text).join(" ") });
+}
+const handler = main.default;
+export default {
+  async fetch(request, env, ctx) {
+    const logs = env[${JSON.stringify(LOGS)}];
+    const own = { ...env };
+    delete own[${JSON.stringify(LOGS)}];
+    const invocation = { id: request.headers.get("x-request-id"), lines: outside.splice(0), sent: false, ctx, logs };
+    try {
+      return await invocations.run(invocation, () => typeof handler === "function"
+        ? new handler(ctx, own).fetch(request) : handler.fetch(request, own, ctx));
+    } catch (error) {
+      invocation.lines.push({ at: Date.now(), level: "error", message: String(error),
+                              stack: (error && error.stack) || null, requestId: invocation.id });
+      throw error;
+    } finally {
+      invocation.sent = true;
+      if (invocation.lines.length) ctx.waitUntil(logs.record(invocation.lines.splice(0)));
+    }
+  },
+};
+`;
 }
 
 async function load(env, ctx, key) {
   const answer = await env.SVC.fetch(`http://svc/v1/runtime/workers/${key}`);
   if (answer.status !== 200) throw new Error(`${UNAVAILABLE}svc answered ${answer.status} for worker ${key}`);
   const worker = await answer.json();
-  const bindings = { ...worker.env };
+  const bindings = { ...worker.env, [LOGS]: ctx.exports.Logs({ props: { project: worker.project } }) };
   if (worker.assets) bindings.ASSETS = ctx.exports.Assets({ props: { root: worker.assets } });
   return {
     compatibilityDate: worker.compatibilityDate,
-    mainModule: worker.mainModule,
-    modules: worker.modules,
+    // The wrapper's AsyncLocalStorage (node:async_hooks alone, not the rest of Node's APIs).
+    compatibilityFlags: ["nodejs_als"],
+    mainModule: WRAPPER,
+    modules: { ...worker.modules, [WRAPPER]: wrapper(worker.mainModule) },
     env: bindings,
     globalOutbound: env.INTERNET,
-    tails: [ctx.exports.Tail({ props: { project: worker.project } })],
   };
 }
 
