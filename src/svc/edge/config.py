@@ -48,6 +48,8 @@ CONTROL_HOST = "_svc-edge-control"
 # The server the worker runtime reads the deployments' files from (env.ASSETS; loopback, its token).
 ASSETS_HOST = "_svc-runtime-assets"
 CONTROL_PATH = "/routes"
+# The control server's path of the traffic counts (GET: what was counted since the last time).
+CONTROL_TRAFFIC_PATH = "/traffic"
 # nginx's Lua module and the module it needs (Debian: libnginx-mod-http-lua, -ndk), loaded in order.
 LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
 MODULE_DIRS = (Path("/usr/lib/nginx/modules"), Path("/usr/lib64/nginx/modules"), Path("/usr/local/nginx/modules"),
@@ -61,6 +63,9 @@ PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none
 # The check cache's shared memory (nginx's, never a file: its keys hold credentials): a few
 # hundred bytes an allowed visitor, the least recently used dropped when full.
 CHECK_CACHE_MEMORY = "4m"
+# The traffic counts' shared memory: five numbers a host and minute until svc collects them (every
+# second), and a counter a host and second for the log's sample.
+TRAFFIC_MEMORY = "16m"
 
 # Text types compressed on the fly when the client accepts gzip (text/html always is).
 GZIP_TYPES = (
@@ -318,6 +323,8 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         void_unknown=quote(str(layout.void_unknown)),
         control_host=CONTROL_HOST,
         control_path=CONTROL_PATH,
+        control_traffic_path=CONTROL_TRAFFIC_PATH,
+        traffic_memory=TRAFFIC_MEMORY,
         control_token=_single(options.control_token),
         bodies={"not_found": _single(NOT_FOUND_BODY), "unknown_host": _single(UNKNOWN_HOST_BODY),
                 "no_deployment": _single(NO_DEPLOYMENT_BODY), "method": _single(METHOD_BODY),

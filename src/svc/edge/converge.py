@@ -36,7 +36,7 @@ import secrets
 import signal
 from pathlib import Path
 
-from svc.adapters.edge.port import EdgeChange, Route, RoutingSource, TrafficSink
+from svc.adapters.edge.port import EdgeChange, Route, RoutingSource, TrafficBatch, TrafficSink
 from svc.adapters.workers.port import WorkerRuntime
 from svc.edge.config import (
     EdgeLayout,
@@ -49,7 +49,7 @@ from svc.edge.config import (
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
 from svc.edge.routes import Entry, Kind, RouteTable
 from svc.edge.routes_module import ModuleBuildError, routes_module
-from svc.edge.traffic import TrafficLog
+from svc.edge.traffic import TrafficLog, counts
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
@@ -360,8 +360,10 @@ class NginxEdge:
             return
         # self._owners is read from the thread: a dict lookup is atomic, and a host routed this very
         # moment is counted from the next turn.
-        batch = await asyncio.to_thread(self._traffic_log.take, self._owners.get)
-        if batch.counts:
+        lines = await asyncio.to_thread(self._traffic_log.take, self._owners.get)
+        collected = await self.process.collect_traffic(self.options.control_token) if self.process.running else ""
+        batch = TrafficBatch(counts=counts(collected, self._owners.get), samples=lines)
+        if batch.counts or batch.samples:
             await self.traffic.record(batch)
         if self._traffic_log.full and self.process.running:
             await asyncio.to_thread(self._traffic_log.rotate)

@@ -21,7 +21,16 @@ from pathlib import Path
 
 import httpx
 
-from svc.edge.config import CONTROL_HOST, CONTROL_PATH, LUA_MODULES, MODULE_DIRS, STATUS_HOST, STATUS_PATH, EdgeLayout
+from svc.edge.config import (
+    CONTROL_HOST,
+    CONTROL_PATH,
+    CONTROL_TRAFFIC_PATH,
+    LUA_MODULES,
+    MODULE_DIRS,
+    STATUS_HOST,
+    STATUS_PATH,
+    EdgeLayout,
+)
 from svc.supervisor import Port, ProcessError, ProcessSpec, Supervisor, children, http_get, title
 
 log = logging.getLogger("svc.edge")
@@ -135,20 +144,35 @@ class NginxProcess(Supervisor):
 
     # --- the routing table ---
 
-    async def send_routes(self, lines: list[str], token: str) -> None:
-        """Changes of the routing table (lua/svc_routes.lua) to the running nginx: applied in its
-        memory, seen by every worker's next request, when this returns."""
+    def _control_client(self) -> httpx.AsyncClient:
+        """nginx's control server (the edge's own listener, Host: _svc-edge-control)."""
         if self._control is None:
             self._control = httpx.AsyncClient(base_url=f"http://{_url_host(self.probe_host)}:{self.probe_port}",
                                               timeout=CONTROL_SECONDS, trust_env=False)
+        return self._control
+
+    async def send_routes(self, lines: list[str], token: str) -> None:
+        """Changes of the routing table (lua/svc_routes.lua) to the running nginx: applied in its
+        memory, seen by every worker's next request, when this returns."""
         body = "".join(f"{line}\n" for line in lines).encode()
         try:
-            r = await self._control.post(CONTROL_PATH, content=body, headers={
+            r = await self._control_client().post(CONTROL_PATH, content=body, headers={
                 "host": CONTROL_HOST, "x-svc-edge-token": token, "content-type": "text/plain"})
         except httpx.HTTPError as exc:
             raise EdgeProcessError(f"nginx could not be sent the routing table's changes: {exc!r}") from None
         if r.status_code != 200:
             raise EdgeProcessError(f"nginx refused the routing table's changes ({r.status_code}): {r.text[:200]}")
+
+    async def collect_traffic(self, token: str) -> str:
+        """The traffic counts nginx kept since the last call (taken away as they are read)."""
+        try:
+            r = await self._control_client().get(CONTROL_TRAFFIC_PATH,
+                                                 headers={"host": CONTROL_HOST, "x-svc-edge-token": token})
+        except httpx.HTTPError as exc:
+            raise EdgeProcessError(f"nginx could not be asked for its traffic counts: {exc!r}") from None
+        if r.status_code != 200:
+            raise EdgeProcessError(f"nginx refused to hand over its traffic counts ({r.status_code})")
+        return r.text
 
     async def aclose(self) -> None:
         if self._control is not None:

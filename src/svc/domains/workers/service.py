@@ -108,11 +108,16 @@ def _at(millis: float) -> datetime:
         return utcnow()
 
 
+# Longer than any retention setting allows (SVC_LOG_RETENTION_HOURS).
+LONGEST_SINCE = timedelta(days=3650)
+
+
 async def project_logs(uow: UnitOfWork, project: Project, *, after: int | None, since: timedelta | None,
                        limit: int) -> schemas.LogPage:
     """A page of a project's log lines: the last `limit` (within `since`), or those after a cursor."""
     session = uow.session
-    start = utcnow() - since if since is not None else None
+    # A window longer than anything is kept means every kept line (and 999999d would not fit a date).
+    start = utcnow() - min(since, LONGEST_SINCE) if since is not None else None
     rows = await queries.lines(session, project.id, after=after, since=start, limit=limit)
     cursor = rows[-1].seq if rows else (after if after is not None else await queries.last_seq(session, project.id))
     return schemas.LogPage(lines=[schemas.LogLineView.model_validate(row) for row in rows], next_cursor=str(cursor))
@@ -142,7 +147,9 @@ class TrafficRecorder:
 
 async def record_traffic(uow: UnitOfWork, batch: TrafficBatch) -> None:
     session = uow.session
-    alive = await queries.existing_projects(session, {project_id for project_id, _ in batch.counts})
+    # (The counts and the lines of a request may come in different batches.)
+    alive = await queries.existing_projects(session, {project_id for project_id, _ in batch.counts}
+                                            | {r.project_id for r in batch.samples})
     for r in batch.samples:
         if r.project_id in alive:
             session.add(LogLine(project_id=r.project_id, at=r.at, source="edge", level=f"{r.status // 100}xx",

@@ -145,4 +145,30 @@ function M.check()
     return ngx.exit(500)
 end
 
+-- The control server's GET /traffic: the counts svc's module keeps (see module/), one
+-- "<kind>\t<host>\t<minute>[\t<class>]\t<value>" line each, taken away as they are read (each
+-- decremented by what was read: what is counted meanwhile stays for the next time).
+function M.traffic()
+    local counts = ngx.shared.svc_traffic
+    local out = {}
+    -- A minute before the last: no request counts in it any more, so its keys go once read.
+    local past = floor(ngx.time() / 60) - 1
+    if counts then
+        for _, key in ipairs(counts:get_keys(0)) do
+            if key:byte(1) ~= 115 then -- "s": the per-second sample counters expire by themselves
+                local value = counts:get(key)
+                if value and value > 0 then
+                    counts:incr(key, -value)
+                    out[#out + 1] = key .. "\t" .. string.format("%d", value)
+                end
+                local minute = tonumber(key:match("^%a\t[^\t]+\t(%d+)"))
+                if minute and minute < past then
+                    counts:delete(key)
+                end
+            end
+        end
+    end
+    ngx.print(table.concat(out, "\n"))
+end
+
 return M

@@ -20,6 +20,14 @@
  *   $svc_upstream  the workerd process that serves it
  *   $svc_detour    "" when the files of $svc_root answer the request as they are (kinds 1, 3, 6
  *                  and 7 without a worker), else "1"
+ *
+ * And the edge's traffic counts (docs/workers.md "Logs and traffic"): $svc_traffic, read once by
+ * the traffic log's `if=` when the request is logged, counts a request to a routed host and is "1"
+ * for the first SVC_SAMPLES requests of the host in each second (the ones written to the log as
+ * lines). Each worker counts in a table of its own (no lock, no shared memory touched per
+ * request) and adds it to the dictionary svc_traffic every second and when it exits
+ * ("c\t<host>\t<minute>\t<status class>" and "b\t<host>\t<minute>", the body bytes), where svc
+ * collects them through the control server.
  */
 
 #include <ngx_config.h>
@@ -29,6 +37,8 @@
 
 
 ngx_shm_zone_t *ngx_http_lua_find_zone(u_char *name_data, size_t name_len);
+int ngx_http_lua_ffi_shdict_incr(ngx_shm_zone_t *zone, u_char *key, size_t key_len, double *value,
+    char **err, int has_init, double init, long init_ttl, int *forcible);
 int ngx_http_lua_ffi_shdict_get(ngx_shm_zone_t *zone, u_char *key, size_t key_len, int *value_type,
     u_char **str_value_buf, size_t *str_value_len, double *num_value, int *user_flags, int get_stale,
     int *is_stale, char **err);
@@ -38,6 +48,30 @@ int ngx_http_lua_ffi_shdict_get(ngx_shm_zone_t *zone, u_char *key, size_t key_le
 #define SVC_WORKER 16
 #define SVC_GENERATIONS 32
 #define SVC_VALUE_BUF 1024
+/* Log lines a second per host and worker (the counts take every request). */
+#define SVC_SAMPLES 100
+/* How long an uncollected count is kept, in ms (svc collects every second). */
+#define SVC_COUNT_TTL 900000
+/* A worker's table: hosts with requests in the current second's flush; a full one counts in the
+ * dictionary directly. */
+#define SVC_SLOTS 1024
+#define SVC_PROBES 8
+#define SVC_FLUSH_MS 1000
+
+typedef struct {
+    ngx_uint_t  used;
+    time_t      minute;
+    time_t      second;
+    ngx_uint_t  sampled;
+    ngx_uint_t  count[4];  /* 2xx 3xx 4xx 5xx */
+    off_t       bytes;
+    size_t      host_len;
+    u_char      host[256];
+} svc_slot_t;
+
+static svc_slot_t  *svc_slots;
+static ngx_event_t  svc_flush_event;
+static ngx_connection_t  svc_flush_connection;
 
 enum { SVC_KIND, SVC_ROOT, SVC_GEN, SVC_WORKER_VAR, SVC_UPSTREAM, SVC_DETOUR, SVC_NVARS };
 
@@ -58,6 +92,7 @@ typedef struct {
 /* Per worker: the dictionaries, found at the first request. */
 static ngx_shm_zone_t  *svc_routes_zone;
 static ngx_shm_zone_t  *svc_check_zone;
+static ngx_shm_zone_t  *svc_traffic_zone;
 static ngx_flag_t       svc_zones_found;
 
 
@@ -66,6 +101,12 @@ static ngx_int_t ngx_http_svc_routes_init(ngx_conf_t *cf);
 static void *ngx_http_svc_routes_create_main_conf(ngx_conf_t *cf);
 static ngx_int_t ngx_http_svc_routes_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     uintptr_t data);
+static ngx_int_t ngx_http_svc_traffic_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data);
+static ngx_str_t  svc_traffic_name = ngx_string("svc_traffic");
+static ngx_int_t ngx_http_svc_routes_init_process(ngx_cycle_t *cycle);
+static void svc_find_zones(void);
+static void ngx_http_svc_routes_exit_process(ngx_cycle_t *cycle);
 
 
 static ngx_command_t  ngx_http_svc_routes_commands[] = {
@@ -90,7 +131,13 @@ ngx_module_t  ngx_http_svc_routes_module = {
     &ngx_http_svc_routes_module_ctx,
     ngx_http_svc_routes_commands,
     NGX_HTTP_MODULE,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL,                                   /* init master */
+    NULL,                                   /* init module */
+    ngx_http_svc_routes_init_process,       /* init process */
+    NULL,                                   /* init thread */
+    NULL,                                   /* exit thread */
+    ngx_http_svc_routes_exit_process,       /* exit process */
+    NULL,                                   /* exit master */
     NGX_MODULE_V1_PADDING
 };
 
@@ -116,6 +163,11 @@ ngx_http_svc_routes_add_variables(ngx_conf_t *cf)
         var->get_handler = ngx_http_svc_routes_variable;
         var->data = i;
     }
+    var = ngx_http_add_variable(cf, &svc_traffic_name, 0);
+    if (var == NULL) {
+        return NGX_ERROR;
+    }
+    var->get_handler = ngx_http_svc_traffic_variable;
     return NGX_OK;
 }
 
@@ -259,11 +311,7 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
     ngx_uint_t  kind;
     static u_char  kinds[] = "0123456789";
 
-    if (!svc_zones_found) {
-        svc_routes_zone = ngx_http_lua_find_zone((u_char *) "svc_routes", sizeof("svc_routes") - 1);
-        svc_check_zone = ngx_http_lua_find_zone((u_char *) "svc_check", sizeof("svc_check") - 1);
-        svc_zones_found = 1;
-    }
+    svc_find_zones();
     ngx_str_null(&worker);
     ngx_str_null(&upstream);
     ngx_str_null(&gen);
@@ -337,5 +385,191 @@ ngx_http_svc_routes_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v
         return NGX_ERROR;
     }
     *v = r->variables[smcf->index[data]];
+    return NGX_OK;
+}
+
+
+static double
+svc_count(ngx_shm_zone_t *zone, u_char *key, size_t len, double by, long ttl)
+{
+    double  value = by;
+    int     forcible;
+    char   *err;
+
+    if (ngx_http_lua_ffi_shdict_incr(zone, key, len, &value, &err, 1, 0, ttl, &forcible) != NGX_OK) {
+        return -1;
+    }
+    return value;
+}
+
+
+static void
+svc_find_zones(void)
+{
+    if (!svc_zones_found) {
+        svc_routes_zone = ngx_http_lua_find_zone((u_char *) "svc_routes", sizeof("svc_routes") - 1);
+        svc_check_zone = ngx_http_lua_find_zone((u_char *) "svc_check", sizeof("svc_check") - 1);
+        svc_traffic_zone = ngx_http_lua_find_zone((u_char *) "svc_traffic", sizeof("svc_traffic") - 1);
+        svc_zones_found = 1;
+    }
+}
+
+
+/* A slot's counts into the dictionary. */
+static void
+svc_flush_slot(svc_slot_t *slot)
+{
+    u_char      key[64 + 256], *p;
+    ngx_uint_t  i;
+    ngx_str_t   host;
+
+    host.data = slot->host;
+    host.len = slot->host_len;
+    for (i = 0; i < 4; i++) {
+        if (slot->count[i] > 0) {
+            p = ngx_sprintf(key, "c\t%V\t%T\t%ui", &host, slot->minute, i + 2);
+            svc_count(svc_traffic_zone, key, p - key, (double) slot->count[i], SVC_COUNT_TTL);
+        }
+    }
+    if (slot->bytes > 0) {
+        p = ngx_sprintf(key, "b\t%V\t%T", &host, slot->minute);
+        svc_count(svc_traffic_zone, key, p - key, (double) slot->bytes, SVC_COUNT_TTL);
+    }
+}
+
+
+static void
+svc_flush(void)
+{
+    ngx_uint_t  i;
+
+    if (svc_slots == NULL || svc_traffic_zone == NULL) {
+        return;
+    }
+    for (i = 0; i < SVC_SLOTS; i++) {
+        if (svc_slots[i].used) {
+            svc_flush_slot(&svc_slots[i]);
+        }
+    }
+    ngx_memzero(svc_slots, SVC_SLOTS * sizeof(svc_slot_t));
+}
+
+
+static void
+svc_flush_handler(ngx_event_t *ev)
+{
+    svc_flush();
+    if (!ngx_exiting && !ngx_quit) {
+        ngx_add_timer(ev, SVC_FLUSH_MS);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_svc_routes_init_process(ngx_cycle_t *cycle)
+{
+    svc_find_zones();
+    if (svc_traffic_zone == NULL) {
+        return NGX_OK;  /* no traffic kept */
+    }
+    svc_slots = ngx_pcalloc(cycle->pool, SVC_SLOTS * sizeof(svc_slot_t));
+    if (svc_slots == NULL) {
+        return NGX_ERROR;
+    }
+    svc_flush_connection.fd = (ngx_socket_t) -1;
+    svc_flush_event.handler = svc_flush_handler;
+    svc_flush_event.log = cycle->log;
+    svc_flush_event.data = &svc_flush_connection;
+    svc_flush_event.cancelable = 1;  /* a worker shutting down does not wait for it */
+    ngx_add_timer(&svc_flush_event, SVC_FLUSH_MS);
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_svc_routes_exit_process(ngx_cycle_t *cycle)
+{
+    svc_flush();  /* what this worker counted since its last flush */
+}
+
+
+/* This worker's slot of (host, minute), claimed when free; NULL when the table is full there. */
+static svc_slot_t *
+svc_slot(ngx_str_t *host, time_t minute)
+{
+    ngx_uint_t   hash, i;
+    svc_slot_t  *slot;
+
+    hash = ngx_hash_key(host->data, host->len) ^ (ngx_uint_t) minute;
+    for (i = 0; i < SVC_PROBES; i++) {
+        slot = &svc_slots[(hash + i) % SVC_SLOTS];
+        if (!slot->used) {
+            slot->used = 1;
+            slot->minute = minute;
+            slot->host_len = host->len;
+            ngx_memcpy(slot->host, host->data, host->len);
+            return slot;
+        }
+        if (slot->minute == minute && slot->host_len == host->len
+            && ngx_memcmp(slot->host, host->data, host->len) == 0)
+        {
+            return slot;
+        }
+    }
+    return NULL;
+}
+
+
+static ngx_int_t
+ngx_http_svc_traffic_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_svc_routes_main_conf_t  *smcf;
+    ngx_http_variable_value_t        *kind;
+    ngx_uint_t                        status, class;
+    off_t                             sent;
+    time_t                            now;
+    u_char                            key[64 + 256], *p;
+    ngx_str_t                         host;
+    svc_slot_t                       *slot;
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = (u_char *) "";
+    v->len = 0;
+    smcf = ngx_http_get_module_main_conf(r, ngx_http_svc_routes_module);
+    kind = ngx_http_get_indexed_variable(r, smcf->index[SVC_KIND]);
+    host = r->headers_in.server;
+    if (kind == NULL || kind->len == 0 || host.len == 0 || host.len > 255 || svc_traffic_zone == NULL) {
+        return NGX_OK;  /* a host nobody routes: neither counted nor logged */
+    }
+    status = r->err_status ? r->err_status : r->headers_out.status;
+    class = status < 300 ? 2 : (status >= 500 ? 5 : status / 100);
+    sent = r->connection->sent - r->header_size;
+    now = ngx_time();
+    slot = svc_slots ? svc_slot(&host, now / 60) : NULL;
+    if (slot == NULL) {
+        /* No room in this worker's table: straight into the dictionary (and no line). */
+        p = ngx_sprintf(key, "c\t%V\t%T\t%ui", &host, now / 60, class);
+        svc_count(svc_traffic_zone, key, p - key, 1, SVC_COUNT_TTL);
+        if (sent > 0) {
+            p = ngx_sprintf(key, "b\t%V\t%T", &host, now / 60);
+            svc_count(svc_traffic_zone, key, p - key, (double) sent, SVC_COUNT_TTL);
+        }
+        return NGX_OK;
+    }
+    slot->count[class - 2]++;
+    if (sent > 0) {
+        slot->bytes += sent;
+    }
+    if (slot->second != now) {
+        slot->second = now;
+        slot->sampled = 0;
+    }
+    if (slot->sampled < SVC_SAMPLES) {
+        slot->sampled++;
+        v->data = (u_char *) "1";
+        v->len = 1;
+    }
     return NGX_OK;
 }
