@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # Debian packages svc needs at run, test or bench time (the edge server and its Lua module, which
 # holds the edge's routing table, the browser the tests drive, the load generator of bench/, the
 # authoritative nameserver with its sqlite backend and dig; more join as their areas land).
-APT_PACKAGES=(nginx-light libnginx-mod-http-lua nginx-dev gcc make zlib1g-dev chromium wrk pdns-server pdns-backend-sqlite3 dnsutils)
+APT_PACKAGES=(nginx-light libnginx-mod-http-lua nginx-dev gcc libc6-dev make zlib1g-dev libssl-dev libpcre2-dev chromium wrk pdns-server pdns-backend-sqlite3 dnsutils)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -44,5 +44,5 @@ fi
 # The edge's nginx module (svc/edge/module/: nginx reads the routing table in C), built for the
 # installed nginx into the user's cache (~/.cache/svc/nginx-modules), so no svc start waits for it.
 if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
-  PATH="$PATH:/usr/sbin" .venv/bin/python -m svc.edge.routes_module >/dev/null || echo "bootstrap: the edge's nginx module was not built" >&2
+  PATH="$PATH:/usr/sbin" .venv/bin/python -c "from svc.edge.routes_module import main; main()" >/dev/null || echo "bootstrap: the edge's nginx module was not built" >&2
 fi

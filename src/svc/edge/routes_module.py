@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -89,16 +90,10 @@ def routes_module(binary: str) -> Path:
 
 
 def main() -> None:
-    """`python -m svc.edge.routes_module [nginx]`: build it now (make setup)."""
-    import sys
-
+    """Build it now (scripts/bootstrap.sh, for make setup; the nginx binary may be named)."""
     found = shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin")
     binary = sys.argv[1] if len(sys.argv) > 1 else (found or "nginx")
     try:
         print(routes_module(binary))
     except ModuleBuildError as exc:
         sys.exit(f"svc: the edge's nginx module: {exc}")
-
-
-if __name__ == "__main__":
-    main()
