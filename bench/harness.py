@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -116,3 +117,51 @@ class Server:
 
     def nginx(self) -> int:
         return int((self.data_dir / "edge" / "nginx.pid").read_text())
+
+
+@dataclass
+class ApiClient:
+    """A dev-login user of a benchmark's svc: the API, as that user in their personal org, and the
+    edge (with `fresh`, a new connection for each request: what a first-time visitor sees)."""
+
+    server: Server
+    http: httpx.AsyncClient
+    edge: httpx.AsyncClient
+    org: str
+
+    @classmethod
+    async def login(cls, server: Server, subject: str, *, fresh: bool = True) -> Self:
+        anon = httpx.AsyncClient(base_url=server.api, timeout=120)
+        token = (await anon.post("/v1/auth/dev/login", json={"subject": subject})).json()["token"]
+        await anon.aclose()
+        http = httpx.AsyncClient(base_url=server.api, timeout=120, headers={"authorization": f"Bearer {token}"})
+        org = next(o["slug"] for o in (await http.get("/v1/me")).json()["orgs"] if o["personal"])
+        limits = httpx.Limits(max_keepalive_connections=0) if fresh else httpx.Limits()
+        edge = httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.edge_port}", timeout=30, limits=limits)
+        return cls(server, http, edge, org)
+
+    async def create(self, name: str) -> str:
+        """A new project: its default hostname."""
+        r = await self.http.post(f"/v1/orgs/{self.org}/projects", json={"name": name})
+        assert r.status_code == 201, r.text
+        return str(r.json()["hostname"])
+
+    async def deploy(self, name: str, bundle: bytes) -> None:
+        r = await self.http.post(f"/v1/orgs/{self.org}/projects/{name}/deployments", content=bundle,
+                                 headers={"content-type": "application/gzip"})
+        assert r.status_code == 201, r.text
+
+    async def served(self, host: str) -> str:
+        """What the edge answers for the host's home page."""
+        return (await self.edge.get("/", headers={"host": host})).text
+
+    async def until(self, host: str, text: str, t0: float) -> float:
+        """Seconds from `t0` (time.perf_counter) until the edge answers `text` for the host."""
+        while (await self.served(host)) != text:
+            if time.perf_counter() - t0 > 60:
+                sys.exit(f"{host} did not answer {text!r} within 60 s")
+        return time.perf_counter() - t0
+
+    async def close(self) -> None:
+        await self.http.aclose()
+        await self.edge.aclose()

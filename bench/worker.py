@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 import httpx
-from harness import Server, children, free_port, machine, pct
+from harness import ApiClient, Server, children, free_port, machine, pct
 
 from svc.adapters.workers.config import text
 from svc.adapters.workers.workerd import find_workerd
@@ -101,37 +101,13 @@ const config :Workerd.Config = (
         self.proc.wait()
 
 
-class Api:
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.http = httpx.AsyncClient(base_url=server.api, timeout=120)
-        self.edge = httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.edge_port}", timeout=30)
-        self.org = ""
-
-    async def login(self, subject: str) -> None:
-        token = (await self.http.post("/v1/auth/dev/login", json={"subject": subject})).json()["token"]
-        self.http.headers["authorization"] = f"Bearer {token}"
-        self.org = subject
+class Api(ApiClient):
+    """The benchmark's user: projects with a hello worker, and how long changes take to answer."""
 
     async def project(self, name: str, version: str) -> str:
-        r = await self.http.post(f"/v1/orgs/{self.org}/projects", json={"name": name})
-        assert r.status_code == 201, r.text
-        await self.deploy(name, version)
-        return str(r.json()["hostname"])
-
-    async def deploy(self, name: str, version: str) -> None:
-        r = await self.http.post(f"/v1/orgs/{self.org}/projects/{name}/deployments", content=worker_bundle(version),
-                                 headers={"content-type": "application/gzip"})
-        assert r.status_code == 201, r.text
-
-    async def answer(self, host: str) -> str:
-        return (await self.edge.get("/", headers={"host": host})).text
-
-    async def until(self, host: str, text: str, t0: float) -> float:
-        while (await self.answer(host)) != text:
-            if time.perf_counter() - t0 > 60:
-                sys.exit(f"{host} did not answer {text!r} within 60 s")
-        return time.perf_counter() - t0
+        host = await self.create(name)
+        await self.deploy(name, worker_bundle(version))
+        return host
 
     async def swaps(self, name: str, host: str, count: int) -> list[float]:
         """Seconds from each deploy's POST to the new worker answering."""
@@ -139,7 +115,7 @@ class Api:
         for i in range(count):
             version = f"v{i}-{time.time_ns()}"
             t0 = time.perf_counter()
-            await self.deploy(name, version)
+            await self.deploy(name, worker_bundle(version))
             spent.append(await self.until(host, f"hello {version}", t0))
         return spent
 
@@ -153,9 +129,6 @@ class Api:
             spent.append(await self.until(host, f"hello {value}", t0))
         return spent
 
-    async def close(self) -> None:
-        await self.http.aclose()
-        await self.edge.aclose()
 
 
 def workerd_memory_kb(server: Server) -> tuple[int, int]:
@@ -186,12 +159,11 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     direct = Direct(binary, tmp)
     server = Server(ROOT, tmp / "data", settings={"SVC_DNS_ENABLED": "false"})
     server.start()
-    api = Api(server)
+    api = await Api.login(server, "bench", fresh=False)
     results: dict[str, object] = {}
     try:
-        await api.login("bench")
         hello = await api.project("hello", "v1")
-        assert await api.answer(hello) == "hello v1"
+        assert await api.served(hello) == "hello v1"
         rounds: dict[str, list[tuple[float, float]]] = {"edge": [], "direct": []}
         wrk(server.edge_port, hello, 1)
         wrk(direct.port, "localhost", 1)
@@ -213,7 +185,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             hosts.append(await api.project(f"p{i}", "v1"))
         print(f"{args.projects} projects with a worker deployed in {time.perf_counter() - t0:.0f} s")
         for host in hosts:  # every worker loaded: an isolate each
-            assert (await api.answer(host)).startswith("hello"), host
+            assert (await api.served(host)).startswith("hello"), host
         rss, pss = workerd_memory_kb(server)
         results["memory"] = {"rss_kb": rss, "pss_kb": pss, "projects": len(hosts)}
         big = await api.swaps("hello", hello, args.swaps)

@@ -55,8 +55,8 @@ class Settings(BaseSettings):
     edge_converge_seconds: float = Field(default=2.0, gt=0)
     # How long the edge may reuse an allowed access check (protected projects), in seconds.
     edge_check_cache_seconds: int = Field(default=5, ge=0, le=60)
-    # The edge's log of every request to a project host, which svc reads into the projects' traffic
-    # counts and logs (docs/workers.md): about 2 us of CPU a request; off, no traffic is counted.
+    # The edge's traffic: every request to a project host counted (the traffic chart) and a sample
+    # written as lines (the projects' logs; docs/workers.md); off, no traffic is kept.
     edge_traffic_log: bool = True
     # The worker runtime (docs/workers.md): its serving processes, and how long a worker may take
     # to start answering a request before the edge answers 500 for it.

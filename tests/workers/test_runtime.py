@@ -196,6 +196,19 @@ async def test_a_worker_reaches_no_local_or_private_address(runtime: WorkerdRunt
     assert reached == dict.fromkeys(targets, "refused")
 
 
+
+async def _answered_again(runtime: WorkerdRuntime, key: str) -> httpx.Response:
+    """The first 200 from `key` once the killed process is back (within 30 s)."""
+    for _ in range(300):
+        try:
+            answer = await _get(runtime, key)
+            if answer.status_code == 200:
+                return answer
+        except httpx.HTTPError:
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{key} did not answer again within 30 s")
+
 async def test_the_watchdog_replaces_a_process_a_worker_stalls(runtime: WorkerdRuntime, fake_svc: FakeSvc) -> None:
     fake_svc.add("loop.1", "export default { fetch() { while (true) {} } }")
     fake_svc.add("ok.1", HELLO, text={"GREETING": "still here"})
@@ -203,14 +216,7 @@ async def test_the_watchdog_replaces_a_process_a_worker_stalls(runtime: WorkerdR
     # Within the watchdog's bound the process is killed (the stalled request fails) and started again.
     with pytest.raises(httpx.HTTPError):
         await asyncio.wait_for(stalled, timeout=30)
-    for _ in range(300):
-        try:
-            answer = await _get(runtime, "ok.1")
-            if answer.status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        await asyncio.sleep(0.1)
+    answer = await _answered_again(runtime, "ok.1")
     assert answer.json() == {"hello": "still here"}
 
 
@@ -274,14 +280,7 @@ async def test_a_worker_past_its_memory_ends_its_process_which_comes_back(
     pid = runtime._serving[0].supervisor.pid
     with pytest.raises(httpx.HTTPError):  # the process ends (V8's heap limit), the request with it
         await _get(runtime, "hog.1")
-    for _ in range(300):
-        try:
-            answer = await _get(runtime, "after.1")
-            if answer.status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        await asyncio.sleep(0.1)
+    answer = await _answered_again(runtime, "after.1")
     assert answer.json() == {"hello": "after the hog"}
     assert runtime._serving[0].supervisor.pid != pid
 

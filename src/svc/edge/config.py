@@ -63,8 +63,8 @@ PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none
 # The check cache's shared memory (nginx's, never a file: its keys hold credentials): a few
 # hundred bytes an allowed visitor, the least recently used dropped when full.
 CHECK_CACHE_MEMORY = "4m"
-# The traffic counts' shared memory: five numbers a host and minute until svc collects them (every
-# second), and a counter a host and second for the log's sample.
+# The traffic counts' shared memory: five numbers a host and minute, from the nginx workers' own
+# tables every second, until svc collects them (every second too).
 TRAFFIC_MEMORY = "16m"
 
 # Text types compressed on the fly when the client accepts gzip (text/html always is).

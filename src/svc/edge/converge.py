@@ -46,7 +46,7 @@ from svc.edge.config import (
     render,
     upstream_name,
 )
-from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules
+from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules, nginx_build
 from svc.edge.routes import Entry, Kind, RouteTable
 from svc.edge.routes_module import ModuleBuildError, routes_module
 from svc.edge.traffic import TrafficLog, counts
@@ -138,13 +138,14 @@ class NginxEdge:
         """Route every host, write the config and start nginx. EdgePortInUse when another program
         listens on the edge's address; another failing start is logged and retried by the
         supervisor (svc keeps running)."""
-        modules = await asyncio.to_thread(lua_modules, self.binary)
+        build = await asyncio.to_thread(nginx_build, self.binary)
+        modules = await asyncio.to_thread(lua_modules, self.binary, build)
         if modules is None:
             raise EdgeProcessError(f"{self.binary} has no Lua module, which the edge's routing table needs "
                                    "(Debian: apt-get install libnginx-mod-http-lua; `make run` does it)")
         try:
             # After the Lua module, whose functions it calls.
-            modules = (*modules, await asyncio.to_thread(routes_module, self.binary))
+            modules = (*modules, await asyncio.to_thread(routes_module, build))
         except ModuleBuildError as exc:
             raise EdgeProcessError(f"the edge's nginx module could not be built: {exc} "
                                    "(`make setup` does it)") from None
@@ -355,7 +356,8 @@ class NginxEdge:
                 log.exception("the edge's traffic could not be kept; trying again")
 
     async def read_traffic(self) -> None:
-        """One turn of following the traffic log: what nginx added since, counted and handed on."""
+        """One turn of following the traffic: the log's new lines (a sample) and the counts nginx
+        kept since the last turn, handed on together."""
         if self.traffic is None:
             return
         # self._owners is read from the thread: a dict lookup is atomic, and a host routed this very

@@ -52,14 +52,19 @@ class EdgePortInUse(EdgeProcessError):
         self.address = address
 
 
-def lua_modules(binary: str) -> tuple[Path, ...] | None:
-    """The module files this nginx loads for Lua, in order: () when it has Lua compiled in
-    (OpenResty), None when it has none (Debian: apt-get install libnginx-mod-http-lua)."""
+def nginx_build(binary: str) -> str:
+    """What `nginx -V` says: its version and how it was built ("" when it cannot run)."""
     try:
-        version = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10, check=False).stderr
+        return subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10, check=False).stderr
     except (OSError, subprocess.SubprocessError):
-        version = ""
-    if "lua-nginx-module" in version or "ngx_lua" in version:
+        return ""
+
+
+def lua_modules(binary: str, build: str) -> tuple[Path, ...] | None:
+    """The module files this nginx loads for Lua, in order: () when it has Lua compiled in
+    (OpenResty), None when it has none (Debian: apt-get install libnginx-mod-http-lua). `build`:
+    nginx_build(binary)."""
+    if "lua-nginx-module" in build or "ngx_lua" in build:
         return ()
     found = Path(binary).resolve().parent.parent / "lib" / "nginx" / "modules"
     for directory in (found, *MODULE_DIRS):

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from svc.edge.process import nginx_build
+
 SOURCE = Path(__file__).resolve().parent / "module"
 NAME = "ngx_http_svc_routes_module.so"
 NGINX_SOURCES = Path("/usr/share/nginx/src")
@@ -35,14 +37,10 @@ def cache_dir() -> Path:
     return Path(base) / "svc" / "nginx-modules"
 
 
-def _nginx_version(binary: str) -> str:
-    try:
-        out = subprocess.run([binary, "-v"], capture_output=True, text=True, timeout=10, check=False).stderr
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ModuleBuildError(f"cannot run {binary}: {exc}") from None
-    found = re.search(r"nginx/(\S+)", out)
+def _nginx_version(build: str) -> str:
+    found = re.search(r"nginx/(\S+)", build)
     if found is None:
-        raise ModuleBuildError(f"{binary} -v said {out.strip()!r}")
+        raise ModuleBuildError(f"nginx -V said {build.strip()[:200]!r}")
     return found.group(1)
 
 
@@ -62,9 +60,10 @@ def _configure_flags(sources: Path) -> list[str]:
     return shlex.split(found.group(1))
 
 
-def routes_module(binary: str) -> Path:
-    """The module file for this nginx, built first when the cache does not hold it."""
-    version = _nginx_version(binary)
+def routes_module(build: str) -> Path:
+    """The module file for the nginx whose `nginx -V` is `build` (process.nginx_build), built
+    first when the cache does not hold it."""
+    version = _nginx_version(build)
     target = cache_dir() / _key(version) / NAME
     if target.is_file():
         return target
@@ -94,6 +93,6 @@ def main() -> None:
     found = shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin")
     binary = sys.argv[1] if len(sys.argv) > 1 else (found or "nginx")
     try:
-        print(routes_module(binary))
+        print(routes_module(nginx_build(binary)))
     except ModuleBuildError as exc:
         sys.exit(f"svc: the edge's nginx module: {exc}")

@@ -4,7 +4,7 @@
   minute and status class, with the body bytes (module/, the shared dictionary svc_traffic); svc
   collects them every second through the control server (GET /traffic: each count is taken away
   as it is read) and names each host's project as the routing table has it (`counts`).
-- The lines: nginx writes the first 100 requests a second of each host to EDGE/traffic.log
+- The lines: each nginx worker writes its first 100 requests a second of each host to EDGE/traffic.log
   (buffered, flushed every second); svc reads what was added since it last looked and keeps the
   first few per project as the projects' log lines (`samples`). The file is moved aside once it
   passes MAX_BYTES and nginx told to reopen it (SIGUSR1): it never grows without bound.
@@ -28,8 +28,8 @@ from svc.adapters.edge.port import TrafficRecord
 MAX_BYTES = 32 * 1024 * 1024
 # What one read takes at most (a burst is read over several turns).
 READ_BYTES = 4 * 1024 * 1024
-# Lines kept per project and batch (about a second of traffic; nginx writes at most 100 a second per
-# host): the counts take every request.
+# Lines kept per project and batch (about a second of traffic; an nginx worker writes at most 100 a
+# second per host): the counts take every request.
 SAMPLES_PER_PROJECT = 100
 # ($request_id is replaced by config.request_id(): a cheaper id than nginx's own.)
 LOG_FORMAT = "$msec $status $body_bytes_sent $request_time $request_id $request_method $host $uri"

@@ -91,11 +91,11 @@ function M.update()
     ngx.say(count)
 end
 
--- The check cache's key for this request (the same as svc's nginx module computes: module/), from
--- what decides access: the host, its access
--- generation and live deployment (a policy change, a revocation or a deploy moves to a new key at
--- once), the svc_access cookie as nginx reads it (never the site's own cookies) and an MD5 of the
--- bypass header (the secret itself is kept nowhere); nil for a request with neither credential.
+-- The check cache's key for this request (svc's nginx module computes the same: module/), from
+-- what decides access: the host, its access generation and live deployment (a policy change, a
+-- revocation or a deploy moves to a new key at once), the svc_access cookie as nginx reads it
+-- (never the site's own cookies) and an MD5 of the bypass header (the secret itself is kept
+-- nowhere); nil for a request with neither credential.
 local function check_key(host, generation, root)
     local cookie = var.cookie_svc_access
     local bypass = var.http_svc_access_bypass
@@ -155,16 +155,14 @@ function M.traffic()
     local past = floor(ngx.time() / 60) - 1
     if counts then
         for _, key in ipairs(counts:get_keys(0)) do
-            if key:byte(1) ~= 115 then -- "s": the per-second sample counters expire by themselves
-                local value = counts:get(key)
-                if value and value > 0 then
-                    counts:incr(key, -value)
-                    out[#out + 1] = key .. "\t" .. string.format("%d", value)
-                end
-                local minute = tonumber(key:match("^%a\t[^\t]+\t(%d+)"))
-                if minute and minute < past then
-                    counts:delete(key)
-                end
+            local value = counts:get(key)
+            if value and value > 0 then
+                counts:incr(key, -value)
+                out[#out + 1] = key .. "\t" .. string.format("%d", value)
+            end
+            local minute = tonumber(key:match("^%a\t[^\t]+\t(%d+)"))
+            if minute and minute < past then
+                counts:delete(key)
             end
         end
     end

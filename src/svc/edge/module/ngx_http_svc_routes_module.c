@@ -5,7 +5,7 @@
  * entry per host, its value "root[\tworker\tupstream]", its flags the kind + 16 if a worker + 32 x
  * the access generation). Reading it from Lua costs every request a Lua call (~2 us here: a new
  * environment table per set_by_lua, the host as a Lua string); this module reads it in C, once per
- * request, when $svc_kind (or any of its variables) is first used, and keeps all five for the
+ * request, when $svc_kind (or any of its variables) is first used, and keeps all six for the
  * request (internal redirects included: one request, one version).
  *
  * It uses lua-nginx-module's C API (ngx_http_lua_find_zone) and the dictionary read that
@@ -389,17 +389,16 @@ ngx_http_svc_routes_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v
 }
 
 
-static double
-svc_count(ngx_shm_zone_t *zone, u_char *key, size_t len, double by, long ttl)
+/* Adds `by` to a count of the dictionary svc_traffic (made when missing, kept SVC_COUNT_TTL). */
+static void
+svc_count(u_char *key, size_t len, double by)
 {
     double  value = by;
     int     forcible;
     char   *err;
 
-    if (ngx_http_lua_ffi_shdict_incr(zone, key, len, &value, &err, 1, 0, ttl, &forcible) != NGX_OK) {
-        return -1;
-    }
-    return value;
+    (void) ngx_http_lua_ffi_shdict_incr(svc_traffic_zone, key, len, &value, &err, 1, 0, SVC_COUNT_TTL,
+                                        &forcible);
 }
 
 
@@ -428,12 +427,12 @@ svc_flush_slot(svc_slot_t *slot)
     for (i = 0; i < 4; i++) {
         if (slot->count[i] > 0) {
             p = ngx_sprintf(key, "c\t%V\t%T\t%ui", &host, slot->minute, i + 2);
-            svc_count(svc_traffic_zone, key, p - key, (double) slot->count[i], SVC_COUNT_TTL);
+            svc_count(key, p - key, (double) slot->count[i]);
         }
     }
     if (slot->bytes > 0) {
         p = ngx_sprintf(key, "b\t%V\t%T", &host, slot->minute);
-        svc_count(svc_traffic_zone, key, p - key, (double) slot->bytes, SVC_COUNT_TTL);
+        svc_count(key, p - key, (double) slot->bytes);
     }
 }
 
@@ -528,9 +527,8 @@ ngx_http_svc_traffic_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     ngx_uint_t                        status, class;
     off_t                             sent;
     time_t                            now;
-    u_char                            key[64 + 256], *p;
     ngx_str_t                         host;
-    svc_slot_t                       *slot;
+    svc_slot_t                       *slot, alone;
 
     v->valid = 1;
     v->no_cacheable = 0;
@@ -549,13 +547,14 @@ ngx_http_svc_traffic_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     now = ngx_time();
     slot = svc_slots ? svc_slot(&host, now / 60) : NULL;
     if (slot == NULL) {
-        /* No room in this worker's table: straight into the dictionary (and no line). */
-        p = ngx_sprintf(key, "c\t%V\t%T\t%ui", &host, now / 60, class);
-        svc_count(svc_traffic_zone, key, p - key, 1, SVC_COUNT_TTL);
-        if (sent > 0) {
-            p = ngx_sprintf(key, "b\t%V\t%T", &host, now / 60);
-            svc_count(svc_traffic_zone, key, p - key, (double) sent, SVC_COUNT_TTL);
-        }
+        /* No room in this worker's table: this request straight into the dictionary (no line). */
+        ngx_memzero(&alone, sizeof(alone));
+        alone.minute = now / 60;
+        alone.host_len = host.len;
+        ngx_memcpy(alone.host, host.data, host.len);
+        alone.count[class - 2] = 1;
+        alone.bytes = sent > 0 ? sent : 0;
+        svc_flush_slot(&alone);
         return NGX_OK;
     }
     slot->count[class - 2]++;
