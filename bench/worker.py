@@ -8,8 +8,9 @@ fresh data dir, and beside it a plain workerd (the same binary) serving the same
 a one-service config (the peer), measured in one run:
 
 1. req/s and p99 of `wrk -c32` on core 1 against each target, alternated over a few rounds: the
-   edge (host lookup, then the proxy to workerd's dispatcher, which runs the project's isolate) and
-   workerd alone (goal: the edge >= 0.8x).
+   edge (host lookup, then the proxy to the worker's own socket on its shard's steady workerd
+   process) and workerd alone (goal: the edge >= 0.8x); and once through the loading path, which
+   serves a project between a change and its shard's new steady process (no goal; for the record).
 2. deploy -> the new worker answering (POST .../deployments until a GET through the edge answers
    the new code), p50 and p99 over --swaps deploys, at 5 projects with live workers and at N
    (goal: p99 under 2 s at N as at 5).
@@ -38,6 +39,8 @@ from harness import ApiClient, Server, children, free_port, machine, pct
 
 from svc.adapters.workers.config import text
 from svc.adapters.workers.workerd import find_workerd
+from svc.edge.config import EdgeLayout
+from svc.edge.routes import RouteTable
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 0.8
@@ -131,6 +134,20 @@ class Api(ApiClient):
 
 
 
+async def until_steady(server: Server, host: str, seconds: float = 120.0) -> None:
+    """Until the edge sends the host's worker requests to its own socket (svc's routing table on
+    disk, read by svc's reader): its shard's steady process serves it."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        table = RouteTable(EdgeLayout(server.data_dir / "edge"))
+        table.load()
+        entry = table.entry(host)
+        if entry is not None and entry.upstream.startswith("svc_slot_"):
+            return
+        await asyncio.sleep(0.05)
+    sys.exit(f"{host} was not served steadily within {seconds:.0f} s")
+
+
 def workerd_memory_kb(server: Server) -> tuple[int, int]:
     """(RSS, PSS) of every workerd process of the server, in KiB."""
     rss = pss = 0
@@ -164,6 +181,8 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     try:
         hello = await api.project("hello", "v1")
         assert await api.served(hello) == "hello v1"
+        results["loading"] = dict(zip(("rps", "p99_ms"), wrk(server.edge_port, hello, 1), strict=True))
+        await until_steady(server, hello)
         rounds: dict[str, list[tuple[float, float]]] = {"edge": [], "direct": []}
         wrk(server.edge_port, hello, 1)
         wrk(direct.port, "localhost", 1)
@@ -219,6 +238,10 @@ def main() -> None:
     print(f"\n  hello worker         edge {edge['rps']:>9.0f} req/s p99 {edge['p99_ms']:.2f} ms   workerd alone "
           f"{direct['rps']:>9.0f} req/s p99 {direct['p99_ms']:.2f} ms   ratio {ratio:.2f} (goal >= {GOAL_RATIO}): "
           f"{'met' if ratio >= GOAL_RATIO else 'MISSED'}")
+    loading = r["loading"]
+    assert isinstance(loading, dict)
+    print(f"  (the loading path, between a change and the shard's new steady process: {loading['rps']:.0f} req/s, "
+          f"{loading['rps'] / direct['rps']:.2f}x)")
     print(f"  deploy -> answering  at 5 projects p50 {swap_5['p50_s'] * 1000:.0f} ms "
           f"p99 {swap_5['p99_s'] * 1000:.0f} ms; at {args.projects} p50 {swap_n['p50_s'] * 1000:.0f} ms "
           f"p99 {swap_n['p99_s'] * 1000:.0f} ms "

@@ -26,7 +26,7 @@ from svc.auth.invalidation import CacheKeeper
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
 from svc.domains.projects.service import EdgeRouting
-from svc.domains.workers.service import TrafficRecorder
+from svc.domains.workers.service import SteadySource, TrafficRecorder
 from svc.edge import start_edge
 from svc.edge.config import api_address
 from svc.errors import BadRequest, error_response, install_error_handlers
@@ -202,17 +202,21 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 edge = await start_edge(settings, EdgeRouting(ctx), api_url=api_url, runtime=ctx.adapters.runtime,
                                         traffic=TrafficRecorder(ctx) if settings.edge_traffic_log else None)
                 ctx.edge = edge
+                if runtime is not None and edge is not None:
+                    # Each shard's live workers, served steadily behind the loading processes.
+                    runtime.follow(SteadySource(ctx), edge.steady_changed, edge.slots_changed)
             yield {}
         finally:
             stop.set()
             for t in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait_for(t, timeout=10)
-            if edge is not None:
-                await edge.stop()
             if runtime is not None:
+                # First: its steady processes tell the edge of their changes while they run.
                 ctx.adapters.runtime = None
                 await runtime.stop()
+            if edge is not None:
+                await edge.stop()
             if dns is not None:
                 ctx.adapters.nameserver = None
                 await dns.stop()

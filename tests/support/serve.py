@@ -26,6 +26,7 @@ class Server:
     edge_port: int
     log: Path
     dns_port: int  # where its managed PowerDNS answers (127.0.0.1)
+    data_dir: Path | None = None
 
     def edge(self, host: str) -> str:
         return f"http://{host}:{self.edge_port}"
@@ -62,7 +63,8 @@ async def svc_serve(tmp_path: Path, **settings: str) -> AsyncIterator[Server]:
         proc = subprocess.Popen([svc, "serve", "--host", "127.0.0.1", "--port", str(port), "--edge-port",
                                  str(edge_port)], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    server = Server(api=api, edge_port=edge_port, log=log, dns_port=int(env["SVC_DNS_PORT"]))
+    server = Server(api=api, edge_port=edge_port, log=log, dns_port=int(env["SVC_DNS_PORT"]),
+                    data_dir=Path(env["SVC_DATA_DIR"]))
     try:
         async with httpx.AsyncClient(timeout=5) as http:
             async def api_up() -> bool:

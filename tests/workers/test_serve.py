@@ -17,6 +17,8 @@ import httpx
 import pytest
 
 from svc.adapters.workers.workerd import find_workerd
+from svc.edge.config import EdgeLayout
+from svc.edge.routes import RouteTable
 from tests.cli.conftest import Cli
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
@@ -30,8 +32,10 @@ export default {
     if (url.pathname === "/api/hello") {
       return Response.json({ greeting: env.GREETING ?? null, versions: env.SVC_SECRET_VERSIONS, version: VERSION,
                              host: url.host, scheme: url.protocol, client: request.headers.get("cf-connecting-ip"),
-                             requestId: request.headers.get("x-request-id"), bindings: Object.keys(env).sort() });
+                             requestId: request.headers.get("x-request-id"), bindings: Object.keys(env).sort(),
+                             hop: [request.headers.get("x-svc-worker"), request.headers.get("x-svc-runtime-token")] });
     }
+    if (url.pathname === "/api/throw") throw new RangeError("thrown on purpose");
     if (url.pathname === "/api/file") {
       const file = await env.ASSETS.fetch(new URL("/data.json", request.url));
       return new Response(file.body, { headers: { "content-type": file.headers.get("content-type") } });
@@ -70,6 +74,28 @@ class Project:
         async with httpx.AsyncClient(timeout=30) as client:
             return await client.get(f"http://127.0.0.1:{self.server.edge_port}{path}",
                                     headers={"host": self.host, **headers})
+
+
+def edge_upstream(project: Project) -> str | None:
+    """Where the edge sends the project's worker requests now, read from its routing table on disk
+    (svc's own reader): a steady socket (svc_slot_<n>) or a loading process (svc_worker_<n>)."""
+    assert project.server.data_dir is not None
+    table = RouteTable(EdgeLayout(project.server.data_dir / "edge"))
+    table.load()
+    entry = table.entry(project.host)
+    return entry.upstream if entry is not None else None
+
+
+async def until_steady(project: Project, seconds: float = 60.0) -> str:
+    """Until the project's live worker is served by its own socket (its shard has converged)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        upstream = edge_upstream(project)
+        if upstream is not None and upstream.startswith("svc_slot_"):
+            return upstream
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the worker was not served steadily within {seconds:g}s (edge: {edge_upstream(project)})")
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +187,45 @@ async def test_a_new_version_and_a_rollback_switch_the_code(project: Project) ->
     # unset for a host without a worker, read by the edge's check for one).
     errors = (project.server.log.parent / "data" / "edge" / "error.log").read_text()
     assert "uninitialized" not in errors, errors[-500:]
+
+
+async def test_a_live_worker_is_served_on_its_own_socket_once_its_shard_has_converged(project: Project) -> None:
+    r = await project.http.put(f"{project.base}/secrets/GREETING", json={"value": "first-Xq7"}, headers=project.auth)
+    assert r.status_code in (200, 201), r.text
+    assert (await project.deploy(worker_bundle("v1"))).status_code == 201
+    slot = await until_steady(project)
+    # The steady process's configuration holds the secrets: it is not left on disk.
+    assert project.server.data_dir is not None
+    for path in (project.server.data_dir / "workers").rglob("*"):
+        assert not path.is_file() or b"first-Xq7" not in path.read_bytes() or path.suffix == ".log", path
+    hello = await project.get("/api/hello", **{"x-svc-worker": "forged", "x-svc-runtime-token": "forged"})
+    body = hello.json()
+    assert body["version"] == "v1" and body["greeting"] == "first-Xq7" and body["versions"] == {"GREETING": 1}
+    # Nothing of svc's reaches the project's code: not its runtime headers, not its log binding.
+    assert body["hop"] == [None, None]
+    assert body["bindings"] == ["ASSETS", "GREETING", "SVC_SECRET_VERSIONS"]
+    assert body["requestId"] == hello.headers["x-request-id"] and body["client"] == "127.0.0.1"
+    assert (await project.get("/api/file")).json() == {"from": "assets"}
+    # A secret set: the very next request has it (the loading process), and so does the new steady
+    # process the shard converges to, on the same socket slot.
+    r = await project.http.put(f"{project.base}/secrets/GREETING", json={"value": "two"}, headers=project.auth)
+    assert r.status_code in (200, 201), r.text
+    assert (await project.get("/api/hello")).json()["greeting"] == "two"
+    assert await until_steady(project) == slot
+    body = (await project.get("/api/hello")).json()
+    assert body["greeting"] == "two" and body["versions"] == {"GREETING": 2}
+    # A worker's exception on this path too: the Error envelope, and the stack in the project's logs.
+    thrown = await project.get("/api/throw", accept="application/json")
+    assert thrown.status_code == 500 and thrown.json()["code"] == "worker_error"
+    request_id = thrown.headers["x-request-id"]
+    for _ in range(100):
+        r = await project.http.get(f"{project.base}/logs", headers=project.auth)
+        lines = r.json()["lines"]
+        if any(line["requestId"] == request_id and "thrown on purpose" in line["message"] for line in lines):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"the exception did not reach the logs: {r.json()['lines'][-5:]}")
 
 
 async def test_worker_first_sends_every_request_to_the_worker(project: Project) -> None:
@@ -311,6 +376,9 @@ async def test_twenty_swaps_under_load_fail_no_request_and_never_mix_versions(pr
             # Each change answered means live: the next request sees it.
             seen = (await project.get("/")).json()
             assert seen["code"] == seen["assets"]
+            if n % 5 == 0:
+                # The shard's steady process swapped too (a new one started, the old one drained).
+                await until_steady(project)
     finally:
         stop.set()
         await asyncio.gather(*hammers)
@@ -401,11 +469,15 @@ async def test_a_hostile_worker_reaches_nothing_of_svc_or_of_other_projects(proj
     r = await project.http.put(f"{project.base}/secrets/MINE", json={"value": "mine"}, headers=project.auth)
     assert r.status_code in (200, 201), r.text
     assert (await project.deploy(worker_bundle("v1", source=source))).status_code == 201
-    answer = await project.get("/api/probe")
-    assert answer.status_code == 200, answer.text
-    seen = answer.json()
-    assert seen["reached"] == dict.fromkeys(targets, "refused")
-    assert seen["env"] == ["ASSETS", "MINE", "SVC_SECRET_VERSIONS"] and seen["globals"] == []
+    # The same on both paths: the loading process (at once), then its own steady socket.
+    for path in ("loading", "steady"):
+        if path == "steady":
+            await until_steady(project)
+        answer = await project.get("/api/probe")
+        assert answer.status_code == 200, (path, answer.text)
+        seen = answer.json()
+        assert seen["reached"] == dict.fromkeys(targets, "refused"), path
+        assert seen["env"] == ["ASSETS", "MINE", "SVC_SECRET_VERSIONS"] and seen["globals"] == [], path
 
 
 async def test_a_worker_that_never_answers_is_cut_off_by_the_edge(project: Project) -> None:

@@ -34,6 +34,7 @@ import os
 import pwd
 import secrets
 import signal
+from collections.abc import Collection
 from pathlib import Path
 
 from svc.adapters.edge.port import EdgeChange, Route, RoutingSource, TrafficBatch, TrafficSink
@@ -200,6 +201,15 @@ class NginxEdge:
         `nginx -t`; calls within RELOAD_WINDOW_SECONDS share one reload."""
         await self._reloads()
 
+    async def steady_changed(self, project_ids: Collection[str]) -> None:
+        """The runtime's steady processes serve these projects' workers now (or no longer)."""
+        await self._rounds(project_ids)
+
+    async def slots_changed(self, paths: tuple[str, ...]) -> None:
+        """The runtime's steady sockets: an upstream each in the config (one reload)."""
+        self.options = dataclasses.replace(self.options, worker_slots=paths)
+        await self.reconfigure()
+
     @property
     def serving_id(self) -> str | None:
         """The id of the config on disk (what nginx serves once started or reloaded)."""
@@ -221,6 +231,9 @@ class NginxEdge:
             routes = await self.routing.routes_for(items, had)
             if not await self._apply(routes, had):
                 self._incomplete = True
+        if self.runtime is not None:
+            # The runtime's steady processes follow the same changes (behind the loading ones).
+            self.runtime.changed(None if EVERYTHING in items else items)
 
     async def _apply(self, routes: list[Route], scope: set[str], *, everything: bool = False) -> bool:
         """Route each route's host to what it serves; hosts of `scope` no route names any more are
@@ -270,7 +283,9 @@ class NginxEdge:
             return Entry(Kind.protected if protected else Kind.public, root, generation)
         kind = Kind.protected if protected else Kind.public
         if route.worker_key is not None and self.runtime is not None:
-            upstream = upstream_name(self.runtime.shard_of(route.project_id))
+            # Its steady socket when the steady process holds this very key; else the loading one.
+            upstream = (self.runtime.steady_upstream(route.project_id, route.worker_key)
+                        or upstream_name(self.runtime.shard_of(route.project_id)))
             # worker-first: nginx's files are an empty directory; the worker has them as env.ASSETS.
             root = str(self.layout.void_none) if route.worker_assets == "worker-first" else str(site / "assets")
             return Entry(kind, root, generation, worker=route.worker_key, upstream=upstream)

@@ -1,23 +1,40 @@
-"""workerd's configuration, in Cap'n Proto text: the same for every process of the runtime, and
-the same whatever projects exist (a project's worker is loaded on demand by the dispatcher, not
-named here), so a deploy, a rollback or a secret change never rewrites it.
+"""workerd's configuration, in Cap'n Proto text. A loading process's (and the checker's) is the same
+whatever projects exist: a project's worker is loaded on demand by the dispatcher, not named here.
+A steady process's (direct.py) names the live workers of its shard besides, each a service of its
+own on a unix socket of its own.
 
-    services  dispatcher  svc's worker (dispatcher.js): the one a socket serves
+    services  dispatcher  svc's worker (dispatcher.js): the one the TCP socket serves; its
+                          entrypoints Assets and Logs are the projects' env.ASSETS and log sink
               svc         svc's API (the worker's code and bindings, the logs), proved by the
                           runtime token workerd adds to each request
               sites       the edge's server of the deployments' files (env.ASSETS), proved by
                           the same token: workerd reads no file of svc's
               internet    what a project's fetch() reaches: public addresses only
-    sockets   http        127.0.0.1:<port>, the address the edge proxies to
+              w<slot>     a steady process's project worker: the project's modules under
+                          svc's wrapper (wrapper.js), its env, Assets and Logs bound with props
+    sockets   http        127.0.0.1:<port>, the address the edge proxies to (and the health probe)
+              w<slot>     unix:<path>, a steady worker's own (the edge's upstream svc_slot_<slot>)
 
 The schema is workerd's own (src/workerd/server/workerd.capnp in workerd's sources)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from svc.adapters.workers.port import WorkerCode
+
 DISPATCHER = Path(__file__).with_name("dispatcher.js")
+# svc's modules around a project's main module (dispatcher.js and direct workers alike).
+WRAPPER = Path(__file__).with_name("wrapper.js")
+REFUSAL = Path(__file__).with_name("refusal.js")
+WRAPPER_MODULE = "__svc_main__.js"
+REFUSAL_MODULE = "__svc_refusal__.js"
+LOGS_BINDING = "__SVC_LOGS__"
+# The wrapper's AsyncLocalStorage (node:async_hooks alone, not the rest of Node's APIs).
+PROJECT_FLAGS = ("nodejs_als",)
 # The dispatcher's own compatibility date (svc's code, not a project's): ctx.exports needs its flag.
 DISPATCHER_DATE = "2025-06-01"
 # What a project's worker may connect to (kj's restrictPeers syntax): the public internet; never
@@ -62,14 +79,75 @@ def text(value: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _list(values: tuple[str, ...]) -> str:
+def _list(values: Sequence[str]) -> str:
     return "[" + ", ".join(text(v) for v in values) + "]"
 
 
-def render(options: RuntimeOptions, dispatcher: str | None = None) -> str:
-    """The configuration, whole in one text: the dispatcher's source is in it (workerd reads the
-    configuration on its standard input, and no other file)."""
+@dataclass(frozen=True)
+class DirectWorker:
+    """A live worker a steady process serves on a socket of its own (direct.py)."""
+
+    slot: int
+    socket: Path
+    project_id: str
+    code: WorkerCode
+    env: Mapping[str, object]
+    # "<digest hex>/assets" under the sites, or None (no env.ASSETS).
+    assets: str | None
+
+
+def wrapped_main(main_module: str) -> str:
+    """svc's wrapper module (wrapper.js) around a project's main module."""
+    return WRAPPER.read_text().replace('"__SVC_MAIN__"', json.dumps("./" + main_module))
+
+
+def _module(name: str, value: object) -> str:
+    if isinstance(value, str):
+        return f"(name = {text(name)}, esModule = {text(value)})"
+    if isinstance(value, Mapping) and "json" in value:
+        return f"(name = {text(name)}, json = {text(json.dumps(value['json']))})"
+    if isinstance(value, Mapping) and isinstance(value.get("text"), str):
+        return f"(name = {text(name)}, text = {text(value['text'])})"
+    raise WorkerdConfigError(f"module {name!r} is neither source, json nor text")
+
+
+def _binding(name: str, value: object) -> str:
+    if isinstance(value, str):
+        return f"(name = {text(name)}, text = {text(value)})"
+    return f"(name = {text(name)}, json = {text(json.dumps(value))})"
+
+
+def _entrypoint(name: str, entrypoint: str, props: Mapping[str, str]) -> str:
+    return (f"(name = {text(name)}, service = (name = \"dispatcher\", entrypoint = {text(entrypoint)}, "
+            f"props = (json = {text(json.dumps(props))})))")
+
+
+def _direct_service(worker: DirectWorker) -> str:
+    code = worker.code
+    modules = [_module(WRAPPER_MODULE, wrapped_main(code.main_module)),
+               _module(REFUSAL_MODULE, REFUSAL.read_text()),
+               *(_module(name, value) for name, value in code.modules.items())]
+    bindings = [_binding(name, value) for name, value in worker.env.items()]
+    bindings.append(_entrypoint(LOGS_BINDING, "Logs", {"project": worker.project_id}))
+    if worker.assets is not None:
+        bindings.append(_entrypoint("ASSETS", "Assets", {"root": worker.assets}))
+    return f"""    (name = "w{worker.slot}", worker = (
+      modules = [{", ".join(modules)}],
+      compatibilityDate = {text(code.compatibility_date)},
+      compatibilityFlags = {_list(PROJECT_FLAGS)},
+      bindings = [{", ".join(bindings)}],
+      globalOutbound = "internet",
+    )),
+"""
+
+
+def render(options: RuntimeOptions, direct: Sequence[DirectWorker] = (), dispatcher: str | None = None) -> str:
+    """The configuration, whole in one text: every module's source is in it (workerd reads the
+    configuration on its standard input, and no other file). `direct`: a steady process's workers."""
     source = dispatcher if dispatcher is not None else DISPATCHER.read_text()
+    services = "".join(_direct_service(worker) for worker in direct)
+    sockets = "".join(f",\n    (name = \"w{w.slot}\", address = {text(f'unix:{w.socket}')}, http = (), "
+                      f"service = \"w{w.slot}\")" for w in direct)
     listen = f"{options.listen_host}:{options.listen_port}"
     if ":" in options.listen_host:
         listen = f"[{options.listen_host}]:{options.listen_port}"
@@ -80,7 +158,8 @@ const config :Workerd.Config = (
   v8Flags = [{text(f"--max-old-space-size={options.memory_mb}")}],
   services = [
     (name = "dispatcher", worker = (
-      modules = [(name = {text(DISPATCHER.name)}, esModule = {text(source)})],
+      modules = [(name = {text(DISPATCHER.name)}, esModule = {text(source)}),
+                 (name = {text(REFUSAL.name)}, esModule = {text(REFUSAL.read_text())})],
       compatibilityDate = {text(DISPATCHER_DATE)},
       compatibilityFlags = ["enable_ctx_exports"],
       bindings = [
@@ -89,6 +168,8 @@ const config :Workerd.Config = (
         (name = "SITES", service = "sites"),
         (name = "INTERNET", service = "internet"),
         (name = "TOKEN", text = {text(options.token)}),
+        (name = "WRAPPER_SOURCE", text = {text(WRAPPER.read_text())}),
+        (name = "REFUSAL_SOURCE", text = {text(REFUSAL.read_text())}),
       ],
     )),
     (name = "svc", external = (
@@ -100,7 +181,7 @@ const config :Workerd.Config = (
       http = (injectRequestHeaders = [(name = "X-Svc-Runtime-Token", value = {text(options.token)})]),
     )),
     (name = "internet", network = (allow = {_list(NETWORK_ALLOW)}, deny = {_list(NETWORK_DENY)})),
-  ],
-  sockets = [(name = "http", address = {text(listen)}, http = (), service = "dispatcher")],
+{services}  ],
+  sockets = [(name = "http", address = {text(listen)}, http = (), service = "dispatcher"){sockets}],
 );
 """

@@ -9,6 +9,7 @@
 // a rollback or a changed secret is a new key: the next request loads the new isolate while the
 // requests in flight finish on the old one, which workerd unloads when idle. No restart, no reload.
 import { WorkerEntrypoint } from "cloudflare:workers";
+import { refusal, WORKER_FAILED } from "./refusal.js";
 
 const KEY = /^[A-Za-z0-9_.:-]{1,200}$/;
 const HOP = ["x-svc-worker", "x-svc-runtime-token"];
@@ -49,51 +50,13 @@ export class Logs extends WorkerEntrypoint {
 
 const LOGS = "__SVC_LOGS__";
 const WRAPPER = "__svc_main__.js";
+const REFUSAL = "__svc_refusal__.js";
 
-// The main module svc runs for a project: the project's own, wrapped. Its console methods record
-// lines (with the request's id, through an AsyncLocalStorage), an exception its fetch() throws is
-// recorded with its stack, and what a request recorded is sent in one batch when it has ended
-// (ctx.waitUntil), lines or nothing: no cost for a request that prints nothing. (A tail worker
-// would cost every request a second invocation: it halved a hello worker's throughput.)
-function wrapper(mainModule) {
-  const path = JSON.stringify("./" + mainModule);
-  return `import * as main from ${path};
-export * from ${path};
-import { AsyncLocalStorage } from "node:async_hooks";
-const invocations = new AsyncLocalStorage();
-const outside = [];
-const text = (value) => typeof value === "string" ? value : value instanceof Error ? String(value) : JSON.stringify(value);
-const record = (line) => {
-  const invocation = invocations.getStore();
-  if (!invocation) { outside.push(line); return; }
-  line.requestId = invocation.id;
-  if (invocation.sent) invocation.ctx.waitUntil(invocation.logs.record([line]));
-  else invocation.lines.push(line);
-};
-for (const level of ["debug", "info", "log", "warn", "error"]) {
-  console[level] = (...args) => record({ at: Date.now(), level, message: args.map(text).join(" ") });
-}
-const handler = main.default;
-export default {
-  async fetch(request, env, ctx) {
-    const logs = env[${JSON.stringify(LOGS)}];
-    const own = { ...env };
-    delete own[${JSON.stringify(LOGS)}];
-    const invocation = { id: request.headers.get("x-request-id"), lines: outside.splice(0), sent: false, ctx, logs };
-    try {
-      return await invocations.run(invocation, () => typeof handler === "function"
-        ? new handler(ctx, own).fetch(request) : handler.fetch(request, own, ctx));
-    } catch (error) {
-      invocation.lines.push({ at: Date.now(), level: "error", message: String(error),
-                              stack: (error && error.stack) || null, requestId: invocation.id });
-      throw error;
-    } finally {
-      invocation.sent = true;
-      if (invocation.lines.length) ctx.waitUntil(logs.record(invocation.lines.splice(0)));
-    }
-  },
-};
-`;
+// The project's main module wrapped by svc's (wrapper.js, whose source and refusal.js's come as
+// text bindings of this worker: one copy of each, shared with the workers svc names in a
+// configuration of their own, config.py).
+function wrapper(env, mainModule) {
+  return env.WRAPPER_SOURCE.replaceAll('"__SVC_MAIN__"', JSON.stringify("./" + mainModule));
 }
 
 async function load(env, ctx, key) {
@@ -107,7 +70,7 @@ async function load(env, ctx, key) {
     // The wrapper's AsyncLocalStorage (node:async_hooks alone, not the rest of Node's APIs).
     compatibilityFlags: ["nodejs_als"],
     mainModule: WRAPPER,
-    modules: { ...worker.modules, [WRAPPER]: wrapper(worker.mainModule) },
+    modules: { ...worker.modules, [WRAPPER]: wrapper(env, worker.mainModule), [REFUSAL]: env.REFUSAL_SOURCE },
     env: bindings,
     globalOutbound: env.INTERNET,
   };
@@ -124,29 +87,6 @@ const MAX_RETRIES_KEPT = 10000;
 function retry(key) {
   retries.set(key, (retries.get(key) || 0) + 1);
   if (retries.size > MAX_RETRIES_KEPT) retries.delete(retries.keys().next().value);
-}
-
-// svc's answer when a worker cannot answer: the Error envelope (the API's, spec section 7) for API
-// clients; for browsers a page. Neither shows the exception: it is in the project's logs, found by
-// the request id.
-function refusal(request, status, code, message, requestId) {
-  const headers = { "cache-control": "no-store" };
-  if (/text\/html/i.test(request.headers.get("accept") || "")) {
-    return new Response(page(status, message, requestId), {
-      status, headers: { ...headers, "content-type": "text/html; charset=utf-8" },
-    });
-  }
-  return Response.json({ code, message, details: requestId ? { requestId } : null }, { status, headers });
-}
-
-function page(status, message, requestId) {
-  const escape = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-  const id = requestId ? `<p>Request id: <code>${escape(requestId)}</code></p>` : "";
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" ` +
-    `content="width=device-width, initial-scale=1"><title>${status}</title></head><body ` +
-    `style="font-family: system-ui, sans-serif; max-width: 36rem; margin: 4rem auto; padding: 0 1rem">` +
-    `<h1>${status === 500 ? "This site could not answer" : "This site is not available"}</h1>` +
-    `<p>${escape(message)}</p>${id}</body></html>`;
 }
 
 export default {
@@ -176,8 +116,8 @@ export default {
         return refusal(request, 503, "worker_unavailable", "The site's worker is not available; try again",
                        requestId);
       }
-      // The exception and its stack reach the project's logs by the tail; only the id is shown here.
-      return refusal(request, 500, "worker_error", "The site's worker failed on this request", requestId);
+      // Top-level code that threw as the worker loaded (the wrapper answers for its fetch()).
+      return refusal(request, 500, "worker_error", WORKER_FAILED, requestId);
     }
   },
 };

@@ -1,12 +1,16 @@
 """The worker runtime port: what svc needs of the program that runs the projects' workers
-(workerd, adapters/workers/workerd.py). The runtime holds no state of its own: the edge names the
-worker of each request (its key), and the runtime asks svc for that worker's code and bindings the
-first time it sees the key (GET /v1/runtime/workers/{key}). A new key is how a deployment, a
-rollback or a change of bindings reaches it: nothing is pushed, nothing restarts."""
+(workerd, adapters/workers/workerd.py). Two paths serve a project's worker (docs/workers.md):
+
+- loading: the edge names the worker of each request (its key), and the runtime asks svc for
+  that worker's code and bindings the first time it sees the key (GET /v1/runtime/workers/{key}).
+  A new key is how a deployment, a rollback or a change of bindings reaches it at once.
+- steady: the runtime reads its shard's live workers from svc (LiveWorkers) and serves each on a
+  socket of its own with nothing of svc's in front; the edge sends a project there only while the
+  steady process holds the very key the store names (steady_upstream), else to the loading path."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +44,36 @@ class Upstream:
     port: int
 
 
+@dataclass(frozen=True)
+class LiveWorker:
+    """A project's live worker as a steady process serves it: its key, code, env and files."""
+
+    project_id: str
+    key: str
+    code: WorkerCode
+    env: Mapping[str, object]
+    # "<digest hex>/assets" under the sites, or None when the bundle has no assets/.
+    assets: str | None
+
+
+class LiveWorkers(Protocol):
+    """What the runtime reads of the store (the workers area implements it; svc.app hands it in)."""
+
+    async def keys(self) -> dict[str, str]:
+        """Every active project with a live worker: its id -> its worker's key (cheap)."""
+        ...
+
+    async def workers(self, keys: Mapping[str, str]) -> list[LiveWorker]:
+        """The code and env of these projects' workers, for those whose key is still that one."""
+        ...
+
+
+# Told which projects' steady upstream changed (the edge routes them again).
+SteadyChanged = Callable[[Collection[str]], Awaitable[None]]
+# Told the socket paths of every slot (the edge writes an upstream for each, and reloads).
+SlotsChanged = Callable[[tuple[str, ...]], Awaitable[None]]
+
+
 class WorkerRuntime(Protocol):
     description: str  # for the banner: "workerd 2026-11-17 (2 processes)"
     # Sent with each request to the runtime, and by the runtime with each request to svc.
@@ -54,6 +88,23 @@ class WorkerRuntime(Protocol):
         ...
 
     def shard_of(self, project_id: str) -> int: ...
+
+    def slots(self) -> tuple[str, ...]:
+        """The unix socket path of every steady slot (nginx's upstream svc_slot_<n> is slots()[n])."""
+        ...
+
+    def steady_upstream(self, project_id: str, key: str) -> str | None:
+        """nginx's upstream of the project's own socket when a steady process serves exactly this
+        key (and no older process is left that could answer it with other code); else None."""
+        ...
+
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged) -> None:
+        """Start serving live workers steadily (after start()); the callbacks tell the edge."""
+        ...
+
+    def changed(self, project_ids: Collection[str] | None = None) -> None:
+        """The store may have changed these projects' workers (None: any): their shards converge."""
+        ...
 
     async def check(self, code: WorkerCode) -> None:
         """Load the code as the runtime would (parse, imports, top-level code, the default export's

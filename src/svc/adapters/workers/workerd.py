@@ -1,14 +1,15 @@
 """The worker runtime on workerd: a few workerd processes that svc starts, supervises and stops.
 Everything they have lives under SVC_DATA_DIR/workers/:
 
-    serve-<n>/   a process that serves the projects' requests (config.capnp, which workerd reads
-                 on its standard input, workerd.log, workerd.pid); a project is served by one
-                 of them (shard_of)
-    check/       the process that checks a bundle's worker before its deployment goes live: a
-                 worker whose top-level code never returns stalls only this one
+    serve-<n>/     a loading process of shard n (config.capnp, which workerd reads on its standard
+                   input, workerd.log, workerd.pid): svc's dispatcher worker (dispatcher.js)
+                   loads each project's worker in an isolate of its own on its first request
+    steady-<n>-a/  the steady processes of shard n, blue and green in turn (steady.py): the
+    steady-<n>-b/  shard's live workers named in their configuration, each on a unix socket
+    check/         the process that checks a bundle's worker before its deployment goes live: a
+                   worker whose top-level code never returns stalls only this one
 
-Each process has the same configuration (config.py) and svc's dispatcher worker (dispatcher.js),
-which loads each project's worker in an isolate of its own on its first request. workerd has no
+A project is served by the processes of one shard (shard_of). workerd has no
 limit on the CPU time of a request: a worker that loops forever stalls its whole process (every
 project of that shard). A watchdog asks each serving process for its health every few seconds and
 kills one that stops answering; the supervisor starts it again (docs/workers.md, "Limits")."""
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import pwd
@@ -26,13 +28,23 @@ import signal
 import stat
 import tempfile
 import zlib
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from svc.adapters.workers.config import RuntimeOptions, render
-from svc.adapters.workers.port import BadWorker, RuntimeUnavailable, Upstream, WorkerCode
+from svc.adapters.workers.config import DirectWorker, RuntimeOptions, render
+from svc.adapters.workers.port import (
+    BadWorker,
+    LiveWorkers,
+    RuntimeUnavailable,
+    SlotsChanged,
+    SteadyChanged,
+    Upstream,
+    WorkerCode,
+)
+from svc.adapters.workers.steady import SteadyWorkers
 from svc.supervisor import Port, ProcessError, ProcessSpec, Supervisor, find_binary, free_tcp_port, http_get
 
 log = logging.getLogger("svc.workers")
@@ -79,6 +91,22 @@ def runnable_by_others(binary: str) -> str:
     return str(copy)
 
 
+def socket_dir(root: Path) -> Path:
+    """Where the steady workers' unix sockets live: a directory of svc's own in the system's temp
+    dir, named by the runtime's directory. Not under SVC_DATA_DIR: workerd as SVC_WORKER_USER
+    binds them, so every directory above them must let it pass (and a socket's address holds
+    108 bytes at most)."""
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"svc-sockets-{digest}"
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o755)
+    mine = path.lstat()
+    if not stat.S_ISDIR(mine.st_mode) or mine.st_uid != os.geteuid():
+        path = Path(tempfile.mkdtemp(prefix="svc-sockets-"))  # someone else's name: one of our own
+    os.chmod(path, 0o755)  # noqa: S103 - passed through by workerd and nginx; what is in it is guarded
+    return path
+
+
 def _others_may_run(path: Path) -> bool:
     return all(p.stat().st_mode & 0o001 for p in (path, *path.parents))
 
@@ -99,17 +127,23 @@ class WorkerdOptions:
     probe_every: float = 1.0
     # One isolate's V8 heap, in MB.
     memory_mb: int = 128
+    # How long a shard waits after a change before its new steady process starts (steady.py).
+    settle_seconds: float = 0.3
     # Run as this user (svc must then be root): it owns the process's directory and nothing else
     # of svc's (workerd reads no file of svc's: code and files come over HTTP).
     user: str | None = None
 
 
 class _Process:
-    """One workerd process of the runtime: its directory, its fixed address, its supervisor."""
+    """One workerd process of the runtime: its directory, its fixed address, its supervisor. A
+    steady one also serves `direct` workers on their sockets; `on_ready` runs after each start."""
 
-    def __init__(self, runtime: WorkerdRuntime, name: str) -> None:
+    def __init__(self, runtime: WorkerdRuntime, name: str, direct: Sequence[DirectWorker] = (),
+                 on_ready: Callable[[], Awaitable[None]] | None = None) -> None:
         self.runtime = runtime
         self.dir = runtime.options.root / name
+        self.direct = tuple(direct)
+        self.on_ready = on_ready
         self.port = free_tcp_port(runtime.options.host)
         options = runtime.options
         self.supervisor = Supervisor(ProcessSpec(
@@ -117,12 +151,23 @@ class _Process:
             log=self.dir / "workerd.log", pid_file=self.dir / "workerd.pid", cwd=self.dir,
             stdin=self.dir / "config.capnp",
             env={"PATH": os.defpath, "LANG": "C.UTF-8"}, user=options.user,
-            ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self.healthy,
+            ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self._ready,
             start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True,
         ), logger=log)
 
     async def _prepare(self) -> None:
         await asyncio.to_thread(self._write_files)
+
+    async def _ready(self) -> bool:
+        if not await self.healthy():
+            return False
+        if self.direct:
+            # It holds the projects' secrets: on disk only from its writing to workerd's reading
+            # it (written again by _prepare before a restart, from what svc holds in memory).
+            await asyncio.to_thread(self.forget_config)
+        if self.on_ready is not None:
+            await self.on_ready()
+        return True
 
     def _write_files(self) -> None:
         options = self.runtime.options
@@ -130,10 +175,18 @@ class _Process:
         config = render(RuntimeOptions(listen_host=options.host, listen_port=self.port,
                                        api_address=options.api_address, assets_address=options.assets_address,
                                        memory_mb=options.memory_mb,
-                                       token=self.runtime.token))
+                                       token=self.runtime.token), self.direct)
         # workerd reads it on its standard input (reopening /dev/stdin checks the file's own owner,
         # not the path): as another user it owns the file and its directory, nothing else of svc's.
         owner = pwd.getpwnam(options.user) if options.user is not None and os.geteuid() == 0 else None
+        for sockets in {worker.socket.parent for worker in self.direct}:
+            # workerd binds its workers' sockets there (a fresh path each: what a run left is removed).
+            sockets.mkdir(exist_ok=True)
+            os.chmod(sockets, 0o755)  # noqa: S103 - nginx reaches its sockets through it
+            for stale in sockets.glob("*.sock"):
+                stale.unlink(missing_ok=True)
+            if owner is not None:
+                os.chown(sockets, owner.pw_uid, owner.pw_gid)
         tmp = self.dir / ".config.capnp.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -143,6 +196,9 @@ class _Process:
             # Its working directory too (workerd opens it); the log and pid files in it stay svc's.
             os.chown(self.dir, owner.pw_uid, owner.pw_gid)
         tmp.replace(self.dir / "config.capnp")
+
+    def forget_config(self) -> None:
+        (self.dir / "config.capnp").unlink(missing_ok=True)
 
     async def healthy(self, seconds: float = 2.0) -> bool:
         answer = await http_get(self.runtime.options.host, self.port, HEALTH_PATH,
@@ -163,6 +219,7 @@ class WorkerdRuntime:
         self.token = secrets.token_urlsafe(32)
         self._serving = [_Process(self, f"serve-{n}") for n in range(max(1, options.processes))]
         self._checker = _Process(self, "check")
+        self._steady: SteadyWorkers | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._client = httpx.AsyncClient(timeout=options.check_seconds, trust_env=False)
         self.description = f"workerd ({len(self._serving)} serving processes and a checker)"
@@ -173,6 +230,29 @@ class WorkerdRuntime:
     def shard_of(self, project_id: str) -> int:
         # Stable across restarts and processes (crc32, not hash()): every svc of a cluster agrees.
         return zlib.crc32(project_id.encode()) % len(self._serving)
+
+    # --- the steady path (steady.py) ---
+
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged) -> None:
+        if self._steady is not None:
+            return
+
+        def make_process(name: str, direct: Sequence[DirectWorker],
+                         on_ready: Callable[[], Awaitable[None]]) -> _Process:
+            return _Process(self, name, direct, on_ready)
+
+        self._steady = SteadyWorkers(len(self._serving), self.shard_of, make_process, live, on_steady, on_slots,
+                                     socket_dir(self.options.root), settle_seconds=self.options.settle_seconds)
+
+    def changed(self, project_ids: Collection[str] | None = None) -> None:
+        if self._steady is not None:
+            self._steady.changed(project_ids)
+
+    def steady_upstream(self, project_id: str, key: str) -> str | None:
+        return self._steady.upstream(project_id, key) if self._steady is not None else None
+
+    def slots(self) -> tuple[str, ...]:
+        return self._steady.slot_paths() if self._steady is not None else ()
 
     async def start(self) -> None:
         for process in (*self._serving, self._checker):
@@ -185,28 +265,34 @@ class WorkerdRuntime:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watchdog
             self._watchdog = None
+        if self._steady is not None:
+            await self._steady.stop()
+            self._steady = None
         await asyncio.gather(*(p.supervisor.stop() for p in (*self._serving, self._checker)))
         await self._client.aclose()
 
     async def _watch(self) -> None:
         """Kill a serving process that answers nothing for stuck_seconds (a worker looping forever)."""
-        silent_since: dict[int, float] = {}
+        silent_since: dict[_Process, float] = {}
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.options.probe_every)
-            for n, process in enumerate(self._serving):
+            steady = self._steady.processes() if self._steady is not None else []
+            watched = [*self._serving, *(p for p in steady if isinstance(p, _Process))]
+            silent_since = {p: t for p, t in silent_since.items() if p in watched}
+            for process in watched:
                 if not process.supervisor.running:
-                    silent_since.pop(n, None)
+                    silent_since.pop(process, None)
                     continue
                 if await process.healthy(seconds=self.options.stuck_seconds / 2):
-                    silent_since.pop(n, None)
+                    silent_since.pop(process, None)
                     continue
-                since = silent_since.setdefault(n, loop.time())
+                since = silent_since.setdefault(process, loop.time())
                 if loop.time() - since >= self.options.stuck_seconds:
                     log.error("%s answered nothing for %.0fs (a worker that never returns?): killing it",
                               process.supervisor.name, loop.time() - since)
                     process.kill()
-                    silent_since.pop(n, None)
+                    silent_since.pop(process, None)
 
     async def check(self, code: WorkerCode) -> None:
         process = self._checker

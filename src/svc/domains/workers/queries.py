@@ -6,7 +6,7 @@ from sqlalchemy import delete, select
 
 from svc.db import dialect_insert
 from svc.kit.store_session import StoreSession
-from svc.models import LogLine, Project, TrafficMinute
+from svc.models import Deployment, LogLine, Project, ProjectState, TrafficMinute
 
 
 async def lines(session: StoreSession, project_id: str, *, after: int | None, since: datetime | None,
@@ -62,3 +62,14 @@ async def delete_traffic_before(session: StoreSession, cutoff: datetime) -> int:
     result = await session.execute(delete(TrafficMinute).where(TrafficMinute.minute < cutoff)
                                    .execution_options(synchronize_session=False))
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def live_worker_keys(session: StoreSession) -> dict[str, str]:
+    """Every active project whose live deployment has a worker: its id -> the worker's key (the
+    same key the routing table gives the edge: `<deployment id>.<bindings generation>`)."""
+    rows = await session.execute(
+        select(Project.id, Deployment.id, Deployment.worker, Project.bindings_generation)
+        .join(Deployment, Deployment.id == Project.live_deployment_id)
+        .where(Project.state == ProjectState.active))
+    return {project_id: f"{deployment_id}.{generation}"
+            for project_id, deployment_id, worker, generation in rows.all() if worker}

@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from svc.adapters.edge.port import TrafficBatch
-from svc.adapters.workers.port import BadWorker, RuntimeUnavailable
+from svc.adapters.workers.port import BadWorker, LiveWorker, RuntimeUnavailable, WorkerCode
 from svc.context import AppContext
 from svc.domains.deployments import service as deployments
 from svc.domains.projects import service as projects
@@ -65,14 +66,24 @@ def check_runtime_token(ctx: AppContext, given: str | None) -> None:
 @use_case(Tx.READ)
 async def runtime_worker(uow: UnitOfWork, key: str) -> schemas.RuntimeWorker:
     """A deployment's worker as the runtime loads it, with the project's env as it is now."""
+    worker = await _worker_of(uow, key)
+    if worker is None:
+        raise errors.WorkerNotFound(details={"key": key})
+    return worker
+
+
+async def _worker_of(uow: UnitOfWork, key: str, project_id: str | None = None) -> schemas.RuntimeWorker | None:
+    """The worker of a key (of that project, when named) with the project's env as it is now."""
     ctx = uow.ctx
     deployment_id = key.rpartition(".")[0]
     row = await deployments.deployment_by_id(uow.session, deployment_id)
-    if row is None or row.worker is None:
-        raise errors.WorkerNotFound(details={"key": key})
+    if row is None or row.worker is None or (project_id is not None and row.project_id != project_id):
+        return None
     project = await projects.project_by_id(uow.session, row.project_id)
     if project is None:
-        raise errors.WorkerNotFound(details={"key": key})
+        return None
+    if project_id is not None and f"{project.live_deployment_id}.{project.bindings_generation}" != key:
+        return None  # moved on meanwhile: the loading process serves it until the next turn
     env: dict[str, Any] = {}
     for source in ctx.bindings:  # each area's, as its manifest declares (secrets: env.<NAME>)
         env |= await source(uow.session, ctx, project)
@@ -85,6 +96,30 @@ async def runtime_worker(uow: UnitOfWork, key: str) -> schemas.RuntimeWorker:
         project=project.id, main_module=code.main_module, modules=dict(code.modules),
         compatibility_date=code.compatibility_date, env=env,
         assets=f"{site.name}/assets" if has_assets else None)
+
+
+class SteadySource:
+    """What the runtime's steady processes read of the store (adapters/workers/port.py LiveWorkers;
+    svc.app hands it in): the live workers' keys, then their code and env."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    async def keys(self) -> dict[str, str]:
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            return await queries.live_worker_keys(uow.session)
+
+    async def workers(self, keys: Mapping[str, str]) -> list[LiveWorker]:
+        found = []
+        for project_id, key in keys.items():
+            async with unit_of_work(self.ctx, Tx.READ) as uow:
+                worker = await _worker_of(uow, key, project_id)
+            if worker is None:
+                continue
+            found.append(LiveWorker(project_id=project_id, key=key, env=worker.env, assets=worker.assets,
+                                    code=WorkerCode(main_module=worker.main_module, modules=worker.modules,
+                                                    compatibility_date=worker.compatibility_date)))
+        return found
 
 
 @use_case(Tx.WRITE)

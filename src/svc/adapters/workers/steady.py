@@ -1,0 +1,245 @@
+"""Steady processes: each shard's live workers served with nothing of svc's in front of them.
+
+A loading process (dispatcher.js) answers any key at once, but each request crosses from svc's
+isolate into the project's, which costs a hello worker two thirds of its throughput. So each
+shard also has a steady process whose configuration names the shard's live workers, each a
+service of its own on a unix socket of its own, and the edge proxies a project's requests
+straight to that socket (nginx's upstream svc_slot_<n>, with kept-alive connections) while the
+steady process holds the very key the store names. A changed project (deploy, rollback, secret)
+is served by the loading process from the moment of its change; the shard converges behind it:
+
+1. the shard's live workers are read from the store (LiveWorkers), a short while after a change
+   (SETTLE_SECONDS: a burst of deploys makes one new process, not one each);
+2. a new (green) process is started beside the serving (blue) one, each worker on a fresh socket
+   path in the green's own directory; once it answers, each socket is renamed over its project's
+   slot path (atomic: nginx's next connection reaches green; kept-alive ones to blue finish);
+3. blue is stopped: workerd drains on SIGTERM (idle connections closed at once, requests in
+   flight finished, then it exits), and nginx drops a kept-alive connection its peer closed;
+4. only then are the changed projects routed to their slots (SteadyChanged): no request can
+   reach blue's older code once the edge sends a project to its slot.
+
+Slots are the edge's upstream blocks: a project keeps its slot while it has a live worker; more
+slots (doubling) are an edge reload, once, before the process that needs them starts. A shard
+whose new process cannot start (a worker whose top-level code fails only with its env, say)
+keeps blue serving what it has and the loading process the rest, and retries after a while."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from svc.adapters.workers.config import DirectWorker
+from svc.adapters.workers.port import LiveWorkers, SlotsChanged, SteadyChanged
+from svc.supervisor import ProcessError, Supervisor
+
+log = logging.getLogger("svc.workers")
+
+# How long a shard waits after a change for others to join it.
+SETTLE_SECONDS = 0.3
+# After a new process failed to start, how long before the same workers are tried again.
+RETRY_SECONDS = 30.0
+FIRST_SLOTS = 16
+# A shard's next new process waits this many times as long as the last one took to come up.
+BUSY_FACTOR = 2.0
+
+
+class SteadyProcess(Protocol):
+    supervisor: Supervisor
+
+    def forget_config(self) -> None:
+        """Remove its configuration from disk (it holds the projects' secrets)."""
+        ...
+
+
+async def _nothing() -> None:
+    return None
+
+
+# The runtime's process named so, serving these workers, calling back once each start answers.
+ProcessFactory = Callable[[str, Sequence[DirectWorker], Callable[[], Awaitable[None]]], SteadyProcess]
+
+
+def slot_upstream(slot: int) -> str:
+    """nginx's name of a slot's upstream block."""
+    return f"svc_slot_{slot}"
+
+
+@dataclass(eq=False)
+class _Shard:
+    n: int
+    poke: asyncio.Event = field(default_factory=asyncio.Event)
+    serving: SteadyProcess | None = None
+    # What the serving process holds: project -> key.
+    held: dict[str, str] = field(default_factory=dict)
+    # What the edge may send to the slots: project -> key (a subset of `held` while swapping).
+    steady: dict[str, str] = field(default_factory=dict)
+    turns: int = 0
+    # Not before this (the event loop's time): see BUSY_FACTOR.
+    next_at: float = 0.0
+    failed: dict[str, str] | None = None
+
+
+class SteadyWorkers:
+    """The steady processes of every shard of a WorkerdRuntime, and the slots they bind."""
+
+    def __init__(self, shards: int, shard_of: Callable[[str], int], make_process: ProcessFactory,
+                 live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged, sockets: Path, *,
+                 settle_seconds: float = SETTLE_SECONDS) -> None:
+        self.shard_of = shard_of
+        self.make_process = make_process
+        self.live = live
+        self.on_steady = on_steady
+        self.on_slots = on_slots
+        self.sockets = sockets
+        self.settle_seconds = settle_seconds
+        self._shards = [_Shard(n) for n in range(shards)]
+        self._slots: dict[str, int] = {}
+        self._free: list[int] = []
+        self._capacity = 0
+        self._started: list[SteadyProcess] = []
+        self._tasks = [asyncio.create_task(self._run(shard), name=f"workerd steady shard {shard.n}")
+                       for shard in self._shards]
+        self.changed(None)
+
+    # --- what the runtime asks ---
+
+    def upstream(self, project_id: str, key: str) -> str | None:
+        shard = self._shards[self.shard_of(project_id)]
+        if shard.steady.get(project_id) != key:
+            return None
+        return slot_upstream(self._slots[project_id])
+
+    def slot_paths(self) -> tuple[str, ...]:
+        return tuple(str(self._slot_path(n)) for n in range(self._capacity))
+
+    def processes(self) -> list[SteadyProcess]:
+        return [shard.serving for shard in self._shards if shard.serving is not None]
+
+    def changed(self, project_ids: Collection[str] | None) -> None:
+        shards = self._shards if project_ids is None else {self._shards[self.shard_of(p)]
+                                                          for p in project_ids}
+        for shard in shards:
+            shard.poke.set()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        # Every process started and not yet stopped (a swap cut short leaves two in a shard).
+        await asyncio.gather(*(p.supervisor.stop() for p in self._started))
+        await asyncio.to_thread(shutil.rmtree, self.sockets, True)
+
+    # --- a shard converging ---
+
+    async def _run(self, shard: _Shard) -> None:
+        loop = asyncio.get_running_loop()
+        # What a killed svc left running on these directories goes first.
+        for name in (f"steady-{shard.n}-a", f"steady-{shard.n}-b"):
+            await self.make_process(name, (), _nothing).supervisor.stop_stale()
+        while True:
+            await shard.poke.wait()
+            # A new process costs CPU in proportion to its workers: a shard that keeps changing
+            # (a stream of deploys) starts one at most every BUSY_FACTOR times what the last took.
+            await asyncio.sleep(max(self.settle_seconds, shard.next_at - loop.time()))
+            shard.poke.clear()
+            started = loop.time()
+            try:
+                await self._converge(shard)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("workerd shard %d: its steady process could not be brought up to date; retrying "
+                              "in %.0fs (the loading process serves its changed projects meanwhile)",
+                              shard.n, RETRY_SECONDS)
+                loop.call_later(RETRY_SECONDS, shard.poke.set)
+            shard.next_at = loop.time() + BUSY_FACTOR * (loop.time() - started)
+
+    async def _converge(self, shard: _Shard) -> None:
+        keys = await self.live.keys()
+        wanted = {p: k for p, k in keys.items() if self.shard_of(p) == shard.n}
+        if shard.serving is not None and wanted == shard.held:
+            return
+        if wanted == shard.failed:
+            return  # the same workers failed to start: retried by the timer (or the next change)
+        if not wanted:
+            await self._swap(shard, None, {})
+            return
+        workers = await self.live.workers(wanted)
+        for worker in workers:
+            if worker.project_id not in self._slots:
+                self._slots[worker.project_id] = self._free.pop() if self._free else len(self._slots)
+        needed = max(self._slots.values(), default=-1) + 1
+        if needed > self._capacity:
+            self._capacity = max(needed, 2 * self._capacity, FIRST_SLOTS)
+            slots = self.sockets / "slots"
+            slots.mkdir(exist_ok=True)
+            os.chmod(slots, 0o755)  # noqa: S103 - nginx's workers reach the sockets through it
+            await self.on_slots(self.slot_paths())
+        shard.turns += 1
+        name = f"steady-{shard.n}-{'ab'[shard.turns % 2]}"
+        own = self.sockets / name
+        direct = [DirectWorker(slot=self._slots[w.project_id], socket=own / f"{self._slots[w.project_id]}.sock",
+                               project_id=w.project_id, code=w.code, env=w.env, assets=w.assets)
+                  for w in workers]
+
+        async def into_slots() -> None:
+            await asyncio.to_thread(self._into_slots, direct)
+
+        green = self.make_process(name, direct, into_slots)
+        await green.supervisor.stop_stale()
+        self._started.append(green)
+        try:
+            await green.supervisor.launch()
+        except ProcessError as exc:
+            self._started.remove(green)
+            await asyncio.to_thread(green.forget_config)
+            shard.failed = dict(wanted)
+            log.error("workerd shard %d: a new steady process for %d workers did not start (its projects stay "
+                      "on the loading process; retried in %.0fs): %s", shard.n, len(direct), RETRY_SECONDS, exc)
+            asyncio.get_running_loop().call_later(RETRY_SECONDS, shard.poke.set)
+            return
+        shard.failed = None
+        await green.supervisor.start()  # supervised from now on (running: no second launch)
+        await self._swap(shard, green, {w.project_id: w.key for w in workers})
+
+    async def _swap(self, shard: _Shard, green: SteadyProcess | None, held: dict[str, str]) -> None:
+        """Green is serving on the slots (renamed over): the edge may keep sending there the
+        projects whose key did not change; blue drains and stops; then the changed ones follow."""
+        before = shard.steady
+        shard.steady = {p: k for p, k in before.items() if held.get(p) == k}
+        blue, shard.serving, shard.held = shard.serving, green, held
+        if blue is not None:
+            await blue.supervisor.stop()
+            self._started.remove(blue)
+        shard.steady = dict(held)
+        moved = {p for p in before.keys() | held.keys() if before.get(p) != held.get(p)}
+        gone = before.keys() - held.keys()
+        if moved:
+            await self.on_steady(moved)
+        for project_id in gone:
+            if self.shard_of(project_id) == shard.n and project_id not in held:
+                slot = self._slots.pop(project_id, None)
+                if slot is not None:
+                    self._slot_path(slot).unlink(missing_ok=True)
+                    self._free.append(slot)
+        log.info("workerd shard %d: %d workers steady%s", shard.n, len(held),
+                 f" ({len(moved)} changed)" if moved else "")
+
+    def _slot_path(self, slot: int) -> Path:
+        return self.sockets / "slots" / f"{slot}.sock"
+
+    def _into_slots(self, direct: list[DirectWorker]) -> None:
+        for worker in direct:
+            # nginx's workers (another user, maybe) connect: a socket is reached by who may write it.
+            os.chmod(worker.socket, 0o666)  # noqa: S103 - in a directory only svc, nginx and workerd reach
+            os.replace(worker.socket, self._slot_path(worker.slot))
+
