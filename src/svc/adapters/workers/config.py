@@ -96,9 +96,11 @@ class DirectWorker:
     assets: str | None
 
 
-def wrapped_main(main_module: str) -> str:
-    """svc's wrapper module (wrapper.js) around a project's main module."""
-    return WRAPPER.read_text().replace('"__SVC_MAIN__"', json.dumps("./" + main_module))
+def wrapped_main(code: WorkerCode) -> str:
+    """svc's wrapper module (wrapper.js) around a project's main module (as dispatcher.js makes it)."""
+    prints = any(isinstance(source, str) and "console" in source for source in code.modules.values())
+    return (WRAPPER.read_text().replace('"__SVC_MAIN__"', json.dumps("./" + code.main_module))
+            .replace("__SVC_TRACK__", "true" if prints else "false"))
 
 
 def _module(name: str, value: object) -> str:
@@ -124,7 +126,7 @@ def _entrypoint(name: str, entrypoint: str, props: Mapping[str, str]) -> str:
 
 def _direct_service(worker: DirectWorker) -> str:
     code = worker.code
-    modules = [_module(WRAPPER_MODULE, wrapped_main(code.main_module)),
+    modules = [_module(WRAPPER_MODULE, wrapped_main(code)),
                _module(REFUSAL_MODULE, REFUSAL.read_text()),
                *(_module(name, value) for name, value in code.modules.items())]
     bindings = [_binding(name, value) for name, value in worker.env.items()]

@@ -55,8 +55,10 @@ const REFUSAL = "__svc_refusal__.js";
 // The project's main module wrapped by svc's (wrapper.js, whose source and refusal.js's come as
 // text bindings of this worker: one copy of each, shared with the workers svc names in a
 // configuration of their own, config.py).
-function wrapper(env, mainModule) {
-  return env.WRAPPER_SOURCE.replaceAll('"__SVC_MAIN__"', JSON.stringify("./" + mainModule));
+function wrapper(env, worker) {
+  const prints = Object.values(worker.modules).some((m) => typeof m === "string" && m.includes("console"));
+  return env.WRAPPER_SOURCE.replaceAll('"__SVC_MAIN__"', JSON.stringify("./" + worker.mainModule))
+    .replaceAll("__SVC_TRACK__", String(prints));
 }
 
 async function load(env, ctx, key) {
@@ -70,7 +72,7 @@ async function load(env, ctx, key) {
     // The wrapper's AsyncLocalStorage (node:async_hooks alone, not the rest of Node's APIs).
     compatibilityFlags: ["nodejs_als"],
     mainModule: WRAPPER,
-    modules: { ...worker.modules, [WRAPPER]: wrapper(env, worker.mainModule), [REFUSAL]: env.REFUSAL_SOURCE },
+    modules: { ...worker.modules, [WRAPPER]: wrapper(env, worker), [REFUSAL]: env.REFUSAL_SOURCE },
     env: bindings,
     globalOutbound: env.INTERNET,
   };
