@@ -100,6 +100,7 @@ class NginxEdge:
                                    user=_worker_user(data_dir),
                                    workers=tuple(host_port(u.host, u.port) for u in runtime.upstreams())
                                    if runtime is not None else (),
+                                   worker_slots=runtime.slots() if runtime is not None else (),
                                    runtime_token=runtime.token if runtime is not None else "",
                                    worker_timeout_seconds=settings.worker_timeout_seconds,
                                    sites=data_dir / "sites")

@@ -90,20 +90,27 @@ class SteadyWorkers:
     """The steady processes of every shard of a WorkerdRuntime, and the slots they bind."""
 
     def __init__(self, shards: int, shard_of: Callable[[str], int], make_process: ProcessFactory,
-                 live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged, sockets: Path, *,
-                 settle_seconds: float = SETTLE_SECONDS) -> None:
+                 sockets: Path, *, settle_seconds: float = SETTLE_SECONDS) -> None:
+        """The sockets' directory is made here; nothing runs before follow()."""
         self.shard_of = shard_of
         self.make_process = make_process
-        self.live = live
-        self.on_steady = on_steady
-        self.on_slots = on_slots
         self.sockets = sockets
         self.settle_seconds = settle_seconds
         self._shards = [_Shard(n) for n in range(shards)]
         self._slots: dict[str, int] = {}
         self._free: list[int] = []
-        self._capacity = 0
+        # Declared from the start (the edge's first config has them): no reload for the first ones.
+        self._capacity = FIRST_SLOTS
+        slots = self.sockets / "slots"
+        slots.mkdir(exist_ok=True)
+        os.chmod(slots, 0o755)  # noqa: S103 - nginx's workers reach the sockets through it
         self._started: list[SteadyProcess] = []
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged) -> None:
+        self.live = live
+        self.on_steady = on_steady
+        self.on_slots = on_slots
         self._tasks = [asyncio.create_task(self._run(shard), name=f"workerd steady shard {shard.n}")
                        for shard in self._shards]
         self.changed(None)
@@ -179,10 +186,7 @@ class SteadyWorkers:
                 self._slots[worker.project_id] = self._free.pop() if self._free else len(self._slots)
         needed = max(self._slots.values(), default=-1) + 1
         if needed > self._capacity:
-            self._capacity = max(needed, 2 * self._capacity, FIRST_SLOTS)
-            slots = self.sockets / "slots"
-            slots.mkdir(exist_ok=True)
-            os.chmod(slots, 0o755)  # noqa: S103 - nginx's workers reach the sockets through it
+            self._capacity = max(needed, 2 * self._capacity)
             await self.on_slots(self.slot_paths())
         shard.turns += 1
         name = f"steady-{shard.n}-{'ab'[shard.turns % 2]}"

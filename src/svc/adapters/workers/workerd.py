@@ -235,14 +235,7 @@ class WorkerdRuntime:
 
     def follow(self, live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged) -> None:
         if self._steady is not None:
-            return
-
-        def make_process(name: str, direct: Sequence[DirectWorker],
-                         on_ready: Callable[[], Awaitable[None]]) -> _Process:
-            return _Process(self, name, direct, on_ready)
-
-        self._steady = SteadyWorkers(len(self._serving), self.shard_of, make_process, live, on_steady, on_slots,
-                                     socket_dir(self.options.root), settle_seconds=self.options.settle_seconds)
+            self._steady.follow(live, on_steady, on_slots)
 
     def changed(self, project_ids: Collection[str] | None = None) -> None:
         if self._steady is not None:
@@ -255,6 +248,13 @@ class WorkerdRuntime:
         return self._steady.slot_paths() if self._steady is not None else ()
 
     async def start(self) -> None:
+        def make_process(name: str, direct: Sequence[DirectWorker],
+                         on_ready: Callable[[], Awaitable[None]]) -> _Process:
+            return _Process(self, name, direct, on_ready)
+
+        sockets = await asyncio.to_thread(socket_dir, self.options.root)
+        self._steady = SteadyWorkers(len(self._serving), self.shard_of, make_process, sockets,
+                                     settle_seconds=self.options.settle_seconds)
         for process in (*self._serving, self._checker):
             await process.supervisor.start()
         self._watchdog = asyncio.create_task(self._watch(), name="workerd watchdog")
