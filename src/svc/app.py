@@ -204,7 +204,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 ctx.edge = edge
                 if runtime is not None and edge is not None:
                     # Each shard's live workers, served steadily behind the loading processes.
-                    runtime.follow(SteadySource(ctx), edge.steady_changed, edge.slots_changed)
+                    runtime.follow(SteadySource(ctx), edge.steady_changed)
             yield {}
         finally:
             stop.set()

@@ -78,7 +78,7 @@ class Project:
 
 def edge_upstream(project: Project) -> str | None:
     """Where the edge sends the project's worker requests now, read from its routing table on disk
-    (svc's own reader): a steady socket (svc_slot_<n>) or a loading process (svc_worker_<n>)."""
+    (svc's own reader): its steady socket (svc_steady:<slot>) or a loading process (svc_worker_<n>)."""
     assert project.server.data_dir is not None
     table = RouteTable(EdgeLayout(project.server.data_dir / "edge"))
     table.load()
@@ -92,7 +92,7 @@ async def until_steady(project: Project, seconds: float = 60.0) -> str:
     deadline = loop.time() + seconds
     while loop.time() < deadline:
         upstream = edge_upstream(project)
-        if upstream is not None and upstream.startswith("svc_slot_"):
+        if upstream is not None and upstream.startswith("svc_steady:"):
             return upstream
         await asyncio.sleep(0.05)
     raise AssertionError(f"the worker was not served steadily within {seconds:g}s (edge: {edge_upstream(project)})")

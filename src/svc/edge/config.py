@@ -212,9 +212,9 @@ class EdgeOptions:
     # The worker runtime's processes (host:port each; nginx's upstreams svc_worker_<n>), the token
     # they expect (X-Svc-Runtime-Token) and how long a worker may take to start its answer.
     workers: tuple[str, ...] = ()
-    # The steady workers' unix sockets (nginx's upstreams svc_slot_<n>: one project's worker each,
-    # nothing of svc's in front; the runtime's steady.py).
-    worker_slots: tuple[str, ...] = ()
+    # The directory of the steady workers' unix sockets (<slot>.sock: one project's worker each,
+    # nothing of svc's in front; the runtime's steady.py), which upstream svc_steady connects to.
+    worker_sockets: str = ""
     runtime_token: str = ""
     worker_timeout_seconds: int = 30
     # The unpacked bundles (SVC_DATA_DIR/sites): the runtime reads a deployment's assets/ here.
@@ -278,11 +278,11 @@ def upstream_name(shard: int) -> str:
     return f"svc_worker_{shard}"
 
 
-def _socket(path: str) -> str:
-    """An upstream server's unix socket path, checked (svc's own value: a bug if refused)."""
+def _sockets(path: str) -> str:
+    """The steady sockets' directory, checked (svc's own value: a bug if refused)."""
     if not path.startswith("/") or any(c in path for c in " ;{}\"'$") or any(ord(c) < 33 for c in path):
-        raise EdgeConfigError(f"not a worker socket path: {path!r}")
-    return f"unix:{path}"
+        raise EdgeConfigError(f"not a worker socket directory: {path!r}")
+    return path
 
 
 def _server(address: str) -> str:
@@ -352,7 +352,7 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         status_host=STATUS_HOST,
         status_path=STATUS_PATH,
         workers=[_server(address) for address in options.workers],
-        worker_slots=[_socket(path) for path in options.worker_slots] if options.workers else [],
+        worker_sockets=_sockets(options.worker_sockets) if options.workers else None,
         assets_host=ASSETS_HOST,
         sites_root=quote(str(options.sites)) if options.sites is not None else None,
         runtime_token=_single(options.runtime_token) if options.workers else None,

@@ -100,7 +100,7 @@ class NginxEdge:
                                    user=_worker_user(data_dir),
                                    workers=tuple(host_port(u.host, u.port) for u in runtime.upstreams())
                                    if runtime is not None else (),
-                                   worker_slots=runtime.slots() if runtime is not None else (),
+                                   worker_sockets=runtime.steady_sockets() if runtime is not None else "",
                                    runtime_token=runtime.token if runtime is not None else "",
                                    worker_timeout_seconds=settings.worker_timeout_seconds,
                                    sites=data_dir / "sites")
@@ -205,11 +205,6 @@ class NginxEdge:
     async def steady_changed(self, project_ids: Collection[str]) -> None:
         """The runtime's steady processes serve these projects' workers now (or no longer)."""
         await self._rounds(project_ids)
-
-    async def slots_changed(self, paths: tuple[str, ...]) -> None:
-        """The runtime's steady sockets: an upstream each in the config (one reload)."""
-        self.options = dataclasses.replace(self.options, worker_slots=paths)
-        await self.reconfigure()
 
     @property
     def serving_id(self) -> str | None:

@@ -70,8 +70,6 @@ class LiveWorkers(Protocol):
 
 # Told which projects' steady upstream changed (the edge routes them again).
 SteadyChanged = Callable[[Collection[str]], Awaitable[None]]
-# Told the socket paths of every slot (the edge writes an upstream for each, and reloads).
-SlotsChanged = Callable[[tuple[str, ...]], Awaitable[None]]
 
 
 class WorkerRuntime(Protocol):
@@ -89,17 +87,19 @@ class WorkerRuntime(Protocol):
 
     def shard_of(self, project_id: str) -> int: ...
 
-    def slots(self) -> tuple[str, ...]:
-        """The unix socket path of every steady slot (nginx's upstream svc_slot_<n> is slots()[n])."""
+    def steady_sockets(self) -> str:
+        """The directory of the steady workers' unix sockets: <slot>.sock each (nginx's upstream
+        svc_steady connects to the one a request's route names)."""
         ...
 
     def steady_upstream(self, project_id: str, key: str) -> str | None:
-        """nginx's upstream of the project's own socket when a steady process serves exactly this
-        key (and no older process is left that could answer it with other code); else None."""
+        """The route to the project's own socket ("svc_steady:<slot>") when a steady process
+        serves exactly this key (and no older process is left that could answer it with other
+        code); else None."""
         ...
 
-    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged) -> None:
-        """Start serving live workers steadily (after start()); the callbacks tell the edge."""
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged) -> None:
+        """Start serving live workers steadily (after start()); on_steady tells the edge."""
         ...
 
     def changed(self, project_ids: Collection[str] | None = None) -> None:

@@ -3,10 +3,12 @@
 A loading process (dispatcher.js) answers any key at once, but each request crosses from svc's
 isolate into the project's, which costs a hello worker two thirds of its throughput. So each
 shard also has a steady process whose configuration names the shard's live workers, each a
-service of its own on a unix socket of its own, and the edge proxies a project's requests
-straight to that socket (nginx's upstream svc_slot_<n>, with kept-alive connections) while the
-steady process holds the very key the store names. A changed project (deploy, rollback, secret)
-is served by the loading process from the moment of its change; the shard converges behind it:
+service of its own on a unix socket of its own (<slots>/<slot>.sock), and the edge proxies a
+project's requests straight to that socket (nginx's upstream svc_steady, whose balancer, svc's
+nginx module, connects to the slot the route names, with kept-alive connections per socket)
+while the steady process holds the very key the store names. A changed project (deploy,
+rollback, secret) is served by the loading process from the moment of its change; the shard
+converges behind it:
 
 1. the shard's live workers are read from the store (LiveWorkers), a short while after a change
    (SETTLE_SECONDS: a burst of deploys makes one new process, not one each);
@@ -18,8 +20,8 @@ is served by the loading process from the moment of its change; the shard conver
 4. only then are the changed projects routed to their slots (SteadyChanged): no request can
    reach blue's older code once the edge sends a project to its slot.
 
-Slots are the edge's upstream blocks: a project keeps its slot while it has a live worker; more
-slots (doubling) are an edge reload, once, before the process that needs them starts. A shard
+A project keeps its slot while it has a live worker (a freed one is used again once the process
+that bound it has stopped); slots cost nginx nothing (no reload, no config line). A shard
 whose new process cannot start (a worker whose top-level code fails only with its env, say)
 keeps blue serving what it has and the loading process the rest, and retries after a while."""
 
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Protocol
 
 from svc.adapters.workers.config import DirectWorker
-from svc.adapters.workers.port import LiveWorkers, SlotsChanged, SteadyChanged
+from svc.adapters.workers.port import LiveWorkers, SteadyChanged
 from svc.supervisor import ProcessError, Supervisor
 
 log = logging.getLogger("svc.workers")
@@ -45,7 +47,6 @@ log = logging.getLogger("svc.workers")
 SETTLE_SECONDS = 0.3
 # After a new process failed to start, how long before the same workers are tried again.
 RETRY_SECONDS = 30.0
-FIRST_SLOTS = 16
 # A shard's next new process waits this many times as long as the last one took to come up.
 BUSY_FACTOR = 2.0
 
@@ -66,9 +67,8 @@ async def _nothing() -> None:
 ProcessFactory = Callable[[str, Sequence[DirectWorker], Callable[[], Awaitable[None]]], SteadyProcess]
 
 
-def slot_upstream(slot: int) -> str:
-    """nginx's name of a slot's upstream block."""
-    return f"svc_slot_{slot}"
+# nginx's upstream of the steady sockets (svc's balancer picks the slot the route names).
+STEADY_UPSTREAM = "svc_steady"
 
 
 @dataclass(eq=False)
@@ -99,18 +99,16 @@ class SteadyWorkers:
         self._shards = [_Shard(n) for n in range(shards)]
         self._slots: dict[str, int] = {}
         self._free: list[int] = []
-        # Declared from the start (the edge's first config has them): no reload for the first ones.
-        self._capacity = FIRST_SLOTS
-        slots = self.sockets / "slots"
-        slots.mkdir(exist_ok=True)
-        os.chmod(slots, 0o755)  # noqa: S103 - nginx's workers reach the sockets through it
+        # <slot>.sock, each renamed in from a steady process's own directory.
+        self.slots = self.sockets / "slots"
+        self.slots.mkdir(exist_ok=True)
+        os.chmod(self.slots, 0o755)  # noqa: S103 - nginx's workers reach the sockets through it
         self._started: list[SteadyProcess] = []
         self._tasks: list[asyncio.Task[None]] = []
 
-    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged) -> None:
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged) -> None:
         self.live = live
         self.on_steady = on_steady
-        self.on_slots = on_slots
         self._tasks = [asyncio.create_task(self._run(shard), name=f"workerd steady shard {shard.n}")
                        for shard in self._shards]
         self.changed(None)
@@ -121,10 +119,7 @@ class SteadyWorkers:
         shard = self._shards[self.shard_of(project_id)]
         if shard.steady.get(project_id) != key:
             return None
-        return slot_upstream(self._slots[project_id])
-
-    def slot_paths(self) -> tuple[str, ...]:
-        return tuple(str(self._slot_path(n)) for n in range(self._capacity))
+        return f"{STEADY_UPSTREAM}:{self._slots[project_id]}"
 
     def processes(self) -> list[SteadyProcess]:
         return [shard.serving for shard in self._shards if shard.serving is not None]
@@ -184,10 +179,6 @@ class SteadyWorkers:
         for worker in workers:
             if worker.project_id not in self._slots:
                 self._slots[worker.project_id] = self._free.pop() if self._free else len(self._slots)
-        needed = max(self._slots.values(), default=-1) + 1
-        if needed > self._capacity:
-            self._capacity = max(needed, 2 * self._capacity)
-            await self.on_slots(self.slot_paths())
         shard.turns += 1
         name = f"steady-{shard.n}-{'ab'[shard.turns % 2]}"
         own = self.sockets / name
@@ -239,7 +230,7 @@ class SteadyWorkers:
                  f" ({len(moved)} changed)" if moved else "")
 
     def _slot_path(self, slot: int) -> Path:
-        return self.sockets / "slots" / f"{slot}.sock"
+        return self.slots / f"{slot}.sock"
 
     def _into_slots(self, direct: list[DirectWorker]) -> None:
         for worker in direct:

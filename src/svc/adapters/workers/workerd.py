@@ -39,7 +39,6 @@ from svc.adapters.workers.port import (
     BadWorker,
     LiveWorkers,
     RuntimeUnavailable,
-    SlotsChanged,
     SteadyChanged,
     Upstream,
     WorkerCode,
@@ -233,9 +232,9 @@ class WorkerdRuntime:
 
     # --- the steady path (steady.py) ---
 
-    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, on_slots: SlotsChanged) -> None:
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged) -> None:
         if self._steady is not None:
-            self._steady.follow(live, on_steady, on_slots)
+            self._steady.follow(live, on_steady)
 
     def changed(self, project_ids: Collection[str] | None = None) -> None:
         if self._steady is not None:
@@ -244,8 +243,8 @@ class WorkerdRuntime:
     def steady_upstream(self, project_id: str, key: str) -> str | None:
         return self._steady.upstream(project_id, key) if self._steady is not None else None
 
-    def slots(self) -> tuple[str, ...]:
-        return self._steady.slot_paths() if self._steady is not None else ()
+    def steady_sockets(self) -> str:
+        return str(self._steady.slots) if self._steady is not None else ""
 
     async def start(self) -> None:
         def make_process(name: str, direct: Sequence[DirectWorker],

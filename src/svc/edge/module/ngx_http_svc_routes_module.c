@@ -5,7 +5,7 @@
  * entry per host, its value "root[\tworker\tupstream]", its flags the kind + 16 if a worker + 32 x
  * the access generation). Reading it from Lua costs every request a Lua call (~2 us here: a new
  * environment table per set_by_lua, the host as a Lua string); this module reads it in C, once per
- * request, when $svc_kind (or any of its variables) is first used, and keeps all six for the
+ * request, when $svc_kind (or any of its variables) is first used, and keeps all seven for the
  * request (internal redirects included: one request, one version).
  *
  * It uses lua-nginx-module's C API (ngx_http_lua_find_zone) and the dictionary read that
@@ -17,7 +17,9 @@
  *   $svc_root      the directory served (svc_routes_unknown_root for an unknown host)
  *   $svc_gen       a protected host's access generation
  *   $svc_worker    the live deployment's worker key, "" without one
- *   $svc_upstream  the workerd process that serves it
+ *   $svc_upstream  the upstream that serves it: a loading workerd process's, or svc_steady
+ *   $svc_slot      for svc_steady, the project's socket slot (the entry's "svc_steady:<slot>";
+ *                  ngx_http_svc_steady_module.c)
  *   $svc_detour    "" when the files of $svc_root answer the request as they are (kinds 1, 3, 6
  *                  and 7 without a worker), else "1"
  *
@@ -73,11 +75,11 @@ static svc_slot_t  *svc_slots;
 static ngx_event_t  svc_flush_event;
 static ngx_connection_t  svc_flush_connection;
 
-enum { SVC_KIND, SVC_ROOT, SVC_GEN, SVC_WORKER_VAR, SVC_UPSTREAM, SVC_DETOUR, SVC_NVARS };
+enum { SVC_KIND, SVC_ROOT, SVC_GEN, SVC_WORKER_VAR, SVC_UPSTREAM, SVC_DETOUR, SVC_SLOT, SVC_NVARS };
 
 static ngx_str_t  svc_var_names[SVC_NVARS] = {
     ngx_string("svc_kind"), ngx_string("svc_root"), ngx_string("svc_gen"),
-    ngx_string("svc_worker"), ngx_string("svc_upstream"), ngx_string("svc_detour")
+    ngx_string("svc_worker"), ngx_string("svc_upstream"), ngx_string("svc_detour"), ngx_string("svc_slot")
 };
 static ngx_str_t  svc_cookie_var = ngx_string("cookie_svc_access");
 static ngx_str_t  svc_bypass_var = ngx_string("http_svc_access_bypass");
@@ -304,7 +306,7 @@ svc_checked(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf, ngx_st
 static ngx_int_t
 svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
 {
-    ngx_str_t   host, root, worker, upstream, gen;
+    ngx_str_t   host, root, worker, upstream, gen, slot;
     u_char     *value, *tab, *end, *p;
     size_t      len;
     int         flags;
@@ -315,6 +317,7 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
     ngx_str_null(&worker);
     ngx_str_null(&upstream);
     ngx_str_null(&gen);
+    ngx_str_null(&slot);
     host = r->headers_in.server;
     value = NULL;
     if (svc_routes_zone != NULL && host.len > 0) {
@@ -330,6 +333,7 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
         svc_set(r, smcf->index[SVC_GEN], (u_char *) "", 0);
         svc_set(r, smcf->index[SVC_WORKER_VAR], (u_char *) "", 0);
         svc_set(r, smcf->index[SVC_UPSTREAM], (u_char *) "", 0);
+        svc_set(r, smcf->index[SVC_SLOT], (u_char *) "", 0);
         svc_set(r, smcf->index[SVC_DETOUR], (u_char *) "1", 1);
         return NGX_OK;
     }
@@ -350,6 +354,13 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
         worker.len = p - worker.data;
         upstream.data = p + 1;
         upstream.len = end - upstream.data;
+        /* "svc_steady:<slot>": the steady upstream, and the slot its balancer connects to. */
+        p = ngx_strlchr(upstream.data, end, ':');
+        if (p != NULL) {
+            upstream.len = p - upstream.data;
+            slot.data = p + 1;
+            slot.len = end - slot.data;
+        }
     }
     if (kind == 2 || kind == 4) {
         gen.data = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
@@ -366,6 +377,7 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
     svc_set(r, smcf->index[SVC_GEN], gen.data, gen.len);
     svc_set(r, smcf->index[SVC_WORKER_VAR], worker.data, worker.len);
     svc_set(r, smcf->index[SVC_UPSTREAM], upstream.data, upstream.len);
+    svc_set(r, smcf->index[SVC_SLOT], slot.data, slot.len);
     if (worker.len > 0 || kind == 2 || kind == 4 || kind == 5) {
         svc_set(r, smcf->index[SVC_DETOUR], (u_char *) "1", 1);
     } else {
