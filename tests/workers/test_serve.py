@@ -6,6 +6,7 @@ back with a rollback, and a worker that cannot run is refused before it goes liv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import tarfile
@@ -226,6 +227,20 @@ async def test_a_live_worker_is_served_on_its_own_socket_once_its_shard_has_conv
         await asyncio.sleep(0.1)
     else:
         raise AssertionError(f"the exception did not reach the logs: {r.json()['lines'][-5:]}")
+
+
+async def test_projects_on_steady_sockets_each_answer_with_their_own_worker(server: Server) -> None:
+    """The edge's one steady upstream connects each request to its own project's socket."""
+    async with contextlib.AsyncExitStack() as stack:
+        projects = [await stack.enter_async_context(contextlib.asynccontextmanager(_project)(server, f"steady{n}"))
+                    for n in range(3)]
+        for n, project in enumerate(projects):
+            assert (await project.deploy(worker_bundle(f"mine-{n}"))).status_code == 201
+        slots = {await until_steady(project) for project in projects}
+        assert len(slots) == 3, slots
+        for _ in range(3):
+            for n, project in enumerate(projects):
+                assert (await project.get("/api/hello")).json()["version"] == f"mine-{n}"
 
 
 async def test_worker_first_sends_every_request_to_the_worker(project: Project) -> None:
