@@ -299,3 +299,11 @@ def test_a_binary_others_cannot_reach_runs_from_a_copy_they_can(tmp_path: Path) 
     assert all(p.stat().st_mode & 0o001 for p in (runnable, *runnable.parents))
     assert runnable_by_others(str(inside)) == str(runnable)  # made once
     assert runnable_by_others(str(runnable)) == str(runnable)  # one others may run is used as it is
+
+
+async def test_the_worker_sees_the_scheme_the_edge_says_the_client_used(
+        runtime: WorkerdRuntime, fake_svc: FakeSvc) -> None:
+    """TLS ends at the edge: X-Forwarded-Proto is the scheme of the URL the worker sees."""
+    fake_svc.add("scheme.1", "export default { fetch(request) { return new Response(new URL(request.url).protocol) } }")
+    assert (await _get(runtime, "scheme.1", "/", **{"X-Forwarded-Proto": "https"})).text == "https:"
+    assert (await _get(runtime, "scheme.1", "/", **{"X-Forwarded-Proto": "http"})).text == "http:"

@@ -33,6 +33,9 @@ REFUSAL = Path(__file__).with_name("refusal.js")
 WRAPPER_MODULE = "__svc_main__.js"
 REFUSAL_MODULE = "__svc_refusal__.js"
 LOGS_BINDING = "__SVC_LOGS__"
+# The sockets' HTTP: the scheme the client used (the edge's X-Forwarded-Proto) is the scheme of
+# the URL the worker sees, as behind Cloudflare (https once the edge serves TLS).
+HTTP = '(forwardedProtoHeader = "X-Forwarded-Proto")'
 # The wrapper's AsyncLocalStorage (node:async_hooks alone, not the rest of Node's APIs).
 PROJECT_FLAGS = ("nodejs_als",)
 # The dispatcher's own compatibility date (svc's code, not a project's): ctx.exports needs its flag.
@@ -148,7 +151,7 @@ def render(options: RuntimeOptions, direct: Sequence[DirectWorker] = (), dispatc
     configuration on its standard input, and no other file). `direct`: a steady process's workers."""
     source = dispatcher if dispatcher is not None else DISPATCHER.read_text()
     services = "".join(_direct_service(worker) for worker in direct)
-    sockets = "".join(f",\n    (name = \"w{w.slot}\", address = {text(f'unix:{w.socket}')}, http = (), "
+    sockets = "".join(f",\n    (name = \"w{w.slot}\", address = {text(f'unix:{w.socket}')}, http = {HTTP}, "
                       f"service = \"w{w.slot}\")" for w in direct)
     listen = f"{options.listen_host}:{options.listen_port}"
     if ":" in options.listen_host:
@@ -184,6 +187,6 @@ const config :Workerd.Config = (
     )),
     (name = "internet", network = (allow = {_list(NETWORK_ALLOW)}, deny = {_list(NETWORK_DENY)})),
 {services}  ],
-  sockets = [(name = "http", address = {text(listen)}, http = (), service = "dispatcher"){sockets}],
+  sockets = [(name = "http", address = {text(listen)}, http = {HTTP}, service = "dispatcher"){sockets}],
 );
 """
