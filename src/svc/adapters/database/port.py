@@ -1,0 +1,54 @@
+"""The database node port: what svc needs of the PostgreSQL cluster that holds the projects'
+databases (docs/database.md). One database and one login role per project, named by the project's
+id; the role reaches its own database only. Passwords reach PostgreSQL only as SCRAM verifiers
+(scram.py), so the cluster never sees one in clear."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class DatabaseEndpoint:
+    """Where a client connects: the cluster's address as clients reach it, and the database."""
+
+    host: str
+    port: int
+    database: str
+    sslmode: str
+
+
+class DatabaseNodeError(Exception):
+    """The cluster refused or did not answer; the message says what svc was doing."""
+
+
+class DatabaseNode(Protocol):
+    description: str  # for the banner: "PostgreSQL 15.10 (private cluster on 127.0.0.1:5433)"
+
+    def names(self, project_id: str) -> tuple[str, str]:
+        """(database, role) of a project."""
+        ...
+
+    def endpoint(self, project_id: str) -> DatabaseEndpoint: ...
+
+    async def provision(self, project_id: str, verifier: str) -> DatabaseEndpoint:
+        """The project's role (login with this SCRAM verifier, no other rights) and its database
+        (owned by the role, closed to every other role). Idempotent: a repeat sets the verifier
+        again and creates what is missing."""
+        ...
+
+    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
+        """A token user: logs in with its own password and acts as the project's role."""
+        ...
+
+    async def drop_login(self, project_id: str, user: str) -> None:
+        """The token user is gone: its next connection is refused, its open ones are ended."""
+        ...
+
+    async def drop(self, project_id: str) -> None:
+        """The project's database, its role and its token users (connections ended first)."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,131 @@
+"""The database node on a PostgreSQL cluster, reached with an administrator's connection
+(SVC_PROJECT_DB_ADMIN_URL, or the private cluster's: process.py).
+
+A project has a database and a login role of the same name (`p_<24 hex digits>`, from its id:
+lower case, so a psql user types it as it is). The role has no rights beyond its database: no
+superuser, no CREATEDB, no CREATEROLE, no replication; CONNECT on its database is revoked from
+PUBLIC and granted to the role alone, so no other project's role can even open it; a connection
+limit and a statement_timeout are set on the role. Token users are login roles that are members
+of the project's role (their sessions act as it: `SET ROLE` is automatic through INHERIT and
+the objects they make belong to the project's role by default privileges of ownership)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from urllib.parse import urlsplit
+
+import asyncpg
+
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError
+
+# What every svc-made role gets, on top of LOGIN.
+ROLE_OPTIONS = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+
+
+def ident(name: str) -> str:
+    """A quoted SQL identifier (svc's own names: letters, digits and underscores)."""
+    if not name or not all(c.isascii() and (c.isalnum() or c == "_") for c in name):
+        raise DatabaseNodeError(f"not a name svc makes: {name!r}")
+    return f'"{name}"'
+
+
+def literal(value: str) -> str:
+    """A quoted SQL string literal (DDL takes no parameters)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+class PostgresNode:
+    """DatabaseNode (port.py) on a cluster svc administers through `admin_url`."""
+
+    def __init__(self, admin_url: str, *, public_host: str | None = None, public_port: int | None = None,
+                 sslmode: str = "disable", connection_limit: int = 20, statement_timeout_ms: int = 30000,
+                 description: str | None = None) -> None:
+        self.admin_url = admin_url
+        parts = urlsplit(admin_url)
+        self.public_host = public_host or parts.hostname or "127.0.0.1"
+        self.public_port = public_port or parts.port or 5432
+        self.sslmode = sslmode
+        self.connection_limit = connection_limit
+        self.statement_timeout_ms = statement_timeout_ms
+        self.description = description or f"PostgreSQL on {self.public_host}:{self.public_port}"
+
+    def names(self, project_id: str) -> tuple[str, str]:
+        name = "p_" + hashlib.sha256(project_id.encode()).hexdigest()[:24]
+        return name, name
+
+    def endpoint(self, project_id: str) -> DatabaseEndpoint:
+        return DatabaseEndpoint(host=self.public_host, port=self.public_port, database=self.names(project_id)[0],
+                                sslmode=self.sslmode)
+
+    async def _admin(self) -> asyncpg.Connection:
+        try:
+            return await asyncpg.connect(self.admin_url, timeout=10)
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise DatabaseNodeError(f"the database node did not answer: {exc}") from None
+
+    async def provision(self, project_id: str, verifier: str) -> DatabaseEndpoint:
+        database, role = self.names(project_id)
+        con = await self._admin()
+        try:
+            exists = await con.fetchval("select 1 from pg_roles where rolname = $1", role)
+            options = (f"LOGIN {ROLE_OPTIONS} CONNECTION LIMIT {int(self.connection_limit)} "
+                       f"PASSWORD {literal(verifier)}")
+            verb = "ALTER" if exists else "CREATE"
+            await con.execute(f"{verb} ROLE {ident(role)} WITH {options}")
+            await con.execute(f"ALTER ROLE {ident(role)} SET statement_timeout = {int(self.statement_timeout_ms)}")
+            if not await con.fetchval("select 1 from pg_database where datname = $1", database):
+                # (Not in a transaction: CREATE DATABASE cannot run in one.)
+                await con.execute(f"CREATE DATABASE {ident(database)} OWNER {ident(role)} TEMPLATE template0 "
+                                  "ENCODING 'UTF8'")
+            await con.execute(f"REVOKE ALL ON DATABASE {ident(database)} FROM PUBLIC")
+            await con.execute(f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
+        except asyncpg.PostgresError as exc:
+            raise DatabaseNodeError(f"provisioning the database failed: {exc}") from None
+        finally:
+            await con.close()
+        return self.endpoint(project_id)
+
+    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
+        _, role = self.names(project_id)
+        until = f" VALID UNTIL {literal(valid_until.isoformat())}" if valid_until is not None else ""
+        con = await self._admin()
+        try:
+            await con.execute(f"CREATE ROLE {ident(user)} WITH LOGIN {ROLE_OPTIONS} INHERIT "
+                              f"CONNECTION LIMIT {int(self.connection_limit)} PASSWORD {literal(verifier)}{until} "
+                              f"IN ROLE {ident(role)}")
+            await con.execute(f"ALTER ROLE {ident(user)} SET role = {literal(role)}")
+            await con.execute(f"ALTER ROLE {ident(user)} SET statement_timeout = {int(self.statement_timeout_ms)}")
+        except asyncpg.PostgresError as exc:
+            raise DatabaseNodeError(f"creating the token user failed: {exc}") from None
+        finally:
+            await con.close()
+
+    async def drop_login(self, project_id: str, user: str) -> None:
+        con = await self._admin()
+        try:
+            await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
+            await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
+        except asyncpg.PostgresError as exc:
+            raise DatabaseNodeError(f"dropping the token user failed: {exc}") from None
+        finally:
+            await con.close()
+
+    async def drop(self, project_id: str) -> None:
+        database, role = self.names(project_id)
+        con = await self._admin()
+        try:
+            members = [r["rolname"] for r in await con.fetch(
+                "select m.rolname from pg_auth_members a join pg_roles m on m.oid = a.member "
+                "join pg_roles r on r.oid = a.roleid where r.rolname = $1", role)]
+            await con.execute(f"DROP DATABASE IF EXISTS {ident(database)} WITH (FORCE)")
+            for user in [*members, role]:
+                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
+                await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
+        except asyncpg.PostgresError as exc:
+            raise DatabaseNodeError(f"dropping the database failed: {exc}") from None
+        finally:
+            await con.close()
+
+    async def close(self) -> None:
+        return None

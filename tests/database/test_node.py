@@ -1,0 +1,154 @@
+"""The database node against a real PostgreSQL: svc's private cluster (initdb with scram-sha-256,
+run by the supervisor). A project's role reaches its own database only; passwords reach the
+cluster as SCRAM verifiers; token users act as the project's role until they are dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from svc.adapters.database.port import DatabaseEndpoint
+from svc.adapters.database.postgres import PostgresNode
+from svc.adapters.database.process import PrivateCluster, find_postgres
+from svc.adapters.database.scram import verifier
+from svc.supervisor import ProcessError
+
+pytestmark = pytest.mark.skipif(find_postgres() is None, reason="PostgreSQL's server is not installed")
+
+
+@pytest.fixture(scope="module")
+async def cluster() -> AsyncIterator[PrivateCluster]:
+    binary = find_postgres()
+    assert binary is not None
+    # (Not under pytest's tmp dir: as root, the cluster runs as postgres, who must pass through
+    # every directory above its own, and pytest's is its owner's only.)
+    root = Path(tempfile.mkdtemp(prefix="svc-test-projectdb-"))
+    os.chmod(root, 0o755)
+    cluster = PrivateCluster(root / "projectdb", binary, user="postgres" if os.geteuid() == 0 else None)
+    await cluster.start()
+    yield cluster
+    await cluster.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_cluster_its_user_cannot_reach_is_refused_in_words(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only svc running as root runs the cluster as another user")
+    binary = find_postgres()
+    assert binary is not None
+    hidden = tmp_path / "hidden"
+    hidden.mkdir(mode=0o700)
+    cluster = PrivateCluster(hidden / "projectdb", binary, user="postgres")
+    with pytest.raises(ProcessError, match="cannot reach"):
+        asyncio.run(cluster.start())
+
+
+@pytest.fixture
+def node(cluster: PrivateCluster) -> PostgresNode:
+    return PostgresNode(cluster.admin_url, connection_limit=5, statement_timeout_ms=1500)
+
+
+async def connect(endpoint: DatabaseEndpoint, user: str, password: str) -> asyncpg.Connection:
+    return await asyncpg.connect(host=endpoint.host, port=endpoint.port, user=user, password=password,
+                                 database=endpoint.database, timeout=10)
+
+
+async def test_a_project_reaches_its_own_database_and_no_other(node: PostgresNode) -> None:
+    alice, bob = f"prj_a{secrets.token_hex(4)}", f"prj_b{secrets.token_hex(4)}"
+    pw_a, pw_b = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    a = await node.provision(alice, verifier(pw_a))
+    b = await node.provision(bob, verifier(pw_b))
+    role_a, role_b = node.names(alice)[1], node.names(bob)[1]
+    con = await connect(a, role_a, pw_a)
+    try:
+        await con.execute("create table notes (id int primary key, body text)")
+        await con.execute("insert into notes values (1, 'mine')")
+        assert await con.fetchval("select body from notes where id = 1") == "mine"
+        assert await con.fetchval("show statement_timeout") == "1500ms"
+        # no rights beyond its database
+        flags = await con.fetchrow("select rolsuper, rolcreaterole, rolcreatedb, rolconnlimit from pg_roles "
+                                   "where rolname = current_user")
+        assert tuple(flags) == (False, False, False, 5)
+        with pytest.raises(asyncpg.PostgresError):
+            await con.execute("create role intruder")
+    finally:
+        await con.close()
+    # Bob's role cannot open Alice's database, nor read it from his own.
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        await connect(a, role_b, pw_b)
+    con = await connect(b, role_b, pw_b)
+    try:
+        assert await con.fetchval("select count(*) from information_schema.tables where table_name = 'notes'") == 0
+    finally:
+        await con.close()
+    # A wrong password is refused (the cluster holds a verifier, and checks against it).
+    with pytest.raises(asyncpg.InvalidPasswordError):
+        await connect(a, role_a, pw_b)
+    await node.drop(alice)
+    await node.drop(bob)
+
+
+async def test_provisioning_again_keeps_the_data_and_takes_the_verifier(node: PostgresNode) -> None:
+    project = f"prj_c{secrets.token_hex(4)}"
+    password = secrets.token_urlsafe(24)
+    endpoint = await node.provision(project, verifier(password))
+    role = node.names(project)[1]
+    con = await connect(endpoint, role, password)
+    await con.execute("create table kept (n int)")
+    await con.close()
+    assert await node.provision(project, verifier(password)) == endpoint
+    con = await connect(endpoint, role, password)
+    assert await con.fetchval("select count(*) from kept") == 0
+    await con.close()
+    await node.drop(project)
+    with pytest.raises(asyncpg.PostgresError):
+        await connect(endpoint, role, password)
+
+
+async def test_a_token_user_acts_as_the_project_until_it_is_dropped(node: PostgresNode) -> None:
+    project = f"prj_d{secrets.token_hex(4)}"
+    password = secrets.token_urlsafe(24)
+    endpoint = await node.provision(project, verifier(password))
+    role = node.names(project)[1]
+    user, token = f"tok_{secrets.token_hex(6)}", secrets.token_urlsafe(24)
+    await node.add_login(project, user, verifier(token), datetime.now(UTC) + timedelta(hours=1))
+    con = await connect(endpoint, user, token)
+    try:
+        assert await con.fetchval("select current_user") == role  # the session opens as the project's role
+        await con.execute("create table made_by_token (n int)")
+        assert await con.fetchval("select tableowner from pg_tables where tablename = 'made_by_token'") == role
+    finally:
+        await con.close()
+    await node.drop_login(project, user)
+    with pytest.raises(asyncpg.PostgresError):
+        await connect(endpoint, user, token)
+    # expired: refused
+    expired, old = f"tok_{secrets.token_hex(6)}", secrets.token_urlsafe(24)
+    await node.add_login(project, expired, verifier(old), datetime.now(UTC) - timedelta(minutes=1))
+    with pytest.raises(asyncpg.InvalidPasswordError):
+        await connect(endpoint, expired, old)
+    await node.drop(project)
+
+
+async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(cluster: PrivateCluster,
+                                                                           tmp_path: Path) -> None:
+    port = cluster.port
+    node = PostgresNode(cluster.admin_url)
+    project = f"prj_e{secrets.token_hex(4)}"
+    password = secrets.token_urlsafe(24)
+    endpoint = await node.provision(project, verifier(password))
+    await cluster.stop()
+    await cluster.start()
+    assert cluster.port == port
+    con = await connect(endpoint, node.names(project)[1], password)
+    await con.close()
+    await node.drop(project)
