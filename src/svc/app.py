@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc import __version__
 from svc.adapters.blobs import build_blob_store
+from svc.adapters.database import start_database
 from svc.adapters.idp import build_identity_provider
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
@@ -144,11 +145,14 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
 
 def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,
                registry: JobRegistry | None = None, run_edge: bool = False, edge_api: str | None = None,
-               run_nameserver: bool = False, area_settings: Iterable[AreaSettings] = ()) -> FastAPI:
+               run_nameserver: bool = False, run_database: bool = False,
+               area_settings: Iterable[AreaSettings] = ()) -> FastAPI:
     """run_edge: start and supervise this process's edge (nginx, svc/edge/) when settings.edge_enabled;
     edge_api is where nginx reaches this API (http://host:port; default SVC_PUBLIC_URL).
     run_nameserver: start and supervise a private PowerDNS (adapters/nameserver/process.py) when no
-    nameserver was handed in or configured and pdns_server is installed."""
+    nameserver was handed in or configured and pdns_server is installed.
+    run_database: the projects' databases' node (adapters/database/): SVC_PROJECT_DB_ADMIN_URL's
+    cluster, else a private cluster started and supervised here when PostgreSQL is installed."""
     registry = registry or build_registry(settings)
     # Read (and checked) now, before anything starts.
     own_settings = read_area_settings(area_settings)
@@ -187,7 +191,13 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         edge = None
         dns = None
         runtime = None
+        database = None
         try:
+            if run_database and ctx.adapters.database is None:
+                database = await start_database(settings)
+                ctx.adapters.database = database.node
+                if database.off is not None:
+                    ctx.adapters.off["database"] = database.off
             if run_nameserver and ctx.adapters.nameserver is None:
                 # Raises NameserverPortInUse (one line in `svc serve`) when the DNS port is taken.
                 dns = await start_nameserver(settings)
@@ -220,6 +230,9 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             if dns is not None:
                 ctx.adapters.nameserver = None
                 await dns.stop()
+            if database is not None:
+                ctx.adapters.database = None
+                await database.stop()
             await areas_running.aclose()
             await keeper.stop()
             await db.dispose()

@@ -16,6 +16,7 @@ from svc.settings import AreaSettings, Settings
 
 if TYPE_CHECKING:
     from svc.adapters.blobs.port import BlobStore
+    from svc.adapters.database.port import DatabaseNode
     from svc.adapters.edge.port import Edge
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
@@ -42,6 +43,9 @@ class Adapters:
     # The worker runtime (workerd), started with the edge by `svc serve`; None: workers do not run
     # on this svc (a deploy records its worker unchecked; docs/workers.md).
     runtime: WorkerRuntime | None = None
+    # The PostgreSQL cluster of the projects' databases; None: projects get no database here (the
+    # database routes answer 503; `off["database"]` says why).
+    database: DatabaseNode | None = None
     # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's
     # pages tell people when its routes answer 503.
     off: dict[str, str] = field(default_factory=dict)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import os
 import re
 from pathlib import Path
 
@@ -67,6 +69,30 @@ class Settings(BaseSettings):
     workerd_binary: str | None = None
     # Who workerd runs as when svc runs as root.
     worker_user: str = "nobody"
+
+    # The projects' databases (docs/database.md): on the PostgreSQL cluster of
+    # SVC_PROJECT_DB_ADMIN_URL (an administrator's URL: postgresql://user:password@host:port/db),
+    # else on a private cluster `svc serve` runs under SVC_DATA_DIR/projectdb when PostgreSQL's
+    # server is installed. SVC_PROJECT_DB_ENABLED=false turns both off.
+    project_db_enabled: bool = True
+    project_db_admin_url: str | None = None
+    # What each project's role may hold: connections at once, and a statement's time by default.
+    project_db_connection_limit: int = Field(default=20, ge=1, le=10000)
+    project_db_statement_timeout_ms: int = Field(default=30000, ge=0)
+    # Who the private cluster runs as when svc runs as root (PostgreSQL refuses root).
+    project_db_user: str = "postgres"
+    # Where the private cluster lives: SVC_DATA_DIR/projectdb, or, when svc runs as root, a
+    # directory of /var/lib/svc named by the data dir (svc keeps SVC_DATA_DIR its own, 0700, and
+    # the postgres user must pass through every directory above its cluster).
+    project_db_dir: Path | None = None
+
+    def private_cluster_dir(self) -> Path:
+        if self.project_db_dir is not None:
+            return self.project_db_dir
+        if os.geteuid() != 0:
+            return self.data_dir / "projectdb"
+        digest = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:16]
+        return Path("/var/lib/svc") / f"projectdb-{digest}"
 
     # DNS (docs/dns.md): zones are served by PowerDNS. With SVC_PDNS_API_URL and SVC_PDNS_API_KEY
     # svc drives that (external) PowerDNS; without them `svc serve` runs a private pdns_server under

@@ -55,7 +55,9 @@ async def svc_serve(tmp_path: Path, **settings: str) -> AsyncIterator[Server]:
                SVC_EDGE_PORT=str(edge_port), SVC_EDGE_CONVERGE_SECONDS="0.2",
                # Its managed PowerDNS on a port of its own (tests run side by side), trusted as the
                # public DNS, as `make run` does (SVC_TRUST_OWN_ZONES; a test may say "false").
-               SVC_DNS_PORT=str(dns_port), SVC_TRUST_OWN_ZONES="true")
+               SVC_DNS_PORT=str(dns_port), SVC_TRUST_OWN_ZONES="true",
+               # No private database cluster unless a test asks for one (it costs an initdb).
+               SVC_PROJECT_DB_ENABLED="false")
     env.update(settings)
     log = tmp_path / "serve.log"
     svc = shutil.which("svc", path=str(Path(sys.executable).parent)) or "svc"

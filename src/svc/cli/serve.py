@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from svc.adapters.database import database_plan
 from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
 from svc.adapters.resolver import build_resolver
 from svc.adapters.workers import workerd_binary
@@ -166,7 +167,8 @@ def serve(
     adapters = default_adapters(settings)
     # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
     app = _StartupErrors(create_app(settings, adapters, run_edge=nginx is not None,
-                                    edge_api=f"http://{host_port(local_address(host), port)}", run_nameserver=True))
+                                    edge_api=f"http://{host_port(local_address(host), port)}", run_nameserver=True,
+                                    run_database=True))
     store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")
@@ -191,6 +193,11 @@ def serve(
         else:
             console.print(f"workers:   workerd {workerd} ({settings.worker_processes} processes and a checker; "
                           f"log in {settings.data_dir / 'workers'})")
+    databases = database_plan(settings)
+    if databases.mode == "off" and settings.project_db_enabled:
+        console.print(f"[bold red]databases:[/bold red] {escape(databases.summary)}")
+    else:
+        console.print(f"databases: {escape(databases.summary)}")
     if dns.mode == "off" and settings.dns_enabled:
         console.print(f"[bold red]dns:[/bold red]       {escape(dns.summary)}")
     else:

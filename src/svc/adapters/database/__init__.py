@@ -1,2 +1,134 @@
 """The database node (port.py): the PostgreSQL cluster of the projects' databases, on an
 administrator's URL (postgres.py) or a private cluster svc runs itself (process.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError
+from svc.adapters.database.postgres import PostgresNode
+from svc.adapters.database.process import PrivateCluster, find_postgres
+from svc.settings import Settings
+from svc.supervisor import PortInUse, ProcessError
+
+__all__ = ["DatabasePlan", "PrivateNode", "RunningDatabase", "database_plan", "start_database"]
+
+log = logging.getLogger("svc.database")
+
+INSTALL_HINT = "install PostgreSQL's server (`make setup`: Debian's postgresql), or set SVC_PROJECT_DB_ADMIN_URL"
+
+
+@dataclass(frozen=True)
+class DatabasePlan:
+    mode: str  # "external", "private" or "off"
+    summary: str  # the banner's words
+
+
+def database_plan(settings: Settings) -> DatabasePlan:
+    if not settings.project_db_enabled:
+        return DatabasePlan("off", "off (SVC_PROJECT_DB_ENABLED=false): projects get no database")
+    if settings.project_db_admin_url:
+        parts = urlsplit(settings.project_db_admin_url)
+        return DatabasePlan("external", f"PostgreSQL at {parts.hostname}:{parts.port or 5432} "
+                                        "(SVC_PROJECT_DB_ADMIN_URL)")
+    binary = find_postgres()
+    if binary is None:
+        return DatabasePlan("off", f"OFF - PostgreSQL's server was not found, so projects get no database. "
+                                   f"To give them one, {INSTALL_HINT}.")
+    return DatabasePlan("private", f"a private PostgreSQL cluster ({binary}) in {settings.private_cluster_dir()}, "
+                                   "started with the first project database")
+
+
+def _node(settings: Settings, admin_url: str, description: str) -> PostgresNode:
+    return PostgresNode(admin_url, connection_limit=settings.project_db_connection_limit,
+                        statement_timeout_ms=settings.project_db_statement_timeout_ms, description=description)
+
+
+class PrivateNode:
+    """DatabaseNode on svc's private cluster, started when it is first needed: at svc's start
+    when it was initialised before (projects hold databases on it), else at the first database
+    a project asks for (a svc whose projects have none runs no PostgreSQL and makes no cluster)."""
+
+    def __init__(self, settings: Settings, cluster: PrivateCluster) -> None:
+        self.settings = settings
+        self.cluster = cluster
+        self.description = f"a private PostgreSQL cluster in {cluster.layout.root}"
+        self._node: PostgresNode | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def initialised(self) -> bool:
+        return (self.cluster.layout.data / "PG_VERSION").is_file()
+
+    async def started(self) -> PostgresNode:
+        async with self._lock:
+            if self._node is None:
+                try:
+                    await self.cluster.start()
+                except (PortInUse, ProcessError, OSError) as exc:
+                    await self.cluster.stop()
+                    raise DatabaseNodeError(f"the private PostgreSQL cluster did not start: {exc}") from None
+                log.info("project databases: a private PostgreSQL cluster on 127.0.0.1:%d", self.cluster.port)
+                self._node = _node(self.settings, self.cluster.admin_url, self.description)
+            return self._node
+
+    def names(self, project_id: str) -> tuple[str, str]:
+        return PostgresNode.names(project_id)
+
+    def endpoint(self, project_id: str) -> DatabaseEndpoint:
+        if self._node is None:
+            raise DatabaseNodeError("the private PostgreSQL cluster is not running")
+        return self._node.endpoint(project_id)
+
+    async def provision(self, project_id: str, verifier: str) -> DatabaseEndpoint:
+        return await (await self.started()).provision(project_id, verifier)
+
+    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
+        await (await self.started()).add_login(project_id, user, verifier, valid_until)
+
+    async def drop_login(self, project_id: str, user: str) -> None:
+        await (await self.started()).drop_login(project_id, user)
+
+    async def drop(self, project_id: str) -> None:
+        await (await self.started()).drop(project_id)
+
+    async def close(self) -> None:
+        await self.cluster.stop()
+
+
+@dataclass
+class RunningDatabase:
+    """The node, and the private cluster behind it when svc runs one (stopped with svc)."""
+
+    node: DatabaseNode | None
+    off: str | None = None
+
+    async def stop(self) -> None:
+        if self.node is not None:
+            await self.node.close()
+
+
+async def start_database(settings: Settings) -> RunningDatabase:
+    """The database node: the external cluster's, or a private cluster started now; why not, in
+    words, when there is neither (the database routes then answer 503)."""
+    plan = database_plan(settings)
+    if plan.mode == "off":
+        return RunningDatabase(None, off=plan.summary.removeprefix("OFF - "))
+    if plan.mode == "external":
+        assert settings.project_db_admin_url is not None
+        return RunningDatabase(_node(settings, settings.project_db_admin_url, plan.summary))
+    binary = find_postgres()
+    assert binary is not None
+    user = settings.project_db_user if os.geteuid() == 0 else None
+    node = PrivateNode(settings, PrivateCluster(settings.private_cluster_dir().resolve(), binary, user=user))
+    if node.initialised:
+        try:
+            await node.started()
+        except DatabaseNodeError as exc:  # logged; tried again when a database is asked for
+            log.error("project databases: %s", exc)
+    return RunningDatabase(node)

@@ -50,7 +50,8 @@ class PostgresNode:
         self.statement_timeout_ms = statement_timeout_ms
         self.description = description or f"PostgreSQL on {self.public_host}:{self.public_port}"
 
-    def names(self, project_id: str) -> tuple[str, str]:
+    @staticmethod
+    def names(project_id: str) -> tuple[str, str]:
         name = "p_" + hashlib.sha256(project_id.encode()).hexdigest()[:24]
         return name, name
 

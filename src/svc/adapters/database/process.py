@@ -1,6 +1,7 @@
 """The private database cluster: a PostgreSQL server that `svc serve` initialises, supervises and
 stops when no SVC_PROJECT_DB_ADMIN_URL is set and PostgreSQL's server binaries are installed.
-Everything it has lives under SVC_DATA_DIR/projectdb/:
+Everything it has lives in one directory (SVC_PROJECT_DB_DIR; by default SVC_DATA_DIR/projectdb,
+or /var/lib/svc/projectdb-<hash of the data dir> when svc runs as root):
 
     data/         the cluster (initdb: scram-sha-256 for every connection, UTF8, locale C)
     admin.pw      the password of svc's administrator role (svc_admin), made at initdb (0600)
@@ -128,10 +129,11 @@ class PrivateCluster:
         """initdb at first start (made aside, moved into place: a start killed halfway leaves
         no half cluster), with svc's administrator's password from a file only it reads."""
         layout = self.layout
-        layout.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        layout.root.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        layout.root.mkdir(mode=0o700, exist_ok=True)
         if self.user is not None and not reachable_by(layout.root, self.user):
             raise ProcessError(f"the user {self.user} cannot reach {layout.root} (a directory above it lets only "
-                               "its owner through): give SVC_DATA_DIR's parents o+x, or set "
+                               "its owner through): set SVC_PROJECT_DB_DIR to a directory it can reach, or "
                                "SVC_PROJECT_DB_ADMIN_URL")
         owner = pwd.getpwnam(self.user) if self.user is not None else None
         if owner is not None:
