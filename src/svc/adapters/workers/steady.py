@@ -176,6 +176,15 @@ class SteadyWorkers:
             await self._swap(shard, None, {})
             return
         workers = await self.live.workers(wanted)
+        # A project the edge sends to its slot for a key the new process will not hold (its key
+        # went back to the one the serving process holds: a rollback while this shard was
+        # reading) goes to the loading process first: the rename below hands its slot to code of
+        # another key.
+        holds = {w.project_id: w.key for w in workers}
+        stale = {p for p, k in shard.steady.items() if holds.get(p) != k}
+        if stale:
+            shard.steady = {p: k for p, k in shard.steady.items() if p not in stale}
+            await self.on_steady(stale)
         for worker in workers:
             if worker.project_id not in self._slots:
                 self._slots[worker.project_id] = self._free.pop() if self._free else len(self._slots)
