@@ -53,8 +53,10 @@ def test_a_cluster_its_user_cannot_reach_is_refused_in_words(tmp_path: Path) -> 
 
 
 @pytest.fixture
-def node(cluster: PrivateCluster) -> PostgresNode:
-    return PostgresNode(cluster.admin_url, connection_limit=5, statement_timeout_ms=1500)
+async def node(cluster: PrivateCluster) -> AsyncIterator[PostgresNode]:
+    node = PostgresNode(cluster.admin_url, connection_limit=5, statement_timeout_ms=1500)
+    yield node
+    await node.close()
 
 
 async def connect(endpoint: DatabaseEndpoint, user: str, password: str) -> asyncpg.Connection:
@@ -143,6 +145,7 @@ async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(clust
                                                                            tmp_path: Path) -> None:
     port = cluster.port
     node = PostgresNode(cluster.admin_url)
+    # (Its pool's connections end with the cluster's stop below: a new one is made after.)
     project = f"prj_e{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
     endpoint = await node.provision(project, verifier(password))
@@ -151,4 +154,6 @@ async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(clust
     assert cluster.port == port
     con = await connect(endpoint, node.names(project)[1], password)
     await con.close()
+    await node.close()
     await node.drop(project)
+    await node.close()

@@ -11,7 +11,9 @@ the objects they make belong to the project's role by default privileges of owne
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import AsyncIterator
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -49,6 +51,7 @@ class PostgresNode:
         self.connection_limit = connection_limit
         self.statement_timeout_ms = statement_timeout_ms
         self.description = description or f"PostgreSQL on {self.public_host}:{self.public_port}"
+        self._pool: asyncpg.Pool | None = None
 
     @staticmethod
     def names(project_id: str) -> tuple[str, str]:
@@ -59,74 +62,78 @@ class PostgresNode:
         return DatabaseEndpoint(host=self.public_host, port=self.public_port, database=self.names(project_id)[0],
                                 sslmode=self.sslmode)
 
-    async def _admin(self) -> asyncpg.Connection:
+    @contextlib.asynccontextmanager
+    async def _admin(self) -> AsyncIterator[asyncpg.Connection]:
+        """An administrator's connection from a small pool (a new one costs a SCRAM handshake)."""
         try:
-            return await asyncpg.connect(self.admin_url, timeout=10)
-        except (OSError, asyncpg.PostgresError) as exc:
+            if self._pool is None:
+                self._pool = await asyncpg.create_pool(self.admin_url, min_size=0, max_size=4, timeout=10)
+            con = await self._pool.acquire(timeout=10)
+        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             raise DatabaseNodeError(f"the database node did not answer: {exc}") from None
+        try:
+            yield con
+        finally:
+            await self._pool.release(con)
 
     async def provision(self, project_id: str, verifier: str) -> DatabaseEndpoint:
         database, role = self.names(project_id)
-        con = await self._admin()
-        try:
-            exists = await con.fetchval("select 1 from pg_roles where rolname = $1", role)
-            options = (f"LOGIN {ROLE_OPTIONS} CONNECTION LIMIT {int(self.connection_limit)} "
-                       f"PASSWORD {literal(verifier)}")
-            verb = "ALTER" if exists else "CREATE"
-            await con.execute(f"{verb} ROLE {ident(role)} WITH {options}")
-            await con.execute(f"ALTER ROLE {ident(role)} SET statement_timeout = {int(self.statement_timeout_ms)}")
-            if not await con.fetchval("select 1 from pg_database where datname = $1", database):
-                # (Not in a transaction: CREATE DATABASE cannot run in one.)
-                await con.execute(f"CREATE DATABASE {ident(database)} OWNER {ident(role)} TEMPLATE template0 "
-                                  "ENCODING 'UTF8'")
-            await con.execute(f"REVOKE ALL ON DATABASE {ident(database)} FROM PUBLIC")
-            await con.execute(f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
-        except asyncpg.PostgresError as exc:
-            raise DatabaseNodeError(f"provisioning the database failed: {exc}") from None
-        finally:
-            await con.close()
+        options = (f"LOGIN {ROLE_OPTIONS} CONNECTION LIMIT {int(self.connection_limit)} "
+                   f"PASSWORD {literal(verifier)}")
+        async with self._admin() as con:
+            try:
+                exists = await con.fetchval("select 1 from pg_roles where rolname = $1", role)
+                await con.execute(f"{'ALTER' if exists else 'CREATE'} ROLE {ident(role)} WITH {options}")
+                await con.execute(f"ALTER ROLE {ident(role)} SET statement_timeout = "
+                                  f"{int(self.statement_timeout_ms)}")
+                if not await con.fetchval("select 1 from pg_database where datname = $1", database):
+                    # (Not in a transaction: CREATE DATABASE cannot run in one.)
+                    await con.execute(f"CREATE DATABASE {ident(database)} OWNER {ident(role)} TEMPLATE template0 "
+                                      "ENCODING 'UTF8'")
+                await con.execute(f"REVOKE ALL ON DATABASE {ident(database)} FROM PUBLIC; "
+                                  f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"provisioning the database failed: {exc}") from None
         return self.endpoint(project_id)
 
     async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
         _, role = self.names(project_id)
         until = f" VALID UNTIL {literal(valid_until.isoformat())}" if valid_until is not None else ""
-        con = await self._admin()
-        try:
-            await con.execute(f"CREATE ROLE {ident(user)} WITH LOGIN {ROLE_OPTIONS} INHERIT "
-                              f"CONNECTION LIMIT {int(self.connection_limit)} PASSWORD {literal(verifier)}{until} "
-                              f"IN ROLE {ident(role)}")
-            await con.execute(f"ALTER ROLE {ident(user)} SET role = {literal(role)}")
-            await con.execute(f"ALTER ROLE {ident(user)} SET statement_timeout = {int(self.statement_timeout_ms)}")
-        except asyncpg.PostgresError as exc:
-            raise DatabaseNodeError(f"creating the token user failed: {exc}") from None
-        finally:
-            await con.close()
+        async with self._admin() as con:
+            try:
+                await con.execute(f"CREATE ROLE {ident(user)} WITH LOGIN {ROLE_OPTIONS} INHERIT "
+                                  f"CONNECTION LIMIT {int(self.connection_limit)} PASSWORD {literal(verifier)}"
+                                  f"{until} IN ROLE {ident(role)}")
+                await con.execute(f"ALTER ROLE {ident(user)} SET role = {literal(role)}")
+                await con.execute(f"ALTER ROLE {ident(user)} SET statement_timeout = "
+                                  f"{int(self.statement_timeout_ms)}")
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"creating the token user failed: {exc}") from None
 
     async def drop_login(self, project_id: str, user: str) -> None:
-        con = await self._admin()
-        try:
-            await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
-            await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
-        except asyncpg.PostgresError as exc:
-            raise DatabaseNodeError(f"dropping the token user failed: {exc}") from None
-        finally:
-            await con.close()
+        async with self._admin() as con:
+            try:
+                await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
+                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"dropping the token user failed: {exc}") from None
 
     async def drop(self, project_id: str) -> None:
         database, role = self.names(project_id)
-        con = await self._admin()
-        try:
-            members = [r["rolname"] for r in await con.fetch(
-                "select m.rolname from pg_auth_members a join pg_roles m on m.oid = a.member "
-                "join pg_roles r on r.oid = a.roleid where r.rolname = $1", role)]
-            await con.execute(f"DROP DATABASE IF EXISTS {ident(database)} WITH (FORCE)")
-            for user in [*members, role]:
-                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
-                await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
-        except asyncpg.PostgresError as exc:
-            raise DatabaseNodeError(f"dropping the database failed: {exc}") from None
-        finally:
-            await con.close()
+        async with self._admin() as con:
+            try:
+                members = [r["rolname"] for r in await con.fetch(
+                    "select m.rolname from pg_auth_members a join pg_roles m on m.oid = a.member "
+                    "join pg_roles r on r.oid = a.roleid where r.rolname = $1", role)]
+                await con.execute(f"DROP DATABASE IF EXISTS {ident(database)} WITH (FORCE)")
+                for user in [*members, role]:
+                    await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1",
+                                      user)
+                    await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"dropping the database failed: {exc}") from None
 
     async def close(self) -> None:
-        return None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
