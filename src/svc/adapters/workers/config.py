@@ -1,6 +1,6 @@
 """workerd's configuration, in Cap'n Proto text. A loading process's (and the checker's) is the same
 whatever projects exist: a project's worker is loaded on demand by the dispatcher, not named here.
-A steady process's (direct.py) names the live workers of its shard besides, each a service of its
+A steady process's (steady.py) names the live workers of its shard besides, each a service of its
 own on a unix socket of its own.
 
     services  dispatcher  svc's worker (dispatcher.js): the one the TCP socket serves; its
@@ -13,12 +13,14 @@ own on a unix socket of its own.
               w<slot>     a steady process's project worker: the project's modules under
                           svc's wrapper (wrapper.js), its env, Assets and Logs bound with props
     sockets   http        127.0.0.1:<port>, the address the edge proxies to (and the health probe)
-              w<slot>     unix:<path>, a steady worker's own (the edge's upstream svc_slot_<slot>)
+              w<slot>     unix:<path>, a steady worker's own (renamed to <sockets>/slots/<slot>.sock,
+                          where the edge's upstream svc_steady connects)
 
 The schema is workerd's own (src/workerd/server/workerd.capnp in workerd's sources)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -88,7 +90,7 @@ def _list(values: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class DirectWorker:
-    """A live worker a steady process serves on a socket of its own (direct.py)."""
+    """A live worker a steady process serves on a socket of its own (steady.py)."""
 
     slot: int
     socket: Path
@@ -99,10 +101,16 @@ class DirectWorker:
     assets: str | None
 
 
+@functools.cache
+def source(path: Path) -> str:
+    """One of svc's own modules (they change only with svc): read once."""
+    return path.read_text()
+
+
 def wrapped_main(code: WorkerCode) -> str:
     """svc's wrapper module (wrapper.js) around a project's main module (as dispatcher.js makes it)."""
-    prints = any(isinstance(source, str) and "console" in source for source in code.modules.values())
-    return (WRAPPER.read_text().replace('"__SVC_MAIN__"', json.dumps("./" + code.main_module))
+    prints = any(isinstance(module, str) and "console" in module for module in code.modules.values())
+    return (source(WRAPPER).replace('"__SVC_MAIN__"', json.dumps("./" + code.main_module))
             .replace("__SVC_TRACK__", "true" if prints else "false"))
 
 
@@ -130,7 +138,7 @@ def _entrypoint(name: str, entrypoint: str, props: Mapping[str, str]) -> str:
 def _direct_service(worker: DirectWorker) -> str:
     code = worker.code
     modules = [_module(WRAPPER_MODULE, wrapped_main(code)),
-               _module(REFUSAL_MODULE, REFUSAL.read_text()),
+               _module(REFUSAL_MODULE, source(REFUSAL)),
                *(_module(name, value) for name, value in code.modules.items())]
     bindings = [_binding(name, value) for name, value in worker.env.items()]
     bindings.append(_entrypoint(LOGS_BINDING, "Logs", {"project": worker.project_id}))
@@ -149,7 +157,7 @@ def _direct_service(worker: DirectWorker) -> str:
 def render(options: RuntimeOptions, direct: Sequence[DirectWorker] = (), dispatcher: str | None = None) -> str:
     """The configuration, whole in one text: every module's source is in it (workerd reads the
     configuration on its standard input, and no other file). `direct`: a steady process's workers."""
-    source = dispatcher if dispatcher is not None else DISPATCHER.read_text()
+    dispatcher = dispatcher if dispatcher is not None else source(DISPATCHER)
     services = "".join(_direct_service(worker) for worker in direct)
     sockets = "".join(f",\n    (name = \"w{w.slot}\", address = {text(f'unix:{w.socket}')}, http = {HTTP}, "
                       f"service = \"w{w.slot}\")" for w in direct)
@@ -163,8 +171,8 @@ const config :Workerd.Config = (
   v8Flags = [{text(f"--max-old-space-size={options.memory_mb}")}],
   services = [
     (name = "dispatcher", worker = (
-      modules = [(name = {text(DISPATCHER.name)}, esModule = {text(source)}),
-                 (name = {text(REFUSAL.name)}, esModule = {text(REFUSAL.read_text())})],
+      modules = [(name = {text(DISPATCHER.name)}, esModule = {text(dispatcher)}),
+                 (name = {text(REFUSAL.name)}, esModule = {text(source(REFUSAL))})],
       compatibilityDate = {text(DISPATCHER_DATE)},
       compatibilityFlags = ["enable_ctx_exports"],
       bindings = [
@@ -173,8 +181,8 @@ const config :Workerd.Config = (
         (name = "SITES", service = "sites"),
         (name = "INTERNET", service = "internet"),
         (name = "TOKEN", text = {text(options.token)}),
-        (name = "WRAPPER_SOURCE", text = {text(WRAPPER.read_text())}),
-        (name = "REFUSAL_SOURCE", text = {text(REFUSAL.read_text())}),
+        (name = "WRAPPER_SOURCE", text = {text(source(WRAPPER))}),
+        (name = "REFUSAL_SOURCE", text = {text(source(REFUSAL))}),
       ],
     )),
     (name = "svc", external = (
