@@ -14,10 +14,13 @@ from tests.support import stores
 from tests.support.api import Svc, running_svc
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.pdns import Pdns, clear_zones, running_pdns
+from tests.support.projectdb import running_cluster
 from tests.support.smtp import SmtpSink, running_smtp_svc
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
+
+    from svc.adapters.database.process import PrivateCluster
 
 # The browser tests, with the rest of their modules (which share those modules' servers), run on one
 # xdist worker (`make unit`: --dist loadgroup): one Chromium and one of each server, not one per worker.
@@ -111,6 +114,32 @@ async def held_svc(settings: Settings, sink: SmtpSink) -> AsyncIterator[Svc]:
     """svc sending to `sink` whose worker does not run: a test delivers with tests.support.smtp.deliver_due()."""
     async with running_smtp_svc(settings, sink, run_workers=False) as svc:
         yield svc
+
+
+@pytest.fixture(scope="session")
+async def project_cluster() -> AsyncIterator[PrivateCluster]:
+    """One private PostgreSQL cluster for the projects' databases per test process."""
+    from svc.adapters.database.process import find_postgres
+
+    if find_postgres() is None:
+        pytest.skip("PostgreSQL's server is not installed")
+    async with running_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+async def db_svc(settings: Settings, project_cluster: PrivateCluster) -> AsyncIterator[Svc]:
+    """svc whose projects' databases live on `project_cluster` (its worker running)."""
+    from svc.adapters.database.postgres import PostgresNode
+
+    adapters = default_adapters(settings)
+    node = PostgresNode(project_cluster.admin_url, connection_limit=5, statement_timeout_ms=5000)
+    adapters.database = node
+    try:
+        async with running_svc(settings, adapters) as running:
+            yield running
+    finally:
+        await node.close()
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,19 +23,9 @@ from svc.supervisor import ProcessError
 pytestmark = pytest.mark.skipif(find_postgres() is None, reason="PostgreSQL's server is not installed")
 
 
-@pytest.fixture(scope="module")
-async def cluster() -> AsyncIterator[PrivateCluster]:
-    binary = find_postgres()
-    assert binary is not None
-    # (Not under pytest's tmp dir: as root, the cluster runs as postgres, who must pass through
-    # every directory above its own, and pytest's is its owner's only.)
-    root = Path(tempfile.mkdtemp(prefix="svc-test-projectdb-"))
-    os.chmod(root, 0o755)
-    cluster = PrivateCluster(root / "projectdb", binary, user="postgres" if os.geteuid() == 0 else None)
-    await cluster.start()
-    yield cluster
-    await cluster.stop()
-    shutil.rmtree(root, ignore_errors=True)
+@pytest.fixture
+def cluster(project_cluster: PrivateCluster) -> PrivateCluster:
+    return project_cluster
 
 
 def test_a_cluster_its_user_cannot_reach_is_refused_in_words(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from svc.models.audit import AuditEvent
 from svc.models.base import Base
+from svc.models.databases import DatabaseGeneration, DatabaseToken, ProjectDatabase
 from svc.models.dns import PendingChange, RRset, Zone
 from svc.models.invites import Invite
 from svc.models.jobs import Cycle, Job
@@ -38,6 +39,8 @@ __all__ = [
     "AuditEvent",
     "Base",
     "Cycle",
+    "DatabaseGeneration",
+    "DatabaseToken",
     "Deployment",
     "DnssecState",
     "EdgeState",
@@ -62,6 +65,7 @@ __all__ = [
     "PersonalOrg",
     "Plan",
     "Project",
+    "ProjectDatabase",
     "ProjectState",
     "RRset",
     "RateCounter",

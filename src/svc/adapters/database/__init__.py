@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from urllib.parse import urlsplit
 
-from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError, QueryResult
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.settings import Settings
@@ -97,7 +99,19 @@ class PrivateNode:
     async def drop(self, project_id: str) -> None:
         await (await self.started()).drop(project_id)
 
+    async def query(self, project_id: str, password: str, sql: str, params: Sequence[Any],
+                    tx: str | None = None) -> QueryResult:
+        return await (await self.started()).query(project_id, password, sql, params, tx)
+
+    async def begin(self, project_id: str, password: str) -> str:
+        return await (await self.started()).begin(project_id, password)
+
+    async def finish(self, project_id: str, tx: str, *, commit: bool) -> None:
+        await (await self.started()).finish(project_id, tx, commit=commit)
+
     async def close(self) -> None:
+        if self._node is not None:
+            await self._node.close()
         await self.cluster.stop()
 
 

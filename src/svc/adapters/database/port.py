@@ -5,9 +5,10 @@ id; the role reaches its own database only. Passwords reach PostgreSQL only as S
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,26 @@ class DatabaseEndpoint:
 
 class DatabaseNodeError(Exception):
     """The cluster refused or did not answer; the message says what svc was doing."""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What a statement sent through env.db gave: column names, rows as lists of JSON values, the
+    count of rows it touched (None where PostgreSQL says none) and its command tag's verb."""
+
+    fields: list[str]
+    rows: list[list[Any]]
+    row_count: int | None
+    command: str
+
+
+class SqlError(Exception):
+    """PostgreSQL refused a project's statement: its SQLSTATE and message, for the project."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class DatabaseNode(Protocol):
@@ -50,5 +71,17 @@ class DatabaseNode(Protocol):
     async def drop(self, project_id: str) -> None:
         """The project's database, its role and its token users (connections ended first)."""
         ...
+
+    async def query(self, project_id: str, password: str, sql: str, params: Sequence[Any],
+                    tx: str | None = None) -> QueryResult:
+        """Run one statement as the project's role (in the open transaction `tx`, when given).
+        SqlError: PostgreSQL refused it."""
+        ...
+
+    async def begin(self, project_id: str, password: str) -> str:
+        """Open a transaction on one of the role's connections, held until finish() or a time limit."""
+        ...
+
+    async def finish(self, project_id: str, tx: str, *, commit: bool) -> None: ...
 
     async def close(self) -> None: ...

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
 
-from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, QueryResult
+from svc.adapters.database.sessions import ProjectSessions
 
 # What every svc-made role gets, on top of LOGIN.
 ROLE_OPTIONS = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
@@ -52,6 +54,7 @@ class PostgresNode:
         self.statement_timeout_ms = statement_timeout_ms
         self.description = description or f"PostgreSQL on {self.public_host}:{self.public_port}"
         self._pool: asyncpg.Pool | None = None
+        self.sessions = ProjectSessions()
 
     @staticmethod
     def names(project_id: str) -> tuple[str, str]:
@@ -118,7 +121,19 @@ class PostgresNode:
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
                 raise DatabaseNodeError(f"dropping the token user failed: {exc}") from None
 
+    async def query(self, project_id: str, password: str, sql: str, params: Sequence[Any],
+                    tx: str | None = None) -> QueryResult:
+        return await self.sessions.query(project_id, self.names(project_id)[1], password, self.endpoint(project_id),
+                                         sql, params, tx)
+
+    async def begin(self, project_id: str, password: str) -> str:
+        return await self.sessions.begin(project_id, self.names(project_id)[1], password, self.endpoint(project_id))
+
+    async def finish(self, project_id: str, tx: str, *, commit: bool) -> None:
+        await self.sessions.finish(project_id, tx, commit=commit)
+
     async def drop(self, project_id: str) -> None:
+        await self.sessions.forget(project_id)
         database, role = self.names(project_id)
         async with self._admin() as con:
             try:
@@ -134,6 +149,7 @@ class PostgresNode:
                 raise DatabaseNodeError(f"dropping the database failed: {exc}") from None
 
     async def close(self) -> None:
+        await self.sessions.close()
         if self._pool is not None:
             await self._pool.close()
             self._pool = None

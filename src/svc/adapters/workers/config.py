@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from svc.adapters.workers.port import WorkerCode
+from svc.adapters.workers.port import EntrypointBinding, WorkerCode
 
 DISPATCHER = Path(__file__).with_name("dispatcher.js")
 # svc's modules around a project's main module (dispatcher.js and direct workers alike).
@@ -125,6 +125,8 @@ def _module(name: str, value: object) -> str:
 
 
 def _binding(name: str, value: object) -> str:
+    if isinstance(value, EntrypointBinding):
+        return _entrypoint(name, value.entrypoint, value.props)
     if isinstance(value, str):
         return f"(name = {text(name)}, text = {text(value)})"
     return f"(name = {text(name)}, json = {text(json.dumps(value))})"

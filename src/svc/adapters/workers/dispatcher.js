@@ -48,6 +48,33 @@ export class Logs extends WorkerEntrypoint {
   }
 }
 
+// env.db of a project's worker (the wrapper presents it as `env.db`, wrapper.js): its SQL goes to
+// svc, which runs it on the project's database as the project's role (svc holds the connections;
+// no credential is in the worker). The props name the project, as svc set them. A refusal comes
+// back as { error: { code, message } }, PostgreSQL's SQLSTATE and words, for the wrapper to throw.
+export class Database extends WorkerEntrypoint {
+  query(sql, params, tx) { return this.call({ op: "query", sql, params: params ?? [], tx: tx ?? null }); }
+  begin() { return this.call({ op: "begin" }); }
+  commit(tx) { return this.call({ op: "commit", tx }); }
+  rollback(tx) { return this.call({ op: "rollback", tx }); }
+
+  async call(body) {
+    const answer = await this.env.SVC.fetch(`http://svc/v1/runtime/projects/${this.ctx.props.project}/db`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    });
+    const result = await answer.json().catch(() => null);
+    if (answer.ok && result) return result;
+    // svc's Error envelope: { code, message, details }; a refusal of PostgreSQL's has its SQLSTATE.
+    const sqlstate = result && result.details && result.details.sqlstate;
+    if (answer.status === 422 && sqlstate) return { error: { code: sqlstate, message: result.message } };
+    return { error: { code: "svc_unavailable", message: result && result.message ? result.message
+      : `svc answered ${answer.status}` } };
+  }
+}
+
+// The entrypoints svc may bind into a project's env (svc names them; a project cannot).
+const ENTRYPOINTS = new Set(["Database"]);
+
 const LOGS = "__SVC_LOGS__";
 const WRAPPER = "__svc_main__.js";
 const REFUSAL = "__svc_refusal__.js";
@@ -67,6 +94,9 @@ async function load(env, ctx, key) {
   const worker = await answer.json();
   const bindings = { ...worker.env, [LOGS]: ctx.exports.Logs({ props: { project: worker.project } }) };
   if (worker.assets) bindings.ASSETS = ctx.exports.Assets({ props: { root: worker.assets } });
+  for (const [name, binding] of Object.entries(worker.entrypoints || {})) {
+    if (ENTRYPOINTS.has(binding.entrypoint)) bindings[name] = ctx.exports[binding.entrypoint]({ props: binding.props });
+  }
   return {
     compatibilityDate: worker.compatibilityDate,
     // The wrapper's AsyncLocalStorage (node:async_hooks alone, not the rest of Node's APIs).

@@ -26,6 +26,15 @@ class WorkerCode:
     compatibility_date: str
 
 
+@dataclass(frozen=True)
+class EntrypointBinding:
+    """A binding of a project's env to one of svc's entrypoints in the runtime (dispatcher.js,
+    which names the ones a project may be given): `props` say whose it is, as svc set them."""
+
+    entrypoint: str
+    props: Mapping[str, str]
+
+
 class BadWorker(Exception):
     """The runtime cannot run this code; the message is the runtime's own words (the line and the
     column of a syntax error, the module an import names, the date it does not know)."""

@@ -62,6 +62,10 @@ export default {
     if (env !== given) {
       own = { ...env };
       delete own[LOGS];
+      if (own[DB]) {
+        own.db = database(own[DB]);
+        delete own[DB];
+      }
       given = env;
     }
     const invocation = new Invocation(request, ctx, env[LOGS]);
@@ -81,6 +85,58 @@ export default {
     return ended(invocation, answer);
   },
 };
+
+// env.db: the project's database, through svc's Database entrypoint (dispatcher.js), as plain
+// JavaScript: `await env.db.query("select * from notes where id = $1", [id])` gives
+// { rows: [{...}], rowCount, fields, command }; `await env.db.transaction(async (tx) => { ... })`
+// runs tx.query() calls in one transaction, committed when the function returns and rolled back
+// when it throws. A statement PostgreSQL refuses throws a DatabaseError with its SQLSTATE in
+// `code` (23505 for a unique violation) and PostgreSQL's message.
+const DB = "__SVC_DB__";
+
+class DatabaseError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = "DatabaseError";
+    this.code = code;
+  }
+}
+
+function answered(result) {
+  if (result.error) throw new DatabaseError(result.error.code, result.error.message);
+  return result;
+}
+
+function rowsOf(result) {
+  const fields = result.fields;
+  const rows = result.rows.map((values) => {
+    const row = {};
+    for (let i = 0; i < fields.length; i++) row[fields[i]] = values[i];
+    return row;
+  });
+  return { rows, rowCount: result.rowCount, fields, command: result.command };
+}
+
+function database(binding) {
+  const query = async (sql, params, tx) => rowsOf(answered(await binding.query(sql, params ?? [], tx)));
+  return Object.freeze({
+    query: (sql, params) => query(sql, params),
+    async transaction(work) {
+      const { tx } = answered(await binding.begin());
+      const handle = Object.freeze({ query: (sql, params) => query(sql, params, tx) });
+      let result;
+      try {
+        result = await work(handle);
+      } catch (error) {
+        await binding.rollback(tx).catch(() => {});
+        throw error;
+      }
+      answered(await binding.commit(tx));
+      return result;
+    },
+    DatabaseError,
+  });
+}
 
 // An exception of the project's fetch(): in its logs with its stack; svc's refusal answers.
 function failed(invocation, error) {

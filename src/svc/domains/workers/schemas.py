@@ -18,6 +18,8 @@ class RuntimeWorker(ApiModel):
     modules: dict[str, Any]
     compatibility_date: str
     env: dict[str, Any]
+    # Bindings to svc's entrypoints in the runtime (env.db): name -> {"entrypoint", "props"}.
+    entrypoints: dict[str, dict[str, Any]] = {}
     # "<digest hex>/assets", or None when the bundle has no assets/ (no env.ASSETS then).
     assets: str | None
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from svc.adapters.edge.port import TrafficBatch
-from svc.adapters.workers.port import BadWorker, LiveWorker, RuntimeUnavailable, WorkerCode
+from svc.adapters.workers.port import BadWorker, EntrypointBinding, LiveWorker, RuntimeUnavailable, WorkerCode
 from svc.context import AppContext
 from svc.domains.deployments import service as deployments
 from svc.domains.projects import service as projects
@@ -85,8 +85,11 @@ async def _worker_of(uow: UnitOfWork, key: str, project_id: str | None = None) -
     if project_id is not None and f"{project.live_deployment_id}.{project.bindings_generation}" != key:
         return None  # moved on meanwhile: the loading process serves it until the next turn
     env: dict[str, Any] = {}
-    for source in ctx.bindings:  # each area's, as its manifest declares (secrets: env.<NAME>)
+    for source in ctx.bindings:  # each area's, as its manifest declares (secrets: env.<NAME>, env.db)
         env |= await source(uow.session, ctx, project)
+    entrypoints = {name: {"entrypoint": value.entrypoint, "props": dict(value.props)}
+                   for name, value in env.items() if isinstance(value, EntrypointBinding)}
+    env = {name: value for name, value in env.items() if name not in entrypoints}
     await uow.close_reads()
     site = await deployments.site_of(ctx, row.digest)
     spec = WorkerSpec.of_row(row.worker)
@@ -94,7 +97,7 @@ async def _worker_of(uow: UnitOfWork, key: str, project_id: str | None = None) -
     has_assets = await asyncio.to_thread((site / "assets").is_dir)
     return schemas.RuntimeWorker(
         project=project.id, main_module=code.main_module, modules=dict(code.modules),
-        compatibility_date=code.compatibility_date, env=env,
+        compatibility_date=code.compatibility_date, env=env, entrypoints=entrypoints,
         assets=f"{site.name}/assets" if has_assets else None)
 
 
@@ -116,7 +119,10 @@ class SteadySource:
                 worker = await _worker_of(uow, key, project_id)
             if worker is None:
                 continue
-            found.append(LiveWorker(project_id=project_id, key=key, env=worker.env, assets=worker.assets,
+            env: dict[str, object] = {**worker.env, **{
+                name: EntrypointBinding(entrypoint=e["entrypoint"], props=e["props"])
+                for name, e in worker.entrypoints.items()}}
+            found.append(LiveWorker(project_id=project_id, key=key, env=env, assets=worker.assets,
                                     code=WorkerCode(main_module=worker.main_module, modules=worker.modules,
                                                     compatibility_date=worker.compatibility_date)))
         return found

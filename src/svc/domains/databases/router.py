@@ -1,0 +1,80 @@
+"""HTTP only: a project's database (spec "Database"), and the route env.db calls (the runtime's)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Header, Path, Response
+
+from svc.auth.projects import ProjectMember, ProjectViewer
+from svc.deps import Ctx, Uow, api_router
+from svc.domains.databases import schemas, service
+from svc.domains.workers import service as workers
+from svc.uow import runs
+
+router = api_router(tags=["database"])
+runtime_router = api_router(include_in_schema=False)
+
+_BASE = "/v1/orgs/{orgSlug}/projects/{projectName}/database"
+TokenUserPath = Annotated[str, Path(alias="tokenUser", max_length=63)]
+PROJECT_ID = r"^[A-Za-z0-9_-]{1,40}$"
+
+
+@router.get(_BASE, response_model=schemas.DatabaseState, operation_id="getDatabase")
+async def get_database(p: ProjectViewer, uow: Uow) -> schemas.DatabaseState:
+    return schemas.DatabaseState(db=await service.has_database(uow, p.project))
+
+
+@router.post(_BASE, response_model=schemas.DatabaseConnect, operation_id="createDatabase")
+@runs(service.create_database)
+async def create_database(p: ProjectMember, uow: Uow) -> Response:
+    return _no_store(await service.create_database(uow, p.access, p.project))
+
+
+@router.get(_BASE + "/connect", response_model=schemas.DatabaseConnect, operation_id="connectDatabase")
+@runs(service.connect)
+async def connect(p: ProjectMember, uow: Uow) -> Response:
+    found = await service.connect(uow, p.project)
+    return _no_store(found)
+
+
+@router.get(_BASE + "/endpoint", response_model=schemas.DatabaseEndpointView, operation_id="getDatabaseEndpoint")
+async def endpoint(p: ProjectViewer, ctx: Ctx) -> schemas.DatabaseEndpointView:
+    return service.endpoint(ctx, p.project)
+
+
+@router.get(_BASE + "/tokens", response_model=schemas.TokenList, operation_id="listDatabaseTokens")
+async def list_tokens(p: ProjectMember, uow: Uow) -> schemas.TokenList:
+    return schemas.TokenList(tokens=[schemas.TokenMeta.model_validate(t)
+                                     for t in await service.list_tokens(uow, p.project)])
+
+
+@router.post(_BASE + "/tokens", status_code=201, response_model=schemas.DatabaseToken,
+             operation_id="createDatabaseToken")
+@runs(service.create_token)
+async def create_token(p: ProjectMember, uow: Uow, body: schemas.TokenCreate | None = None) -> Response:
+    made = await service.create_token(uow, p.access, p.project, body or schemas.TokenCreate())
+    return _no_store(made, status=201)
+
+
+@router.delete(_BASE + "/tokens/{tokenUser}", status_code=204, response_class=Response,
+               operation_id="deleteDatabaseToken")
+@runs(service.delete_token)
+async def delete_token(user: TokenUserPath, p: ProjectMember, uow: Uow) -> Response:
+    await service.delete_token(uow, p.access, p.project, user)
+    return Response(status_code=204)
+
+
+def _no_store(body: Any, status: int = 200) -> Response:
+    """A body with a password: never kept by a cache between."""
+    return Response(body.model_dump_json(by_alias=True), status_code=status, media_type="application/json",
+                    headers={"Cache-Control": "no-store"})
+
+
+@runtime_router.post("/v1/runtime/projects/{projectId}/db")
+@runs(service.run_query)
+async def runtime_query(body: schemas.RuntimeQuery, uow: Uow, ctx: Ctx,
+                        project_id: str = Path(alias="projectId", pattern=PROJECT_ID),
+                        token: str | None = Header(default=None, alias="X-Svc-Runtime-Token")) -> dict[str, Any]:
+    workers.check_runtime_token(ctx, token)
+    return await service.run_query(uow, project_id, body)

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from svc.kit.api import ApiInput, ApiModel, Timestamp
+
+MAX_TOKEN_MINUTES = 10_080  # a week (decisions.md)
+
+
+class DatabaseState(ApiModel):
+    db: bool = Field(description="Whether the project has a database")
+
+
+class DatabaseEndpointView(ApiModel):
+    """Where to connect, without credentials."""
+
+    host: str
+    port: int
+    database: str
+    sslmode: str
+
+
+class DatabaseConnect(DatabaseEndpointView):
+    """Credentials and where to connect. The password is the project's role's: served by
+    /connect and the create response only."""
+
+    user: str
+    password: str
+
+
+class TokenCreate(ApiInput):
+    expires_in_minutes: int = Field(default=60, ge=1, le=MAX_TOKEN_MINUTES,
+                                    description="How long the token user may log in (1 to 10080 minutes)")
+
+
+class DatabaseToken(ApiModel):
+    """A token user as created: the password is shown this once; svc keeps none of it."""
+
+    user: str
+    password: str
+    expires_at: Timestamp
+
+
+class TokenMeta(ApiModel):
+    user: str
+    expires_at: Timestamp
+    created_at: Timestamp
+
+
+class TokenList(ApiModel):
+    tokens: list[TokenMeta]
+
+
+# --- env.db (the runtime's calls; not in the OpenAPI document) ---
+
+SqlText = Annotated[str, StringConstraints(min_length=1, max_length=1_000_000)]
+
+
+class RuntimeQuery(ApiInput):
+    """One call of env.db: a statement (`query`), or a transaction's begin, commit or rollback."""
+
+    op: str = Field(pattern="^(query|begin|commit|rollback)$")
+    sql: SqlText | None = None
+    params: list[Any] = Field(default_factory=list, max_length=10_000)
+    tx: Annotated[str, StringConstraints(max_length=64)] | None = None

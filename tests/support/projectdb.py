@@ -1,0 +1,29 @@
+"""A private PostgreSQL cluster for the projects' databases (svc's own PrivateCluster: initdb with
+scram-sha-256, run by the supervisor), one per test process, in a directory the postgres user can
+reach when the tests run as root (pytest's tmp dirs are their owner's only)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from svc.adapters.database.process import PrivateCluster, find_postgres
+
+
+@asynccontextmanager
+async def running_cluster() -> AsyncIterator[PrivateCluster]:
+    binary = find_postgres()
+    assert binary is not None
+    root = Path(tempfile.mkdtemp(prefix="svc-test-projectdb-"))
+    os.chmod(root, 0o755)
+    cluster = PrivateCluster(root / "projectdb", binary, user="postgres" if os.geteuid() == 0 else None)
+    try:
+        await cluster.start()
+        yield cluster
+    finally:
+        await cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
