@@ -1,0 +1,75 @@
+"""`svc db create|info|connect|tokens` against a real server whose projects' databases live on a
+real PostgreSQL cluster: psql opened by `svc db connect` with the project's credentials, `--url`,
+token users, `--json` everywhere, bad input refused before anything changes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.cli.conftest import Cli, running_server, uniq
+
+
+@pytest.fixture(scope="module")
+def db_server(tmp_path_factory: pytest.TempPathFactory, project_cluster: Any) -> Iterator[str]:
+    with running_server(tmp_path_factory.mktemp("svc-db-server"), project_db_enabled="true",
+                        project_db_admin_url=project_cluster.admin_url) as url:
+        yield url
+
+
+@pytest.fixture
+def me(db_server: str, tmp_path: Any) -> Cli:
+    return Cli(db_server, tmp_path / "db-me")
+
+
+def test_create_connect_and_token_users(me: Cli) -> None:
+    slug = uniq("dbs")
+    me.login(uniq("owner"))
+    me.ok("orgs", "create", slug)
+    me.ok("projects", "create", "web", "--org", slug)
+    where = ("--project", "web", "--org", slug)
+
+    assert me.ok("db", "info", *where, "--json").json() == {"db": False, "endpoint": None}
+    assert "has no database" in me.ok("db", "info", *where).out
+    assert me.fails("not_found", "db", "connect", "--url", *where)
+
+    made = me.ok("db", "create", *where)
+    assert "ready" in made.out and "env.db" in made.out
+    creds = me.ok("db", "create", *where, "--json").json()  # again: the same password
+    assert set(creds) == {"host", "port", "database", "user", "password", "sslmode"}
+    assert creds["password"] not in made.out  # the human form does not print it
+    assert me.ok("db", "info", *where, "--json").json()["endpoint"]["database"] == creds["database"]
+
+    url = me.ok("db", "connect", "--url", *where).out.strip()
+    assert url == (f"postgresql://{creds['user']}:{creds['password']}@{creds['host']}:{creds['port']}/"
+                   f"{creds['database']}?sslmode={creds['sslmode']}")
+    assert me.ok("db", "connect", *where, "--json").json()["url"] == url
+    if shutil.which("psql"):
+        # `svc db connect` becomes psql (a real process: exec replaces it) with the credentials.
+        done = me.process("db", "connect", *where, input="select current_user;\n")
+        assert done.code == 0, done.err
+        assert creds["user"] in done.out
+
+    token = me.ok("db", "tokens", "create", "--minutes", "5", *where, "--json").json()
+    assert set(token) == {"user", "password", "expiresAt"}
+    shown = me.ok("db", "tokens", "create", *where)
+    assert "shown only now" in shown.out
+    listed = me.ok("db", "tokens", "list", *where, "--json").json()["tokens"]
+    assert token["user"] in {t["user"] for t in listed} and len(listed) == 2
+    if shutil.which("psql"):
+        env = {"PGHOST": creds["host"], "PGPORT": str(creds["port"]), "PGDATABASE": creds["database"],
+               "PGUSER": token["user"], "PGPASSWORD": token["password"], "PATH": "/usr/bin:/bin"}
+        ok = subprocess.run(["psql", "-X", "-A", "-t", "-c", "select current_user"], env=env, capture_output=True,
+                            text=True, timeout=60, check=False)
+        assert ok.returncode == 0 and ok.stdout.strip() == creds["user"], ok.stderr
+    assert me.ok("db", "tokens", "delete", token["user"], *where, "--json").json()["deleted"] is True
+    me.fails("not_found", "db", "tokens", "delete", token["user"], *where)
+    assert token["user"] not in me.ok("db", "tokens", "list", *where).out
+
+    # Bad input: refused by the CLI before a request (Typer's usage error, exit 2).
+    bad = me("db", "tokens", "create", "--minutes", "0", *where)
+    assert bad.code == 2 and "--minutes" in bad.err
