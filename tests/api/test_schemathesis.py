@@ -36,6 +36,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from svc.adapters.database.postgres import PostgresNode
+from svc.adapters.database.process import PrivateCluster
 from svc.domains.credentials.sshkeys import PUBLIC_KEY_FORMAT
 from tests.api.fuzz import BASE_URL, ServerErrors, World, build_world, is_error_envelope, loop_session, public_keys
 from tests.support.api import Svc
@@ -152,8 +154,10 @@ def _fuzz(operation: Operation, world: World, svc: Svc, loop: asyncio.AbstractEv
     return findings[:MAX_FINDINGS]
 
 
-async def test_every_operation_survives_schemathesis(dns_svc: Svc) -> None:
+async def test_every_operation_survives_schemathesis(dns_svc: Svc, project_cluster: PrivateCluster) -> None:
     svc = dns_svc  # DNS on a real PowerDNS, so its routes run their code rather than answer 503
+    # And the projects' databases on a real cluster, for the same reason.
+    svc.ctx.adapters.database = node = PostgresNode(project_cluster.admin_url)
     doc = (await svc.anon.get("/v1/openapi.json")).json()
     schema = schemathesis.openapi.from_dict(doc)
     operations: list[Operation] = []
@@ -185,6 +189,7 @@ async def test_every_operation_survives_schemathesis(dns_svc: Svc) -> None:
             findings += await asyncio.to_thread(_fuzz, operation, world, svc, loop, statuses, acceptance, examples)
     finally:
         logging.getLogger("svc.errors").removeHandler(errors)
+        await node.close()
     findings += [f"{label}: {a.refused} of {a.measured} schema-valid cases with real path values refused as "
                  f"invalid: the document allows what the API refuses; the first:\n{a.example}"
                  for label, a in accepted.items()

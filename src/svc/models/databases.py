@@ -47,7 +47,7 @@ class DatabaseGeneration(Base):
     deleted database needs none)."""
 
     __tablename__ = "database_generations"
-    __table_args__ = (UniqueConstraint("project_id", "epoch", "seq"),
+    __table_args__ = (UniqueConstraint("project_id", "epoch", "seq", "kind"),
                       Index("ix_database_generations_project_created", "project_id", "created_at"))
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -55,7 +55,7 @@ class DatabaseGeneration(Base):
     epoch: Mapped[int]
     seq: Mapped[int]
     # scheduled | pre_restore | final | export (an export is a diagnostic image: never listed as a
-    # generation, never selected by restore, never pruned)
+    # generation, never selected by restore, never pruned; its seq counts exports only)
     kind: Mapped[str] = mapped_column(String(16))
     blob_key: Mapped[str] = mapped_column(String(300))
     bytes: Mapped[int] = mapped_column(BigInteger)

@@ -109,6 +109,9 @@ class Operation(Base):
     finished_at: Mapped[datetime | None]
     # Set while the operation runs; a partial unique index would be nicer but is not portable.
     running_key: Mapped[str | None] = mapped_column(String(40), unique=True)
+    # What the operation works on (a restore's {"epoch", "seq"}), and why it failed, in words.
+    data: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    error: Mapped[str | None] = mapped_column(String(1000), default=None)
 
 
 class AccessGrant(Base):

@@ -57,6 +57,29 @@ class HostnameStatus(StrEnum):
 
 class OperationKind(StrEnum):
     teardown = "teardown"
+    # A project's database (domains/databases/operations.py).
+    restore = "restore"
+    delete = "delete"
+
+
+class DatabaseOpPhase(StrEnum):
+    """A database restore's or delete's phases, in order (the spec's table): restore runs them
+    all; delete has no reactivation (its committing removes the database)."""
+
+    draining = "draining"
+    sealing = "sealing"
+    committing = "committing"
+    reactivation = "reactivation"
+    done = "done"
+
+
+class GenerationKind(StrEnum):
+    """Why a generation of a project's database was taken."""
+
+    scheduled = "scheduled"  # the hourly cycle saw a change
+    pre_restore = "pre_restore"  # a restore's sealing: what the restore replaced
+    final = "final"  # a delete's sealing: kept and listed after the database is gone, never pruned
+    export = "export"  # a diagnostic image (POST export): never listed, selected or pruned
 
 
 class TeardownPhase(StrEnum):
@@ -65,6 +88,8 @@ class TeardownPhase(StrEnum):
     routing = "routing"
     files = "files"
     grants = "grants"
+    # The project's database: a final generation kept, then the database dropped (databases area).
+    database = "database"
     metadata = "metadata"
     done = "done"
 
@@ -100,6 +125,14 @@ class JobKind(StrEnum):
     dns_delegation = "dns.delegation"
     # The periodic cycle that drops the projects' log lines older than their retention (workers).
     logs_expire = "logs.expire"
+    # Projects' databases (domains/databases/jobs.py): the hourly cycle of change checks (and
+    # retention), a generation of one database ({"project_id", "kind"}), the verification of one
+    # generation by a scratch restore ({"generation_id"}), a restore's or delete's next phase
+    # ({"operation_id"}).
+    database_cycle = "database.cycle"
+    database_generation = "database.generation"
+    database_verify = "database.verify"
+    database_operation = "database.operation"
 
 
 class DnssecState(StrEnum):

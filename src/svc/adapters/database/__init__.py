@@ -6,13 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 from urllib.parse import urlsplit
 
-from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError, QueryResult
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.settings import Settings
@@ -51,67 +48,52 @@ def _node(settings: Settings, admin_url: str, description: str) -> PostgresNode:
                         statement_timeout_ms=settings.project_db_statement_timeout_ms, description=description)
 
 
-class PrivateNode:
-    """DatabaseNode on svc's private cluster, started when it is first needed: at svc's start
-    when it was initialised before (projects hold databases on it), else at the first database
-    a project asks for (a svc whose projects have none runs no PostgreSQL and makes no cluster)."""
+class PrivateNode(PostgresNode):
+    """The node on svc's private cluster, started when it is first needed: at svc's start when
+    it was initialised before (projects hold databases on it), else at the first database a
+    project asks for (a svc whose projects have none runs no PostgreSQL and makes no cluster)."""
 
     def __init__(self, settings: Settings, cluster: PrivateCluster) -> None:
-        self.settings = settings
+        super().__init__("postgresql://", public_host="127.0.0.1",
+                         connection_limit=settings.project_db_connection_limit,
+                         statement_timeout_ms=settings.project_db_statement_timeout_ms,
+                         description=f"a private PostgreSQL cluster in {cluster.layout.root}")
         self.cluster = cluster
-        self.description = f"a private PostgreSQL cluster in {cluster.layout.root}"
-        self._node: PostgresNode | None = None
+        self._started = False
         self._lock = asyncio.Lock()
 
     @property
     def initialised(self) -> bool:
         return (self.cluster.layout.data / "PG_VERSION").is_file()
 
-    async def started(self) -> PostgresNode:
+    async def ready(self) -> None:
+        if self._started:
+            return
         async with self._lock:
-            if self._node is None:
-                try:
-                    await self.cluster.start()
-                except (PortInUse, ProcessError, OSError) as exc:
-                    await self.cluster.stop()
-                    raise DatabaseNodeError(f"the private PostgreSQL cluster did not start: {exc}") from None
-                log.info("project databases: a private PostgreSQL cluster on 127.0.0.1:%d", self.cluster.port)
-                self._node = _node(self.settings, self.cluster.admin_url, self.description)
-            return self._node
-
-    def names(self, project_id: str) -> tuple[str, str]:
-        return PostgresNode.names(project_id)
+            if self._started:
+                return
+            try:
+                await self.cluster.start()
+            except (PortInUse, ProcessError, OSError) as exc:
+                await self.cluster.stop()
+                raise DatabaseNodeError(f"the private PostgreSQL cluster did not start: {exc}") from None
+            log.info("project databases: a private PostgreSQL cluster on 127.0.0.1:%d", self.cluster.port)
+            self.admin_url = self.cluster.admin_url
+            self.public_port = self.cluster.port
+            self._started = True
 
     def endpoint(self, project_id: str) -> DatabaseEndpoint:
-        if self._node is None:
-            raise DatabaseNodeError("the private PostgreSQL cluster is not running")
-        return self._node.endpoint(project_id)
-
-    async def provision(self, project_id: str, verifier: str) -> DatabaseEndpoint:
-        return await (await self.started()).provision(project_id, verifier)
-
-    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
-        await (await self.started()).add_login(project_id, user, verifier, valid_until)
-
-    async def drop_login(self, project_id: str, user: str) -> None:
-        await (await self.started()).drop_login(project_id, user)
-
-    async def drop(self, project_id: str) -> None:
-        await (await self.started()).drop(project_id)
-
-    async def query(self, project_id: str, password: str, sql: str, params: Sequence[Any],
-                    tx: str | None = None) -> QueryResult:
-        return await (await self.started()).query(project_id, password, sql, params, tx)
-
-    async def begin(self, project_id: str, password: str) -> str:
-        return await (await self.started()).begin(project_id, password)
-
-    async def finish(self, project_id: str, tx: str, *, commit: bool) -> None:
-        await (await self.started()).finish(project_id, tx, commit=commit)
+        if not self._started:
+            # The port is chosen at initdb and kept: known before the cluster runs.
+            try:
+                self.public_port = int(self.cluster.layout.port_file.read_text())
+            except (OSError, ValueError):
+                raise DatabaseNodeError("no project has a database yet: the private cluster is made with the "
+                                        "first") from None
+        return super().endpoint(project_id)
 
     async def close(self) -> None:
-        if self._node is not None:
-            await self._node.close()
+        await super().close()
         await self.cluster.stop()
 
 
@@ -142,7 +124,7 @@ async def start_database(settings: Settings) -> RunningDatabase:
     node = PrivateNode(settings, PrivateCluster(settings.private_cluster_dir().resolve(), binary, user=user))
     if node.initialised:
         try:
-            await node.started()
+            await node.ready()
         except DatabaseNodeError as exc:  # logged; tried again when a database is asked for
             log.error("project databases: %s", exc)
     return RunningDatabase(node)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -83,5 +84,33 @@ class DatabaseNode(Protocol):
         ...
 
     async def finish(self, project_id: str, tx: str, *, commit: bool) -> None: ...
+
+    # --- generations (docs/database.md, "Generations") ---
+
+    async def change_markers(self, project_ids: Sequence[str]) -> dict[str, str]:
+        """For each project whose database exists: a text that changes when its content does
+        (one query for all of them)."""
+        ...
+
+    async def dump(self, project_id: str, dest: Path) -> dict[str, int]:
+        """pg_dump's custom format into `dest`; the rows per table of the snapshot it dumped."""
+        ...
+
+    async def verify(self, project_id: str, source: Path) -> tuple[dict[str, int], float]:
+        """Restore `source` into a scratch database (dropped after): its rows per table and the
+        restore's seconds. DatabaseNodeError: it did not restore."""
+        ...
+
+    async def drain(self, project_id: str) -> None:
+        """Refuse new connections to the project's database and end the open ones."""
+        ...
+
+    async def replace(self, project_id: str, source: Path) -> None:
+        """The database's content becomes exactly `source`'s (it stays closed: reopen())."""
+        ...
+
+    async def reopen(self, project_id: str) -> None:
+        """The project's role (and its token users) may connect again."""
+        ...
 
     async def close(self) -> None: ...

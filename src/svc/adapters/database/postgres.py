@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
 
+from svc.adapters.database import backups
 from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, QueryResult
 from svc.adapters.database.sessions import ProjectSessions
 
@@ -65,9 +68,13 @@ class PostgresNode:
         return DatabaseEndpoint(host=self.public_host, port=self.public_port, database=self.names(project_id)[0],
                                 sslmode=self.sslmode)
 
+    async def ready(self) -> None:
+        """Before the node's first use: nothing here (a private cluster starts: PrivateNode)."""
+
     @contextlib.asynccontextmanager
     async def _admin(self) -> AsyncIterator[asyncpg.Connection]:
         """An administrator's connection from a small pool (a new one costs a SCRAM handshake)."""
+        await self.ready()
         try:
             if self._pool is None:
                 self._pool = await asyncpg.create_pool(self.admin_url, min_size=0, max_size=4, timeout=10)
@@ -123,10 +130,12 @@ class PostgresNode:
 
     async def query(self, project_id: str, password: str, sql: str, params: Sequence[Any],
                     tx: str | None = None) -> QueryResult:
+        await self.ready()
         return await self.sessions.query(project_id, self.names(project_id)[1], password, self.endpoint(project_id),
                                          sql, params, tx)
 
     async def begin(self, project_id: str, password: str) -> str:
+        await self.ready()
         return await self.sessions.begin(project_id, self.names(project_id)[1], password, self.endpoint(project_id))
 
     async def finish(self, project_id: str, tx: str, *, commit: bool) -> None:
@@ -147,6 +156,73 @@ class PostgresNode:
                     await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
                 raise DatabaseNodeError(f"dropping the database failed: {exc}") from None
+
+    # --- generations (backups.py) ---
+
+    async def change_markers(self, project_ids: Sequence[str]) -> dict[str, str]:
+        wanted = {self.names(p)[0]: p for p in project_ids}
+        async with self._admin() as con:
+            try:
+                rows = await con.fetch(
+                    "select datname, tup_inserted, tup_updated, tup_deleted, coalesce(stats_reset::text, '') "
+                    "from pg_stat_database where datname = any($1::text[])", list(wanted))
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"reading the databases' counters failed: {exc}") from None
+        return {wanted[r[0]]: f"{r[1]}:{r[2]}:{r[3]}:{r[4]}" for r in rows}
+
+    async def dump(self, project_id: str, dest: Path) -> dict[str, int]:
+        await self.ready()
+        return await backups.dump(self.admin_url, self.names(project_id)[0], dest)
+
+    async def _fresh(self, con: asyncpg.Connection, database: str, role: str) -> None:
+        """An empty database owned by the role, which no one may connect to yet."""
+        await con.execute(f"DROP DATABASE IF EXISTS {ident(database)} WITH (FORCE)")
+        await con.execute(f"CREATE DATABASE {ident(database)} OWNER {ident(role)} TEMPLATE template0 ENCODING 'UTF8'")
+        await con.execute(f"REVOKE ALL ON DATABASE {ident(database)} FROM PUBLIC; "
+                          f"REVOKE ALL ON DATABASE {ident(database)} FROM {ident(role)}")
+
+    async def verify(self, project_id: str, source: Path) -> tuple[dict[str, int], float]:
+        database, role = self.names(project_id)
+        scratch = f"{database}_v{secrets.token_hex(4)}"
+        async with self._admin() as con:
+            try:
+                await self._fresh(con, scratch, role)
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"making the scratch database failed: {exc}") from None
+            try:
+                return await backups.restore_and_count(self.admin_url, scratch, role, source)
+            finally:
+                with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                    await con.execute(f"DROP DATABASE IF EXISTS {ident(scratch)} WITH (FORCE)")
+
+    async def drain(self, project_id: str) -> None:
+        database, role = self.names(project_id)
+        await self.sessions.forget(project_id)
+        async with self._admin() as con:
+            try:
+                if await con.fetchval("select 1 from pg_database where datname = $1", database):
+                    await con.execute(f"REVOKE CONNECT, TEMPORARY ON DATABASE {ident(database)} FROM {ident(role)}")
+                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 "
+                                  "and pid <> pg_backend_pid()", database)
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"draining the database failed: {exc}") from None
+
+    async def replace(self, project_id: str, source: Path) -> None:
+        database, role = self.names(project_id)
+        async with self._admin() as con:
+            try:
+                await self._fresh(con, database, role)
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"replacing the database failed: {exc}") from None
+        await backups.restore(self.admin_url, database, role, source)
+
+    async def reopen(self, project_id: str) -> None:
+        database, role = self.names(project_id)
+        async with self._admin() as con:
+            try:
+                await con.execute(f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
+            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+                raise DatabaseNodeError(f"reopening the database failed: {exc}") from None
 
     async def close(self) -> None:
         await self.sessions.close()

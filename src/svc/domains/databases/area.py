@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from svc.domains.databases import pages, router, service
+from svc.context import AppContext
+from svc.domains.databases import generations, jobs, pages, router, service
+from svc.domains.databases.settings import DatabaseSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
+    # Dumps a killed process left half-written: never a generation, removed here.
+    await asyncio.to_thread(generations.sweep_partials, ctx)
+    yield
+
 
 AREA = Area(
     name="databases",
@@ -15,6 +28,9 @@ AREA = Area(
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Database", "/database", order=35),),
     bindings=service.worker_env,
+    jobs=jobs.register,
+    settings=DatabaseSettings,
+    lifespan=_lifespan,
     hints={"no_node_admin": "The server's operator turns project databases on: install PostgreSQL's server "
                             "(make setup) or set SVC_PROJECT_DB_ADMIN_URL, then restart svc."},
 )

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from svc.errors import AppError, Conflict, NotFound, ServiceUnavailable
+from svc.errors import AppError, BadRequest, Conflict, NotFound, ServiceUnavailable
 
 
 class DatabaseNotFound(NotFound):
@@ -33,3 +33,37 @@ class QueryFailed(AppError):
 
     status = 422
     code = "sql_error"
+
+
+class GenerationNotFound(NotFound):
+    default_message = "No generation with that epoch and seq"
+
+
+class OperationNotFound(NotFound):
+    default_message = "No such operation on this project"
+
+
+class OperationInProgress(Conflict):
+    code = "operation_in_progress"
+    default_message = "Another operation is running on this project's database; wait for it to finish"
+
+
+class NotAbortable(Conflict):
+    code = "not_abortable"
+    default_message = "This operation is past the point where it can be aborted"
+
+
+class Suspended(Conflict):
+    code = "suspended"
+    default_message = "The database is closed by a running operation; try again when it has finished"
+
+
+class ConfirmMismatch(BadRequest):
+    code = "confirm_mismatch"
+    default_message = "confirm must be the project's name, exactly"
+
+
+class ExportFailed(AppError):
+    status = 502
+    code = "export_failed"
+    default_message = "The database node could not make the export"

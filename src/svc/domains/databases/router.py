@@ -6,17 +6,25 @@ from typing import Annotated, Any
 
 from fastapi import Header, Path, Response
 
-from svc.auth.projects import ProjectMember, ProjectViewer
+from svc.auth.projects import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.deps import Ctx, Uow, api_router
-from svc.domains.databases import schemas, service
+from svc.domains.databases import operations, schemas, service
+from svc.domains.projects.schemas import Operation as OperationView
+from svc.domains.projects.schemas import OperationStarted
 from svc.domains.workers import service as workers
 from svc.uow import runs
 
-router = api_router(tags=["database"])
+_ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+# Every database route that reaches the node may answer 503 (no_node_admin: databases are off on
+# this server; no_home_node: the node did not answer). The document lists 400-409 for every route.
+router = api_router(tags=["database"], responses={503: {
+    "description": "Project databases are off here (no_node_admin) or the node did not answer (no_home_node)",
+    **_ERROR}})
 runtime_router = api_router(include_in_schema=False)
 
 _BASE = "/v1/orgs/{orgSlug}/projects/{projectName}/database"
 TokenUserPath = Annotated[str, Path(alias="tokenUser", max_length=63)]
+OpIdPath = Annotated[str, Path(alias="opId", max_length=64)]
 PROJECT_ID = r"^[A-Za-z0-9_-]{1,40}$"
 
 
@@ -63,6 +71,42 @@ async def create_token(p: ProjectMember, uow: Uow, body: schemas.TokenCreate | N
 async def delete_token(user: TokenUserPath, p: ProjectMember, uow: Uow) -> Response:
     await service.delete_token(uow, p.access, p.project, user)
     return Response(status_code=204)
+
+
+@router.post(_BASE + "/export", response_model=schemas.DatabaseExport, operation_id="exportDatabase",
+             responses={502: {"description": "The node could not make the image (export_failed)", **_ERROR}})
+@runs(service.export)
+async def export(p: ProjectMember, uow: Uow) -> schemas.DatabaseExport:
+    return await service.export(uow, p.access, p.project)
+
+
+@router.get(_BASE + "/generations", response_model=schemas.Generations, operation_id="listDatabaseGenerations")
+@runs(service.list_generations)
+async def list_generations(p: ProjectMember, uow: Uow) -> schemas.Generations:
+    return await service.list_generations(uow, p.project)
+
+
+@router.post(_BASE + "/restore", status_code=202, response_model=OperationStarted, operation_id="restoreDatabase")
+@runs(operations.start_restore)
+async def restore(body: schemas.RestoreRequest, p: ProjectAdmin, uow: Uow) -> OperationStarted:
+    return OperationStarted(operation_id=(await operations.start_restore(uow, p.access, p.project, body)).id)
+
+
+@router.post(_BASE + "/delete", status_code=202, response_model=OperationStarted, operation_id="deleteDatabase")
+@runs(operations.start_delete)
+async def delete(body: schemas.DeleteRequest, p: ProjectAdmin, uow: Uow) -> OperationStarted:
+    return OperationStarted(operation_id=(await operations.start_delete(uow, p.access, p.project, body)).id)
+
+
+@router.get(_BASE + "/operations/{opId}", response_model=OperationView, operation_id="getDatabaseOperation")
+async def get_operation(op_id: OpIdPath, p: ProjectMember, uow: Uow) -> OperationView:
+    return OperationView.model_validate(await operations.get(uow, p.project, op_id))
+
+
+@router.post(_BASE + "/operations/{opId}/abort", response_model=OperationView, operation_id="abortDatabaseOperation")
+@runs(operations.abort)
+async def abort(op_id: OpIdPath, p: ProjectAdmin, uow: Uow) -> OperationView:
+    return OperationView.model_validate(await operations.abort(uow, p.access, p.project, op_id))
 
 
 def _no_store(body: Any, status: int = 200) -> Response:

@@ -53,6 +53,38 @@ class TokenList(ApiModel):
     tokens: list[TokenMeta]
 
 
+class GenerationView(ApiModel):
+    """A generation (decisions.md's fields, and whether a scratch restore proved it)."""
+
+    epoch: int
+    seq: int
+    bytes: int
+    sha256: str
+    offsite_key: str = Field(description="Its key in the blob store")
+    created_at: Timestamp
+    kind: str = Field(description="scheduled, pre_restore (what a restore replaced) or final (kept after delete)")
+    verified: bool | None = Field(description="null until its restore check ran")
+    restore_seconds: float | None
+
+
+class Generations(ApiModel):
+    generations: list[GenerationView]
+    last_checked_at: Timestamp | None = Field(description="When the last change check ran (null: never)")
+
+
+class RestoreRequest(ApiInput):
+    epoch: int = Field(ge=1, le=2**31 - 1)
+    seq: int = Field(ge=1, le=2**31 - 1)
+
+
+class DeleteRequest(ApiInput):
+    confirm: Annotated[str, StringConstraints(max_length=64)]
+
+
+class DatabaseExport(ApiModel):
+    key: str = Field(description="The diagnostic image's key in the blob store")
+
+
 # --- env.db (the runtime's calls; not in the OpenAPI document) ---
 
 SqlText = Annotated[str, StringConstraints(min_length=1, max_length=1_000_000)]

@@ -22,25 +22,19 @@ from svc.adapters.workers.port import EntrypointBinding
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.databases import errors, queries, schemas
+from svc.domains.databases import errors, generations, queries, schemas
+from svc.domains.databases.node import node_of
+from svc.domains.operations.service import running_for
 from svc.domains.projects import service as projects
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import DatabaseToken, Project, ProjectDatabase
+from svc.models import DatabaseToken, GenerationKind, Project, ProjectDatabase
 from svc.uow import Tx, UnitOfWork, use_case
 
 MAX_TOKENS = 50  # token users a project may hold at once (abuse prevention)
 # The binding the runtime gives a project's worker (the wrapper presents it as env.db).
 BINDING = "__SVC_DB__"
 ENTRYPOINT = "Database"
-
-
-def node_of(ctx: AppContext) -> DatabaseNode:
-    node = ctx.adapters.database
-    if node is None:
-        reason = ctx.adapters.off.get("database")
-        raise errors.DatabasesOff(f"Project databases are off on this server: {reason}" if reason else None)
-    return node
 
 
 def role_of(ctx: AppContext, project: Project) -> str:
@@ -219,3 +213,71 @@ async def run_query(uow: UnitOfWork, project_id: str, call: schemas.RuntimeQuery
     except DatabaseNodeError as exc:
         raise errors.NodeUnavailable(str(exc)) from None
     return {"fields": result.fields, "rows": result.rows, "rowCount": result.row_count, "command": result.command}
+
+
+# --- generations, export, teardown ---
+
+
+@use_case(Tx.READ)
+async def list_generations(uow: UnitOfWork, project: Project) -> schemas.Generations:
+    """svc's own table: no live database needed (a deleted database's final generation shows)."""
+    rows = await queries.generations(uow.session, project.id, [k.value for k in generations.LISTED])
+    grant = await queries.grant(uow.session, project.id)
+    return schemas.Generations(
+        generations=[schemas.GenerationView(epoch=g.epoch, seq=g.seq, bytes=g.bytes, sha256=g.sha256,
+                                            offsite_key=g.blob_key, created_at=g.created_at, kind=g.kind,
+                                            verified=g.verified, restore_seconds=g.restore_seconds)
+                     for g in rows],
+        last_checked_at=grant.last_checked_at if grant is not None else None)
+
+
+@use_case(Tx.READ_THEN_WRITE)  # pg_dump runs with nothing of the store held
+async def export(uow: UnitOfWork, access: OrgAccess, project: Project) -> schemas.DatabaseExport:
+    """A diagnostic image under the current (project, epoch): never listed, never selected by
+    restore, never pruned. Not idempotent: each call makes another."""
+    node = node_of(uow.ctx)
+    grant = await _grant(uow, project)
+    if await running_for(uow, project.id) is not None:
+        raise errors.Suspended()
+    epoch = grant.epoch
+    await uow.close_reads()
+    try:
+        taken = await generations.take(uow.ctx, node, project.id, epoch)
+    except DatabaseNodeError as exc:
+        raise errors.ExportFailed(f"The database node could not make the export: {exc}") from None
+    session = await uow.begin_write()
+    await queries.lock_project(session, project.id)
+    seq = await queries.next_seq(session, project.id, epoch, [GenerationKind.export.value])
+    session.add(generations.row_of(taken, project.id, epoch, seq, GenerationKind.export))
+    await record(session, "database.export", actor=access.principal.user, org=access.org, target=project.name,
+                 data={"project": project.name, "key": taken.blob_key})
+    return schemas.DatabaseExport(key=taken.blob_key)
+
+
+async def teardown_take(uow: UnitOfWork, project_id: str) -> generations.Taken | None:
+    """Project teardown's database phase, its node work (the unit of work's reads are closed by
+    it): the database drained and its final generation taken, then dropped. None: nothing to do."""
+    node = uow.ctx.adapters.database
+    grant = await queries.grant(uow.session, project_id)
+    await uow.close_reads()
+    if node is None or grant is None:
+        return None
+    try:
+        await node.drain(project_id)
+        taken = await generations.take(uow.ctx, node, project_id, grant.epoch)
+        await node.drop(project_id)
+    except DatabaseNodeError as exc:
+        raise errors.NodeUnavailable(str(exc)) from None
+    return taken
+
+
+async def teardown_record(uow: UnitOfWork, project_id: str, taken: generations.Taken | None) -> None:
+    """Teardown's database phase, its writes: the final generation listed, the grant gone."""
+    session = uow.session
+    grant = await queries.grant(session, project_id)
+    if taken is not None and grant is not None:
+        seq = await queries.next_seq(session, project_id, grant.epoch, [k.value for k in generations.LISTED])
+        session.add(generations.row_of(taken, project_id, grant.epoch, seq, GenerationKind.final))
+    await queries.delete_tokens(session, await queries.token_users(session, project_id))
+    if grant is not None:
+        await session.delete(grant)

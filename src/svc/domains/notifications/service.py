@@ -29,32 +29,28 @@ async def latest(uow: UnitOfWork, org_id: str, limit: int, *, project: str | Non
     return await queries.latest(uow.session, org_id, limit, project=project)
 
 
-async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int, plan: str,
-                        settings: Settings) -> Notification:
-    """An org has used all of a plan limit (spec: notifications record limit events). Recorded in
-    the caller's transaction, with one mail to each admin who has an address; the notification's
-    sentAt is set when the first of them has gone out."""
+async def mailed(uow: UnitOfWork, org: Org, *, kind: str, message: str, subject: str, settings: Settings,
+                 project: str | None = None, data: dict[str, Any] | None = None) -> Notification:
+    """A notification recorded in the caller's transaction, with one mail to each admin who has an
+    address (the send cycle sends it; the notification's sentAt is set when the first has gone)."""
     session = uow.session
-    message = (f"{org.name} ({org.slug}) has used all {limit} {resource} of the {plan} plan. "
-               f"Delete one, or move to a plan with more, to create another.")
-    row = notify(session, org_id=org.id, kind=f"limit.{resource}", message=message,
-                 data={"resource": resource, "limit": limit, "plan": plan})
+    row = notify(session, org_id=org.id, kind=kind, message=message, project=project, data=data)
     await session.flush()
-    subject = f"{org.name}: {resource} limit reached on {settings.service_name}"
     body = f"{message}\n\nThis message went to the admins of {org.slug}.\n"
     for address in await queries.admin_addresses(session, org.id):
-        queue_mail(uow, address, subject, body, notification_id=row.id)
+        queue_mail(uow, address, f"{org.name}: {subject} on {settings.service_name}", body, notification_id=row.id)
     return row
+
+
+async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int, plan: str,
+                        settings: Settings) -> Notification:
+    """An org has used all of a plan limit (spec: notifications record limit events)."""
+    message = (f"{org.name} ({org.slug}) has used all {limit} {resource} of the {plan} plan. "
+               f"Delete one, or move to a plan with more, to create another.")
+    return await mailed(uow, org, kind=f"limit.{resource}", message=message, subject=f"{resource} limit reached",
+                        settings=settings, data={"resource": resource, "limit": limit, "plan": plan})
 
 
 async def claim_released(uow: UnitOfWork, org: Org, *, kind: str, message: str, settings: Settings) -> Notification:
-    """An org lost a claim it never proved (a zone, a hostname) to an org that proved the name is
-    theirs: recorded in the caller's transaction, with one mail to each admin who has an address."""
-    session = uow.session
-    row = notify(session, org_id=org.id, kind=kind, message=message)
-    await session.flush()
-    subject = f"{org.name}: a name was taken over on {settings.service_name}"
-    body = f"{message}\n\nThis message went to the admins of {org.slug}.\n"
-    for address in await queries.admin_addresses(session, org.id):
-        queue_mail(uow, address, subject, body, notification_id=row.id)
-    return row
+    """An org lost a claim it never proved (a zone, a hostname) to an org that proved the name is theirs."""
+    return await mailed(uow, org, kind=kind, message=message, subject="a name was taken over", settings=settings)

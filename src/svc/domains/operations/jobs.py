@@ -6,6 +6,7 @@ Phases (svc.models.states.TeardownPhase):
 - routing: the project was unrouted when the operation started; the edge converges once more;
 - files: unpacked sites and stored bundles no other project uses (outside the store, nothing held);
 - grants: one-time access codes of the project's hostnames (before the hostnames go);
+- database: the project's database drained, its final generation kept (listed after), dropped;
 - metadata: the project row; its deployments, hostnames and secrets go with it (foreign keys
   ON DELETE CASCADE), and the edge converges;
 - done, with terminal code ok.
@@ -14,6 +15,7 @@ Phases (svc.models.states.TeardownPhase):
 from __future__ import annotations
 
 from svc.domains.access import service as access
+from svc.domains.databases import service as databases
 from svc.domains.deployments import service as deployments
 from svc.domains.hostnames import service as hostnames
 from svc.domains.operations import queries
@@ -40,10 +42,13 @@ async def teardown_step(run: JobRun) -> None:
     phase, project_id = TeardownPhase(op.phase), op.project_id
     if phase is TeardownPhase.done:
         return
+    taken = None
     if phase is TeardownPhase.files:
         digests = await deployments.unshared_digests(run.uow, project_id)
         await run.uow.close_reads()
         await deployments.remove_artifacts(run.ctx, project_id, digests)
+    elif phase is TeardownPhase.database:
+        taken = await databases.teardown_take(run.uow, project_id)
     session = await run.uow.begin_write()
     op = await queries.by_id(session, op_id, lock=True)
     if op is None or op.phase != phase.value:
@@ -56,6 +61,8 @@ async def teardown_step(run: JobRun) -> None:
         await projects.edge_changed(run.uow, project_id)
     elif phase is TeardownPhase.grants:
         await access.forget_project_grants(session, project_id)
+    elif phase is TeardownPhase.database:
+        await databases.teardown_record(run.uow, project_id, taken)
     elif phase is TeardownPhase.metadata:
         await projects.delete_project_row(session, project_id)
         await projects.edge_changed(run.uow, project_id)

@@ -1,4 +1,5 @@
-"""project databases: the grant (sealed password, epoch, change check), token users, generations
+"""project databases: the grant (sealed password, epoch, change check), token users, generations,
+operations' data and error
 
 Revision ID: 0009
 Revises: 0008
@@ -18,6 +19,9 @@ depends_on = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table('operations', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('data', sa.JSON(), nullable=True))
+        batch_op.add_column(sa.Column('error', sa.String(length=1000), nullable=True))
     op.create_table(
         'project_databases',
         sa.Column('project_id', sa.String(length=40), nullable=False),
@@ -63,7 +67,7 @@ def upgrade() -> None:
         sa.Column('restore_seconds', sa.Float(), nullable=True),
         sa.Column('verify_error', sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint('id', name=op.f('pk_database_generations')),
-        sa.UniqueConstraint('project_id', 'epoch', 'seq', name=op.f('uq_database_generations_project_id')),
+        sa.UniqueConstraint('project_id', 'epoch', 'seq', 'kind', name=op.f('uq_database_generations_project_id')),
     )
     op.create_index('ix_database_generations_project_created', 'database_generations',
                     ['project_id', 'created_at'], unique=False)
@@ -75,3 +79,6 @@ def downgrade() -> None:
     op.drop_index(op.f('ix_database_tokens_project_id'), table_name='database_tokens')
     op.drop_table('database_tokens')
     op.drop_table('project_databases')
+    with op.batch_alter_table('operations', schema=None) as batch_op:
+        batch_op.drop_column('error')
+        batch_op.drop_column('data')
