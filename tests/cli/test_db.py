@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +17,9 @@ from tests.cli.conftest import Cli, running_server, uniq
 
 @pytest.fixture(scope="module")
 def db_server(tmp_path_factory: pytest.TempPathFactory, project_cluster: Any) -> Iterator[str]:
+    # Change checks every second, so a generation follows a write within the test's patience.
     with running_server(tmp_path_factory.mktemp("svc-db-server"), project_db_enabled="true",
-                        project_db_admin_url=project_cluster.admin_url) as url:
+                        project_db_admin_url=project_cluster.admin_url, database_backup_seconds="1") as url:
         yield url
 
 
@@ -73,3 +75,57 @@ def test_create_connect_and_token_users(me: Cli) -> None:
     # Bad input: refused by the CLI before a request (Typer's usage error, exit 2).
     bad = me("db", "tokens", "create", "--minutes", "0", *where)
     assert bad.code == 2 and "--minutes" in bad.err
+
+
+def _sql(creds: dict[str, Any], sql: str) -> str:
+    env = {"PGHOST": creds["host"], "PGPORT": str(creds["port"]), "PGDATABASE": creds["database"],
+           "PGUSER": creds["user"], "PGPASSWORD": creds["password"], "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _until_generations(me: Cli, where: tuple[str, ...], count: int) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 60
+    gens: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        gens = me.ok("db", "generations", *where, "--json").json()["generations"]
+        if len(gens) >= count and all(g["verified"] is not None for g in gens):
+            return gens
+        time.sleep(0.2)
+    raise AssertionError(f"no {count} verified generations: {gens}")
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+def test_generations_restore_export_and_delete(me: Cli) -> None:
+    slug = uniq("dbr")
+    me.login(uniq("owner"))
+    me.ok("orgs", "create", slug)
+    me.ok("projects", "create", "web", "--org", slug)
+    where = ("--project", "web", "--org", slug)
+    creds = me.ok("db", "create", *where, "--json").json()
+    _sql(creds, "create table t (x int); insert into t values (1)")
+    first = _until_generations(me, where, 1)[0]
+    assert first["verified"] is True and (first["epoch"], first["seq"]) == (1, 1)
+    table = me.ok("db", "generations", *where).out
+    assert "scheduled" in table and "yes (" in table and "Last change check" in table
+
+    _sql(creds, "insert into t values (2)")
+    # Bad input and the confirmations a script must give.
+    me.fails("confirm_needed", "db", "restore", "1", "1", *where)
+    me.fails("not_found", "db", "restore", "1", "99", "--yes", *where)
+    restored = me.ok("db", "restore", "1", "1", "--yes", "--poll-seconds", "0.1", *where)
+    assert "Restored web's database to generation 1.1." in restored.out
+    assert _sql(creds, "select string_agg(x::text, ',' order by x) from t") == "1"
+
+    exported = me.ok("db", "export", *where, "--json").json()
+    assert exported["key"].startswith("databases/")
+    me.fails("confirm_mismatch", "db", "delete", "--confirm", "nope", *where)
+    op = me.ok("db", "delete", "--confirm", "web", "--poll-seconds", "0.1", *where, "--json").json()
+    assert (op["kind"], op["terminalCode"]) == ("delete", "ok")
+    assert me.ok("db", "info", *where, "--json").json()["db"] is False
+    kinds = [g["kind"] for g in me.ok("db", "generations", *where, "--json").json()["generations"]]
+    assert kinds[0] == "final" and "pre_restore" in kinds
+    assert me.ok("db", "operation", op["id"], *where, "--json").json()["terminalCode"] == "ok"
+    me.fails("not_abortable", "db", "operation", op["id"], "--abort", *where)

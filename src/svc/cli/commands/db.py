@@ -156,3 +156,145 @@ def delete_token(ctx: typer.Context, user: Annotated[str, typer.Argument(metavar
         api.delete(f"{_base(slug, proj)}/tokens/{seg(user)}")
     output.emit_line(as_json, {"deleted": True, "org": slug, "project": proj, "user": user},
                      "Deleted token user ", (user, "bold"), f" of {proj}.")
+
+
+# --- generations, restore, export, delete ---
+
+PHASES = {"restore": ["draining", "sealing", "committing", "reactivation", "done"],
+          "delete": ["draining", "sealing", "committing", "done"]}
+PollOption = Annotated[float, typer.Option("--poll-seconds", min=0.05, max=60, hidden=True,
+                                           help="How often to ask how the operation is doing.")]
+NoWaitOption = Annotated[bool, typer.Option("--no-wait", help="Return once the operation has started.")]
+
+
+def _size(n: Any) -> str:
+    value = float(n or 0)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+@app.command("generations")
+def list_generations(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None,
+                     as_json: JsonFlag = False) -> None:
+    """The database's generations (hourly backups), newest first: restore takes EPOCH SEQ from here."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        data = api.get(f"{_base(slug, proj)}/generations")
+
+    def verified(g: dict[str, Any]) -> str:
+        if g.get("verified") is None:
+            return "checking"
+        if not g.get("verified"):
+            return "FAILED"
+        return f"yes ({g.get('restoreSeconds') or 0:.1f} s restore)"
+
+    def render(c: Console) -> None:
+        c.print(output.table(["EPOCH", "SEQ", "KIND", "SIZE", "TAKEN", "VERIFIED"],
+                             ([g.get("epoch"), g.get("seq"), g.get("kind"), _size(g.get("bytes")),
+                               output.when(g.get("createdAt")), verified(g)]
+                              for g in data.get("generations") or []),
+                             empty=f"No generations of {proj}'s database yet."))
+        c.print(f"Last change check: {output.when(data.get('lastCheckedAt')) or 'never'}")
+
+    output.emit(as_json, data, render)
+
+
+def follow(api: Api, base: str, op_id: str, kind: str, poll_seconds: float, *, quiet: bool) -> dict[str, Any]:
+    """Ask how the operation is doing every `poll_seconds` (the spec's 2 s) until it has ended,
+    showing its phase; the last answer."""
+    import time
+
+    phases = PHASES.get(kind, [])
+    with output.err().status(f"{kind}: starting...") as status:
+        while True:
+            op: dict[str, Any] = api.get(f"{base}/operations/{seg(op_id)}")
+            phase = str(op.get("phase"))
+            step = f" ({phases.index(phase) + 1} of {len(phases)})" if phase in phases else ""
+            if not quiet:
+                status.update(f"{kind}: {phase}{step}...")
+            if op.get("terminalCode") is not None:
+                return op
+            time.sleep(poll_seconds)
+
+
+def _ended(as_json: bool, op: dict[str, Any], done: str) -> None:
+    code = op.get("terminalCode")
+    if as_json:
+        output.print_json(op)
+    elif code == "ok":
+        output.say(done)
+    if code != "ok":
+        raise CliError(f"The {op.get('kind')} ended {code}; `svc notifications list` says why", f"operation_{code}")
+
+
+@app.command("restore")
+def restore(ctx: typer.Context, epoch: Annotated[int, typer.Argument(min=1)],
+            seq: Annotated[int, typer.Argument(min=1)],
+            yes: Annotated[bool, typer.Option("--yes", help="Do not ask: writes made after the generation are lost.")]
+            = False, no_wait: NoWaitOption = False, poll_seconds: PollOption = 2.0, project: ProjectOption = None,
+            org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """Put the database back to generation EPOCH SEQ (admins). Writes made after it are lost; what
+    it replaces is kept as a pre-restore generation."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise CliError("Restoring loses the writes made after the generation: add --yes to confirm",
+                               "confirm_needed")
+            if output.ask(f"Restore {proj}'s database to {epoch}.{seq}? Writes after it are lost. [y/N] ").lower() \
+                    not in ("y", "yes"):
+                raise CliError("Nothing was changed", "cancelled")
+        started = api.post(f"{_base(slug, proj)}/restore", {"epoch": epoch, "seq": seq})
+        op_id = str(started.get("operationId"))
+        if no_wait:
+            output.emit_line(as_json, started, f"Restore of {proj}'s database started: operation ", (op_id, "bold"))
+            return
+        op = follow(api, _base(slug, proj), op_id, "restore", poll_seconds, quiet=as_json)
+    _ended(as_json, op, f"Restored {proj}'s database to generation {epoch}.{seq}.")
+
+
+@app.command("delete")
+def delete(ctx: typer.Context, confirm: Annotated[str | None, typer.Option(
+               "--confirm", help="The project's name, to confirm (asked for when missing).")] = None,
+           no_wait: NoWaitOption = False, poll_seconds: PollOption = 2.0, project: ProjectOption = None,
+           org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """Delete the project's database (admins). Its final generation is kept and listed."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        if confirm is None:
+            if not sys.stdin.isatty():
+                raise CliError(f"Add --confirm {proj} to delete the database", "confirm_needed")
+            confirm = output.ask(f"Type the project's name ({proj}) to delete its database: ")
+        started = api.post(f"{_base(slug, proj)}/delete", {"confirm": confirm})
+        op_id = str(started.get("operationId"))
+        if no_wait:
+            output.emit_line(as_json, started, f"Deletion of {proj}'s database started: operation ", (op_id, "bold"))
+            return
+        op = follow(api, _base(slug, proj), op_id, "delete", poll_seconds, quiet=as_json)
+    _ended(as_json, op, f"Deleted {proj}'s database; its final generation is kept (svc db generations).")
+
+
+@app.command("export")
+def export(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """A diagnostic image of the database now (not a backup: restore cannot select it)."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        with output.err().status(f"Exporting {proj}'s database..."):
+            data = api.post(f"{_base(slug, proj)}/export")
+    output.emit_line(as_json, data, "Exported to ", (str(data.get("key")), "bold"), ".")
+
+
+@app.command("operation")
+def operation(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="OPERATION")],
+              abort: Annotated[bool, typer.Option("--abort", help="Abort it (a delete before committing).")] = False,
+              project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """Where a restore or delete is; `--abort` stops a delete before its point of no return."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        base = f"{_base(slug, proj)}/operations/{seg(op_id)}"
+        op = api.post(base + "/abort") if abort else api.get(base)
+    output.emit_line(as_json, op, f"{op.get('kind')} {op_id}: ", (str(op.get("phase")), "bold"),
+                     f" ({op.get('terminalCode') or 'running'})")
