@@ -219,3 +219,63 @@ async def test_project_teardown_drops_its_database_and_keeps_a_final_generation(
         assert (await s.scalars(select(ProjectDatabase))).all() == []
         kinds = [g.kind for g in (await s.scalars(select(DatabaseGeneration))).all()]
         assert kinds == ["final"]
+
+
+@pytest.mark.parametrize("crash_in", ["draining", "sealing", "committing", "reactivation"])
+async def test_a_crash_in_any_restore_phase_resumes_to_exactly_the_chosen_generation(
+        settings: Settings, project_cluster: Any, crash_in: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worst moment for a crash: a phase's work on the node done, its record not written (a
+    kill -9 between them). The job runs again and the operation ends with the database holding
+    exactly the chosen generation's rows."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from svc.adapters.database.postgres import PostgresNode
+    from svc.app import default_adapters
+    from svc.domains.databases import queries
+    from svc.kit.clock import utcnow
+    from svc.models import Job, JobKind, JobStatus
+
+    adapters = default_adapters(settings)
+    adapters.database = node = PostgresNode(project_cluster.admin_url)
+    try:
+        async with running_svc(settings, adapters, run_workers=False) as svc:
+            runner = Worker(replace(svc.ctx, worker_name="test"), build_registry(svc.ctx.settings))
+            alice = (await make_team(svc, project="web")).alice
+            creds = (await alice.client.post(URL)).json()
+            await _sql(creds, "create table t (x int)", "insert into t values (1), (2)")
+            assert await _check(svc) == 1
+            while await runner.run_once():  # the generation and its verification
+                pass
+            await _sql(creds, "insert into t values (3)", "delete from t where x = 1")
+            op_id = (await alice.client.post(URL + "/restore", json={"epoch": 1, "seq": 1})).json()["operationId"]
+
+            real_lock = queries.lock_project
+            crashed = []
+
+            async def crash_once(session: Any, project_id: str) -> None:
+                op = (await alice.client.get(f"{URL}/operations/{op_id}")).json()
+                if op["phase"] == crash_in and not crashed:
+                    crashed.append(crash_in)
+                    raise RuntimeError("killed between the phase's work and its record")
+                await real_lock(session, project_id)
+
+            monkeypatch.setattr(queries, "lock_project", crash_once)
+            for _ in range(20):
+                while await runner.run_once():
+                    pass
+                async with svc.ctx.db.transaction() as s:  # the retry's backoff, passed
+                    await s.execute(update(Job).where(Job.kind == JobKind.database_operation,
+                                                      Job.status == JobStatus.queued)
+                                    .values(run_at=utcnow() - timedelta(seconds=1)))
+                op = (await alice.client.get(f"{URL}/operations/{op_id}")).json()
+                if op["terminalCode"] is not None:
+                    break
+            assert crashed == [crash_in]
+            assert (op["phase"], op["terminalCode"]) == ("done", "ok"), op
+            assert await _sql(creds, "select x from t order by x") == [(1,), (2,)]
+            gens = (await alice.client.get(URL + "/generations")).json()["generations"]
+            assert [(g["epoch"], g["seq"], g["kind"]) for g in gens] == [(1, 2, "pre_restore"), (1, 1, "scheduled")]
+    finally:
+        await node.close()

@@ -12,11 +12,14 @@ from fastapi import Path, Request, Response
 
 from svc.auth.roles import at_least
 from svc.deps import Uow
-from svc.domains.databases import errors, schemas, service
+from svc.domains.databases import errors, operations, schemas, service
+from svc.domains.operations.service import running_for
+from svc.errors import BadRequest
+from svc.models import DatabaseOpPhase as Phase
 from svc.models import Role
 from svc.uow import runs
 from svc.web import render
-from svc.web.deps import ProjectMember, ProjectViewer
+from svc.web.deps import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.web.forms import fields, parse
 from svc.web.routing import page_router
 
@@ -24,15 +27,42 @@ router = page_router()
 
 PAGE = "/orgs/{orgSlug}/projects/{projectName}/database"
 TokenUserPath = Annotated[str, Path(alias="tokenUser", max_length=63)]
+OpIdPath = Annotated[str, Path(alias="opId", max_length=64)]
+
+
+def _swap(target: str) -> dict[str, str]:
+    """htmx: swap the answer over `target` (not into the form's result box)."""
+    return {"HX-Retarget": target, "HX-Reswap": "outerHTML"}
 
 
 def _url(p: Any) -> str:
     return f"/orgs/{p.access.org.slug}/projects/{p.project.name}/database"
 
 
+RESTORE_STEPS = [(Phase.draining, "Close connections"), (Phase.sealing, "Back up what is there now"),
+                 (Phase.committing, "Put the chosen generation in place"), (Phase.reactivation, "Open again"),
+                 (Phase.done, "Done")]
+DELETE_STEPS = [(Phase.draining, "Close connections"), (Phase.sealing, "Take the final backup"),
+                (Phase.committing, "Remove the database"), (Phase.done, "Done")]
+
+
+def _progress(op: Any) -> dict[str, Any]:
+    steps = RESTORE_STEPS if op.kind == "restore" else DELETE_STEPS
+    phases = [phase.value for phase, _ in steps]
+    return {"op": op, "steps": steps, "at": phases.index(op.phase) if op.phase in phases else 0,
+            "finished": op.terminal_code is not None}
+
+
 async def _page(request: Request, p: Any, uow: Uow, **shown: Any) -> Response:
     member = at_least(p.access.role, Role.member)
     has = await service.has_database(uow, p.project)
+    listed = await service.list_generations(uow, p.project) if member else None
+    op_id = request.query_params.get("op")
+    op = None
+    if member and op_id:
+        op = await operations.get(uow, p.project, op_id[:64])
+    elif member:
+        op = await running_for(uow, p.project.id)
     endpoint = off = None
     try:
         endpoint = service.endpoint(uow.ctx, p.project)
@@ -43,8 +73,10 @@ async def _page(request: Request, p: Any, uow: Uow, **shown: Any) -> Response:
     tokens = await service.list_tokens(uow, p.project) if has and member else []
     return await render.render(request, "databases/page.html", title=f"{p.project.name}: database",
                                project=p.project.name, has=has, member=member, endpoint=endpoint, off=off,
-                               user=service.role_of(uow.ctx, p.project) if has and not off else None,
-                               tokens=tokens, page_url=_url(p), max_minutes=schemas.MAX_TOKEN_MINUTES, **shown)
+                               db_user=service.role_of(uow.ctx, p.project) if has and not off else None,
+                               tokens=tokens, page_url=_url(p), max_minutes=schemas.MAX_TOKEN_MINUTES,
+                               admin=at_least(p.access.role, Role.admin), listed=listed,
+                               **(_progress(op) if op is not None else {}), **shown)
 
 
 @router.get(PAGE)
@@ -63,16 +95,49 @@ async def create_database(request: Request, p: ProjectMember, uow: Uow) -> Respo
 @runs(service.connect)
 async def reveal(request: Request, p: ProjectMember, uow: Uow) -> Response:
     found = await service.connect(uow, p.project)
+    if render.is_htmx(request):  # the password in place of the button (not in the form's result box)
+        return await render.render_part(request, "databases/_password.html", password=found.password,
+                                        page_url=_url(p), headers=_swap("#db-password"))
     return await _page(request, p, uow, password=found.password)
 
 
 @router.post(PAGE + "/tokens")
 @runs(service.create_token)
 async def create_token(request: Request, p: ProjectMember, uow: Uow) -> Response:
-    form = await fields(request)
-    body = parse(schemas.TokenCreate, {"expiresInMinutes": form.get("minutes") or 60})
-    made = await service.create_token(uow, p.access, p.project, body)
+    typed = (await fields(request)).get("minutes", "").strip() or "60"
+    if not typed.isdigit() or not 1 <= int(typed) <= schemas.MAX_TOKEN_MINUTES:
+        raise BadRequest(f"Valid for (minutes) must be a whole number from 1 to {schemas.MAX_TOKEN_MINUTES:,}")
+    made = await service.create_token(uow, p.access, p.project, schemas.TokenCreate(expiresInMinutes=int(typed)))
+    if render.is_htmx(request):  # the section again, with the new token and the list that holds it
+        tokens = await service.list_tokens(uow, p.project)
+        return await render.render_part(request, "databases/_tokens.html", new_token=made, tokens=tokens,
+                                        page_url=_url(p), max_minutes=schemas.MAX_TOKEN_MINUTES,
+                                        headers=_swap("#db-tokens"))
     return await _page(request, p, uow, new_token=made)
+
+
+@router.get(PAGE + "/operations/{opId}")
+async def operation_part(request: Request, p: ProjectMember, uow: Uow, op_id: OpIdPath) -> Response:
+    """The progress box of a restore or delete: it asks again every second until the operation ends."""
+    op = await operations.get(uow, p.project, op_id)
+    return await render.render_part(request, "databases/_operation.html", page_url=_url(p), **_progress(op))
+
+
+@router.post(PAGE + "/restore")
+@runs(operations.start_restore)
+async def restore(request: Request, p: ProjectAdmin, uow: Uow) -> Response:
+    form = await fields(request)
+    body = parse(schemas.RestoreRequest, {"epoch": form.get("epoch", ""), "seq": form.get("seq", "")})
+    op = await operations.start_restore(uow, p.access, p.project, body)
+    return render.redirect(request, f"{_url(p)}?op={op.id}")
+
+
+@router.post(PAGE + "/delete")
+@runs(operations.start_delete)
+async def delete(request: Request, p: ProjectAdmin, uow: Uow) -> Response:
+    body = parse(schemas.DeleteRequest, {"confirm": (await fields(request)).get("confirm", "")})
+    op = await operations.start_delete(uow, p.access, p.project, body)
+    return render.redirect(request, f"{_url(p)}?op={op.id}")
 
 
 @router.post(PAGE + "/tokens/{tokenUser}/delete")

@@ -31,6 +31,7 @@ TEARDOWN_STEPS = [
     (TeardownPhase.routing, "Stop serving"),
     (TeardownPhase.files, "Remove deployed files"),
     (TeardownPhase.grants, "Revoke grants"),
+    (TeardownPhase.database, "Remove the database (its final backup is kept)"),
     (TeardownPhase.metadata, "Remove records"),
     (TeardownPhase.done, "Done"),
 ]
