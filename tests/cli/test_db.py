@@ -136,3 +136,55 @@ def test_generations_restore_export_and_delete(me: Cli) -> None:
     assert kinds[0] == "final" and "pre_restore" in kinds
     assert me.ok("db", "operation", op["id"], *where, "--json").json()["terminalCode"] == "ok"
     me.fails("not_abortable", "db", "operation", op["id"], "--abort", *where)
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+def test_proxy_reaches_the_database_with_the_login_session_and_no_password(me: Cli) -> None:
+    import json
+    import signal
+
+    from tests.cli.conftest import SVC
+
+    slug, owner = uniq("dbp"), uniq("owner")
+    me.login(owner)
+    me.ok("orgs", "create", slug)
+    me.ok("projects", "create", "web", "--org", slug)
+    where = ("--project", "web", "--org", slug)
+    me.fails("not_found", "db", "proxy", *where)  # no database yet: said at once
+    creds = me.ok("db", "create", *where, "--json").json()
+
+    proxy = subprocess.Popen([SVC, "db", "proxy", *where, "--json"], env=me.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert proxy.stdout is not None
+        info = json.loads(proxy.stdout.readline())
+        assert info["host"] == "127.0.0.1" and info["database"] == creds["database"]
+        env = {"PGHOST": "127.0.0.1", "PGPORT": str(info["port"]), "PGDATABASE": "anything", "PGUSER": "anyone",
+               "PGPASSWORD": "not-the-password", "PGSSLMODE": "prefer", "PATH": "/usr/bin:/bin"}
+        done = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c",
+                               "create table t (x int); insert into t values (1), (2); "
+                               "select current_user || ' ' || current_database() || ' ' || sum(x) from t"],
+                              env=env, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == f"{creds['user']} {creds['database']} 3"
+        # A second connection at the same time: each its own tunnel.
+        again = subprocess.run(["psql", "-X", "-A", "-t", "-c", "select count(*) from t"], env=env,
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert again.returncode == 0 and again.stdout.strip() == "2", again.stderr
+    finally:
+        proxy.send_signal(signal.SIGINT)
+        proxy.wait(timeout=30)
+
+    # The tunnel opens with a login session only (spec 5.7), not an access token; a viewer gets none.
+    import httpx
+    from websockets.sync.client import connect
+
+    session = httpx.post(f"{me.api_url}/v1/auth/dev/login", json={"subject": owner}, timeout=10).json()["token"]
+    made = httpx.post(f"{me.api_url}/v1/me/tokens", json={"name": "ci"}, timeout=10,
+                      headers={"authorization": f"Bearer {session}"})
+    assert made.status_code == 201, made.text
+    url = me.api_url.replace("http://", "ws://") + f"/v1/orgs/{slug}/projects/web/database/proxy"
+    with connect(url, additional_headers={"Authorization": f"Bearer {made.json()['token']}"}) as ws:
+        assert json.loads(ws.recv(timeout=30))["code"] == "session_required"
+    with connect(url) as ws:
+        assert json.loads(ws.recv(timeout=30))["code"] == "unauthorized"

@@ -5,7 +5,7 @@ id; the role reaches its own database only. Passwords reach PostgreSQL only as S
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -84,6 +84,13 @@ class DatabaseNode(Protocol):
         ...
 
     async def finish(self, project_id: str, tx: str, *, commit: bool) -> None: ...
+
+    async def tunnel(self, project_id: str, password: str, receive: Callable[[], Awaitable[bytes]],
+                     send: Callable[[bytes], Awaitable[None]]) -> None:
+        """One PostgreSQL client connection through the port-forward path (proxy.py), logged in
+        as the project's role by svc: `receive` gives the client's bytes (b"" once it is gone),
+        `send` takes the node's."""
+        ...
 
     # --- generations (docs/database.md, "Generations") ---
 

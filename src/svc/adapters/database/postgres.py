@@ -11,10 +11,11 @@ the objects they make belong to the project's role by default privileges of owne
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from svc.adapters.database import backups
+from svc.adapters.database import backups, proxy
 from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, QueryResult
 from svc.adapters.database.sessions import ProjectSessions
 
@@ -156,6 +157,16 @@ class PostgresNode:
                     await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
                 raise DatabaseNodeError(f"dropping the database failed: {exc}") from None
+
+    async def tunnel(self, project_id: str, password: str, receive: Callable[[], Awaitable[bytes]],
+                     send: Callable[[bytes], Awaitable[None]]) -> None:
+        await self.ready()
+        try:
+            await proxy.serve(receive, send, self.endpoint(project_id), self.names(project_id)[1], password)
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            raise DatabaseNodeError(f"the tunnel to the database failed: {exc}") from None
+        except proxy.ProxyError:
+            return  # the client broke the protocol or went away: nothing to tell anyone
 
     # --- generations (backups.py) ---
 

@@ -298,3 +298,84 @@ def operation(ctx: typer.Context, op_id: Annotated[str, typer.Argument(metavar="
         op = api.post(base + "/abort") if abort else api.get(base)
     output.emit_line(as_json, op, f"{op.get('kind')} {op_id}: ", (str(op.get("phase")), "bold"),
                      f" ({op.get('terminalCode') or 'running'})")
+
+
+# --- the port-forward path ---
+
+
+def _ws_url(base_url: str, path: str) -> str:
+    scheme, _, rest = base_url.partition("://")
+    return ("wss" if scheme == "https" else "ws") + "://" + rest.rstrip("/") + path
+
+
+async def _pump_connection(reader: Any, writer: Any, url: str, token: str) -> None:
+    """One local client connection through one WebSocket to svc, bytes both ways."""
+    import asyncio
+
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import WebSocketException
+
+    try:
+        async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=None,
+                           open_timeout=15) as ws:
+            async def up() -> None:
+                while chunk := await reader.read(64 * 1024):
+                    await ws.send(chunk)
+
+            async def down() -> None:
+                async for message in ws:
+                    if isinstance(message, str):  # svc's refusal (the Error envelope)
+                        output.note(f"svc db proxy: {message}")
+                        return
+                    writer.write(message)
+                    await writer.drain()
+
+            tasks = [asyncio.create_task(up()), asyncio.create_task(down())]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    except (OSError, WebSocketException) as exc:
+        output.note(f"svc db proxy: the tunnel to svc failed: {exc}")
+    finally:
+        writer.close()
+
+
+@app.command("proxy")
+def proxy(ctx: typer.Context, port: Annotated[int, typer.Option(
+              "--port", min=0, max=65535, help="The local port to listen on (0: a free one).")] = 0,
+          project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """A local port that reaches the database through svc with your login session: no password.
+
+    Point psql or any client at it (any user name and password do); Ctrl+C stops it."""
+    import asyncio
+
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        endpoint = api.get(f"{_base(slug, proj)}/endpoint")
+        api.get(f"{_base(slug, proj)}/tokens")  # a member, and the database exists: said now, not per connection
+        if api.token is None:
+            raise api.not_signed_in()
+        url, token = _ws_url(api.base_url, f"{_base(slug, proj)}/proxy"), api.token
+
+    async def run() -> None:
+        server = await asyncio.start_server(lambda r, w: _pump_connection(r, w, url, token), "127.0.0.1", port)
+        bound = server.sockets[0].getsockname()[1]
+        database = endpoint.get("database")
+        info = {"host": "127.0.0.1", "port": bound, "database": database,
+                "url": f"postgresql://127.0.0.1:{bound}/{database}?sslmode=disable"}
+        if as_json:  # one line: the command goes on running, and a script reads this line first
+            import json
+
+            sys.stdout.write(json.dumps(info) + "\n")
+        else:
+            output.say(f"Listening on 127.0.0.1:{bound} for {proj}'s database. Connect with:\n"
+                       f"  psql '{info['url']}'\n(no password needed; Ctrl+C stops)")
+        sys.stdout.flush()
+        async with server:
+            await server.serve_forever()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass

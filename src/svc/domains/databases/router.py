@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Annotated, Any
 
-from fastapi import Header, Path, Response
+from fastapi import Header, Path, Response, WebSocket, WebSocketDisconnect
 
+from svc.adapters.database.port import DatabaseNodeError
 from svc.auth.projects import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.databases import operations, schemas, service
 from svc.domains.projects.schemas import Operation as OperationView
 from svc.domains.projects.schemas import OperationStarted
 from svc.domains.workers import service as workers
+from svc.errors import AppError, envelope
 from svc.uow import runs
 
 _ERROR = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -122,3 +126,33 @@ async def runtime_query(body: schemas.RuntimeQuery, uow: Uow, ctx: Ctx,
                         token: str | None = Header(default=None, alias="X-Svc-Runtime-Token")) -> dict[str, Any]:
     workers.check_runtime_token(ctx, token)
     return await service.run_query(uow, project_id, body)
+
+
+@runtime_router.websocket(_BASE + "/proxy")
+async def proxy(websocket: WebSocket, org_slug: str = Path(alias="orgSlug", max_length=64),
+                project_name: str = Path(alias="projectName", max_length=64)) -> None:
+    """The port-forward path (`svc db proxy`): one PostgreSQL client connection per WebSocket,
+    binary frames both ways. A refusal is one text frame, the Error envelope, then the close."""
+    ctx = websocket.app.state.ctx
+    header = websocket.headers.get("authorization", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else None
+    await websocket.accept()
+    try:
+        node, project_id, password = await service.tunnel_target(ctx, token, org_slug, project_name)
+    except AppError as err:
+        await websocket.send_text(json.dumps(envelope(err.code, err.message, err.details)))
+        await websocket.close(code=1008)
+        return
+
+    async def receive() -> bytes:
+        message = await websocket.receive()
+        return b"" if message["type"] == "websocket.disconnect" else message.get("bytes") or b""
+
+    try:
+        await node.tunnel(project_id, password, receive, websocket.send_bytes)
+    except DatabaseNodeError as exc:
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await websocket.send_text(json.dumps(envelope("no_home_node", str(exc), None)))
+    finally:
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await websocket.close()

@@ -19,17 +19,20 @@ from typing import Any
 from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError, SqlError
 from svc.adapters.database.scram import verifier
 from svc.adapters.workers.port import EntrypointBinding
-from svc.auth.roles import OrgAccess
+from svc.auth.principal import resolve
+from svc.auth.projects import ProjectNotFound, project_by_name
+from svc.auth.roles import OrgAccess, check_role
 from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.databases import errors, generations, queries, schemas
 from svc.domains.databases.node import node_of
 from svc.domains.operations.service import running_for
 from svc.domains.projects import service as projects
+from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import DatabaseToken, GenerationKind, Project, ProjectDatabase
-from svc.uow import Tx, UnitOfWork, use_case
+from svc.models import DatabaseToken, GenerationKind, Project, ProjectDatabase, Role
+from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 MAX_TOKENS = 50  # token users a project may hold at once (abuse prevention)
 # The binding the runtime gives a project's worker (the wrapper presents it as env.db).
@@ -281,3 +284,27 @@ async def teardown_record(uow: UnitOfWork, project_id: str, taken: generations.T
     await queries.delete_tokens(session, await queries.token_users(session, project_id))
     if grant is not None:
         await session.delete(grant)
+
+
+# --- the port-forward path ---
+
+
+async def tunnel_target(ctx: AppContext, token: str | None, org_slug: str,
+                        project_name: str) -> tuple[DatabaseNode, str, str]:
+    """Who may open a tunnel to a project's database (`svc db proxy`): a login session (spec 5.7:
+    not an access token) of a member or higher. The node, the project's id and its password, for
+    svc to log in with; the caller never sees the password."""
+    if token is None:
+        raise Unauthorized()
+    async with unit_of_work(ctx, Tx.READ) as uow:
+        resolved = await resolve(uow.session, token, org_slug)
+        if resolved is None:
+            raise Unauthorized("The token is invalid, expired or revoked")
+        if resolved.principal.kind != "session":
+            raise SessionRequired("The database tunnel opens with a login session (svc login), not an access token")
+        access = check_role(resolved.org, resolved.role, resolved.principal, Role.member)
+        project = await project_by_name(uow.session, access.org.id, project_name)
+        if project is None:
+            raise ProjectNotFound()
+        row = await _grant(uow, project)
+        return node_of(ctx), project.id, _password(ctx, row)
