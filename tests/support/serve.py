@@ -27,6 +27,8 @@ class Server:
     log: Path
     dns_port: int  # where its managed PowerDNS answers (127.0.0.1)
     data_dir: Path | None = None
+    # Its process group (svc serve and what it started): a test may kill it (-9) to crash it.
+    pgid: int | None = None
 
     def edge(self, host: str) -> str:
         return f"http://{host}:{self.edge_port}"
@@ -66,7 +68,7 @@ async def svc_serve(tmp_path: Path, **settings: str) -> AsyncIterator[Server]:
                                  str(edge_port)], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     server = Server(api=api, edge_port=edge_port, log=log, dns_port=int(env["SVC_DNS_PORT"]),
-                    data_dir=Path(env["SVC_DATA_DIR"]))
+                    data_dir=Path(env["SVC_DATA_DIR"]), pgid=proc.pid)
     try:
         async with httpx.AsyncClient(timeout=5) as http:
             async def api_up() -> bool:

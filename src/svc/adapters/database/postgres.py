@@ -213,8 +213,9 @@ class PostgresNode:
             try:
                 if await con.fetchval("select 1 from pg_database where datname = $1", database):
                     await con.execute(f"REVOKE CONNECT, TEMPORARY ON DATABASE {ident(database)} FROM {ident(role)}")
+                # The project's sessions (its role's, its token users'), not the administrator's own.
                 await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 "
-                                  "and pid <> pg_backend_pid()", database)
+                                  "and usename <> current_user", database)
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
                 raise DatabaseNodeError(f"draining the database failed: {exc}") from None
 
