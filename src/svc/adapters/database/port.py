@@ -46,6 +46,10 @@ class SqlError(Exception):
         self.message = message
 
 
+class ColdSession(Exception):
+    """The project has no open connections in this process: its password is needed to open them."""
+
+
 class DatabaseNode(Protocol):
     description: str  # for the banner: "PostgreSQL 15.10 (private cluster on 127.0.0.1:5433)"
 
@@ -73,13 +77,17 @@ class DatabaseNode(Protocol):
         """The project's database, its role and its token users (connections ended first)."""
         ...
 
-    async def query(self, project_id: str, password: str, sql: str, params: Sequence[Any],
-                    tx: str | None = None) -> QueryResult:
-        """Run one statement as the project's role (in the open transaction `tx`, when given).
-        SqlError: PostgreSQL refused it."""
+    def warm(self, project_id: str) -> bool:
+        """Whether the project's connections are open here (a query needs no password then)."""
         ...
 
-    async def begin(self, project_id: str, password: str) -> str:
+    async def query(self, project_id: str, password: str | None, sql: str, params: Sequence[Any],
+                    tx: str | None = None) -> QueryResult:
+        """Run one statement as the project's role (in the open transaction `tx`, when given).
+        SqlError: PostgreSQL refused it. ColdSession: no password given and none open here."""
+        ...
+
+    async def begin(self, project_id: str, password: str | None) -> str:
         """Open a transaction on one of the role's connections, held until finish() or a time limit."""
         ...
 

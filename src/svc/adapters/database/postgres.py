@@ -129,13 +129,16 @@ class PostgresNode:
             except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
                 raise DatabaseNodeError(f"dropping the token user failed: {exc}") from None
 
-    async def query(self, project_id: str, password: str, sql: str, params: Sequence[Any],
+    def warm(self, project_id: str) -> bool:
+        return self.sessions.warm(project_id)
+
+    async def query(self, project_id: str, password: str | None, sql: str, params: Sequence[Any],
                     tx: str | None = None) -> QueryResult:
         await self.ready()
         return await self.sessions.query(project_id, self.names(project_id)[1], password, self.endpoint(project_id),
                                          sql, params, tx)
 
-    async def begin(self, project_id: str, password: str) -> str:
+    async def begin(self, project_id: str, password: str | None) -> str:
         await self.ready()
         return await self.sessions.begin(project_id, self.names(project_id)[1], password, self.endpoint(project_id))
 

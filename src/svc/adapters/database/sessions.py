@@ -20,6 +20,7 @@ import asyncio
 import json
 import math
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,8 @@ from typing import Any
 
 import asyncpg
 
-from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, QueryResult, SqlError
+from svc.adapters.database.pool import ProjectConnection, RolePool
+from svc.adapters.database.port import ColdSession, DatabaseEndpoint, DatabaseNodeError, QueryResult, SqlError
 
 POOL_SIZE = 5
 POOLS_KEPT = 500  # projects with a pool at once; the least recently used one is closed past it
@@ -113,8 +115,8 @@ def _count(status: str | None) -> int | None:
 @dataclass
 class _Transaction:
     project_id: str
-    con: asyncpg.Connection
-    pool: asyncpg.Pool
+    con: ProjectConnection
+    pool: RolePool
     tx: Any
     timer: asyncio.TimerHandle | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -124,29 +126,44 @@ class ProjectSessions:
     """The projects' connections for env.db, on one cluster (its endpoint per project)."""
 
     def __init__(self) -> None:
-        self._pools: OrderedDict[str, asyncpg.Pool] = OrderedDict()
+        self._pools: OrderedDict[str, RolePool] = OrderedDict()
+        self._swept = time.monotonic()
         self._opening: dict[str, asyncio.Lock] = {}
         self._transactions: dict[str, _Transaction] = {}
 
-    async def _pool(self, project_id: str, role: str, password: str, endpoint: DatabaseEndpoint) -> asyncpg.Pool:
+    def warm(self, project_id: str) -> bool:
+        """Whether the project's pool is open here (its queries need no password)."""
+        return project_id in self._pools
+
+    async def _pool(self, project_id: str, role: str, password: str | None, endpoint: DatabaseEndpoint) -> RolePool:
+        if time.monotonic() - self._swept > IDLE_SECONDS / 4:
+            self._swept = time.monotonic()
+            for each in list(self._pools.values()):
+                await each.sweep()
         pool = self._pools.get(project_id)
         if pool is not None:
             self._pools.move_to_end(project_id)
             return pool
+        if password is None:
+            raise ColdSession(project_id)
         async with self._opening.setdefault(project_id, asyncio.Lock()):
             pool = self._pools.get(project_id)
             if pool is None:
-                pool = await asyncpg.create_pool(
-                    host=endpoint.host, port=endpoint.port, database=endpoint.database, user=role,
-                    password=password, min_size=0, max_size=POOL_SIZE, init=_codecs,
-                    max_inactive_connection_lifetime=IDLE_SECONDS, timeout=10)
+                async def connect() -> ProjectConnection:
+                    con: ProjectConnection = await asyncpg.connect(
+                        host=endpoint.host, port=endpoint.port, database=endpoint.database, user=role,
+                        password=password, timeout=10, connection_class=ProjectConnection)
+                    await _codecs(con)
+                    return con
+
+                pool = RolePool(connect, POOL_SIZE, IDLE_SECONDS)
                 self._pools[project_id] = pool
                 while len(self._pools) > POOLS_KEPT:
                     _, old = self._pools.popitem(last=False)
-                    await old.close()
+                    old.terminate()
             return pool
 
-    async def query(self, project_id: str, role: str, password: str, endpoint: DatabaseEndpoint, sql: str,
+    async def query(self, project_id: str, role: str, password: str | None, endpoint: DatabaseEndpoint, sql: str,
                     params: Sequence[Any], tx: str | None) -> QueryResult:
         if tx is not None:
             held = self._held(project_id, tx)
@@ -154,7 +171,8 @@ class ProjectSessions:
                 return await self._run(held.con, sql, params)
         try:
             pool = await self._pool(project_id, role, password, endpoint)
-            con = await pool.acquire(timeout=10)
+            async with asyncio.timeout(10):
+                con = await pool.acquire()
         except asyncpg.PostgresError as exc:
             raise _sql_error(exc) from None
         except (OSError, TimeoutError, asyncpg.InterfaceError) as exc:
@@ -164,10 +182,10 @@ class ProjectSessions:
         finally:
             await pool.release(con)
 
-    async def _run(self, con: asyncpg.Connection, sql: str, params: Sequence[Any]) -> QueryResult:
+    async def _run(self, con: ProjectConnection, sql: str, params: Sequence[Any]) -> QueryResult:
         try:
             try:
-                statement = await con.prepare(sql)
+                statement = await con.prepared(sql)
             except asyncpg.PostgresSyntaxError as exc:
                 # Several statements in one string (a schema script) cannot be prepared; without
                 # parameters they run as one simple query, as psql would run them.
@@ -180,7 +198,13 @@ class ProjectSessions:
                 raise SqlError("08P01", f"the statement takes {len(types)} parameters, {len(params)} were given")
             bound = [_param(v, t) for v, t in zip(params, types, strict=True)]
             fields = [a.name for a in statement.get_attributes()]
-            rows = await statement.fetch(*bound)
+            try:
+                rows = await statement.fetch(*bound)
+            except (asyncpg.InvalidCachedStatementError, asyncpg.FeatureNotSupportedError):
+                # The table under a kept statement changed (DDL since): prepare it again, once.
+                con.forget(sql)
+                statement = await con.prepared(sql)
+                rows = await statement.fetch(*bound)
             if len(rows) > MAX_ROWS:
                 raise SqlError("54000", f"the query returned {len(rows)} rows; env.db returns at most {MAX_ROWS} "
                                         "(add a LIMIT)")
@@ -194,10 +218,11 @@ class ProjectSessions:
         except (OSError, asyncpg.InterfaceError) as exc:
             raise DatabaseNodeError(f"the database connection failed: {exc}") from None
 
-    async def begin(self, project_id: str, role: str, password: str, endpoint: DatabaseEndpoint) -> str:
+    async def begin(self, project_id: str, role: str, password: str | None, endpoint: DatabaseEndpoint) -> str:
         try:
             pool = await self._pool(project_id, role, password, endpoint)
-            con = await pool.acquire(timeout=10)
+            async with asyncio.timeout(10):
+                con = await pool.acquire()
         except asyncpg.PostgresError as exc:
             raise _sql_error(exc) from None
         except (OSError, TimeoutError, asyncpg.InterfaceError) as exc:

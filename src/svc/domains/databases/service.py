@@ -16,7 +16,7 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError, SqlError
+from svc.adapters.database.port import ColdSession, DatabaseEndpoint, DatabaseNode, DatabaseNodeError, SqlError
 from svc.adapters.database.scram import verifier
 from svc.adapters.workers.port import EntrypointBinding
 from svc.auth.principal import resolve
@@ -193,28 +193,41 @@ async def worker_env(session: StoreSession, ctx: AppContext, project: Project) -
 @use_case(Tx.READ)
 async def run_query(uow: UnitOfWork, project_id: str, call: schemas.RuntimeQuery) -> dict[str, Any]:
     """One env.db call of a project's worker, as the project's role. PostgreSQL's refusal goes
-    back to the worker as its SQLSTATE and message (422 sql_error)."""
+    back to the worker as its SQLSTATE and message (422 sql_error). While the project's
+    connections are open in this process the store is not read at all (the password opened them;
+    a deleted database closes them)."""
     node = node_of(uow.ctx)
+    try:
+        try:
+            return await _run(node, project_id, None, call)
+        except ColdSession:
+            return await _run(node, project_id, await _project_password(uow, project_id), call)
+    except SqlError as exc:
+        raise errors.QueryFailed(exc.message, details={"sqlstate": exc.code}) from None
+    except DatabaseNodeError as exc:
+        raise errors.NodeUnavailable(str(exc)) from None
+
+
+async def _project_password(uow: UnitOfWork, project_id: str) -> str:
     row = await queries.grant(uow.session, project_id)
     if row is None:
         raise errors.DatabaseNotFound()
     password = _password(uow.ctx, row)
     await uow.close_reads()
-    try:
-        if call.op == "begin":
-            return {"tx": await node.begin(project_id, password)}
-        if call.op in ("commit", "rollback"):
-            if call.tx is None:
-                raise errors.QueryFailed("no transaction named", details={"sqlstate": "25P01"})
-            await node.finish(project_id, call.tx, commit=call.op == "commit")
-            return {}
-        if call.sql is None:
-            raise errors.QueryFailed("no SQL given", details={"sqlstate": "42601"})
-        result = await node.query(project_id, password, call.sql, call.params, call.tx)
-    except SqlError as exc:
-        raise errors.QueryFailed(exc.message, details={"sqlstate": exc.code}) from None
-    except DatabaseNodeError as exc:
-        raise errors.NodeUnavailable(str(exc)) from None
+    return password
+
+
+async def _run(node: DatabaseNode, project_id: str, password: str | None, call: schemas.RuntimeQuery) -> dict[str, Any]:
+    if call.op == "begin":
+        return {"tx": await node.begin(project_id, password)}
+    if call.op in ("commit", "rollback"):
+        if call.tx is None:
+            raise errors.QueryFailed("no transaction named", details={"sqlstate": "25P01"})
+        await node.finish(project_id, call.tx, commit=call.op == "commit")
+        return {}
+    if call.sql is None:
+        raise errors.QueryFailed("no SQL given", details={"sqlstate": "42601"})
+    result = await node.query(project_id, password, call.sql, call.params, call.tx)
     return {"fields": result.fields, "rows": result.rows, "rowCount": result.row_count, "command": result.command}
 
 
