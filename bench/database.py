@@ -39,8 +39,9 @@ worker's p50 less the peer's, and what the query adds to a request's p50 at the 
 /const) less the peer's. psycopg is no dependency of svc's: without it the peer is asyncpg, whose
 round trip is a little shorter than psycopg's (so the overhead a little larger).
 
-The rest of the issue's bench (generations, restores, the hourly checks at 200 projects) comes
-with those parts."""
+backups: a generation and a restore of a 100 MB database through svc against plain pg_dump and
+pg_restore of the same database in the same run (goal <= 1.2x each), and the hourly cycle's change
+checks over 200 databases on one cluster (goal < 5 s)."""
 
 from __future__ import annotations
 
@@ -64,15 +65,20 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import asyncpg
 from harness import ApiClient, Server, machine, pct
 
+from svc.adapters.blobs.files import FileBlobStore
+from svc.adapters.database.backups import libpq_env, tool
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.adapters.database.scram import verifier
 from svc.adapters.workers.workerd import find_workerd
+from svc.domains.databases import generations
+from svc.models import GenerationKind
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL = 1.5
@@ -388,9 +394,120 @@ def report_envdb(rounds: int, queries: int) -> None:
           f"and this client at once: each hop is a context switch)")
 
 
+# --- generations and restores ---
+
+GOAL_BACKUP = 1.2
+CHECK_SECONDS = 5.0
+
+
+async def _pg_tool(args: list[str], admin_url: str, database: str) -> None:
+    process = await asyncio.create_subprocess_exec(*args, env=libpq_env(admin_url, database),
+                                                   stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    _, err = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"{args[0]}: {err.decode()[-500:]}")
+
+
+async def backups(megabytes: int, rounds: int) -> dict[str, Any]:
+    """A generation (svc: pg_dump in an exported snapshot with the rows counted, sha256, into the
+    file blob store) against plain `pg_dump -Fc`; a restore (svc: the archive fetched and its sha256
+    checked, the database made fresh, pg_restore in one transaction) against `CREATE DATABASE` +
+    plain `pg_restore` of the same archive; alternating, on one database of `megabytes`."""
+    times: dict[str, Any] = {k: [] for k in ("svc_dump", "pg_dump", "svc_restore", "pg_restore", "verify")}
+    async with private_cluster() as cluster:
+        node = PostgresNode(cluster.admin_url)
+        project = "prj_backup_bench"
+        await node.provision(project, verifier(secrets.token_urlsafe(24)))
+        database, role = node.names(project)
+        admin = await asyncpg.connect(cluster.admin_url, database=database)
+        rows = megabytes * 1024 * 1024 // 250
+        await admin.execute(f"set role {role}; create table big (id bigint primary key, body text); "
+                            f"insert into big select g, md5(g::text) || repeat('x', 200) "
+                            f"from generate_series(1, {rows}) g; reset role; analyze big")
+        times["bytes"] = await admin.fetchval("select pg_database_size(current_database())")
+        await admin.close()
+        work = Path(tempfile.mkdtemp(prefix="svc-bench-backup-"))
+        ctx: Any = SimpleNamespace(settings=SimpleNamespace(data_dir=work), blobs=FileBlobStore(work / "blobs"))
+        plain = work / "plain.dump"
+        try:
+            for r in range(rounds):
+                t0 = time.perf_counter()
+                taken = await generations.take(ctx, node, project, 1)
+                times["svc_dump"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                await _pg_tool([tool("pg_dump"), "--format=custom", f"--file={plain}"], cluster.admin_url, database)
+                times["pg_dump"].append(time.perf_counter() - t0)
+                row = generations.row_of(taken, project, 1, r + 1, GenerationKind.scheduled)
+                t0 = time.perf_counter()
+                async with generations.fetched(ctx, row) as path:
+                    await node.replace(project, path)
+                await node.reopen(project)
+                times["svc_restore"].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                root = await asyncpg.connect(cluster.admin_url)
+                await root.execute(f"CREATE DATABASE plain_{r} OWNER {role}")
+                await root.close()
+                await _pg_tool([tool("pg_restore"), f"--dbname=plain_{r}", str(plain)], cluster.admin_url, f"plain_{r}")
+                times["pg_restore"].append(time.perf_counter() - t0)
+                root = await asyncpg.connect(cluster.admin_url)
+                await root.execute(f"DROP DATABASE plain_{r}")
+                await root.close()
+                verified = await generations.verify(ctx, node, row)
+                assert verified.verified, verified.error
+                times["verify"].append(verified.restore_seconds)
+        finally:
+            await node.close()
+            shutil.rmtree(work, ignore_errors=True)
+    return times
+
+
+async def change_checks(projects: int, rounds: int) -> tuple[list[float], int]:
+    """The hourly cycle's change checks over `projects` databases on one cluster: one query for
+    all (node.change_markers), each round after a write to a tenth of them."""
+    seconds: list[float] = []
+    changed = 0
+    async with private_cluster() as cluster:
+        node = PostgresNode(cluster.admin_url)
+        ids = [f"prj_check{i}" for i in range(projects)]
+        for project in ids:
+            await node.provision(project, verifier(secrets.token_urlsafe(24)))
+        before = await node.change_markers(ids)
+        for r in range(rounds):
+            for project in ids[r::10]:
+                con = await asyncpg.connect(cluster.admin_url, database=node.names(project)[0])
+                await con.execute("create table if not exists t (x int); insert into t values (1)")
+                await con.close()
+            t0 = time.perf_counter()
+            markers = await node.change_markers(ids)
+            seconds.append(time.perf_counter() - t0)
+            changed = sum(markers.get(p) != before.get(p) for p in ids)
+            before = markers
+        await node.close()
+    return seconds, changed
+
+
+def report_backups(megabytes: int, rounds: int, projects: int) -> None:
+    print(f"project databases: generations and restores of a {megabytes} MB table, {rounds} rounds; {machine()}")
+    t = asyncio.run(backups(megabytes, rounds))
+    print(f"  database size {t['bytes'] / 2**20:.0f} MiB")
+    for ours, peer, what in (("svc_dump", "pg_dump", "generation"), ("svc_restore", "pg_restore", "restore")):
+        ratio = statistics.median(t[ours]) / statistics.median(t[peer])
+        print(f"  {what:<10} svc p50 {statistics.median(t[ours]):.2f} s   plain {peer} p50 "
+              f"{statistics.median(t[peer]):.2f} s   ratio {ratio:.2f} (goal <= {GOAL_BACKUP}): "
+              f"{'met' if ratio <= GOAL_BACKUP else 'MISSED'}")
+    print(f"  verification's scratch restore p50 {statistics.median(t['verify']):.2f} s (done after each generation, "
+          "off the request path)")
+    seconds, changed = asyncio.run(change_checks(projects, 3))
+    print(f"  change checks of {projects} databases: p50 {statistics.median(seconds) * 1000:.1f} ms, max "
+          f"{max(seconds) * 1000:.1f} ms ({changed} seen changed in the last round) (goal < {CHECK_SECONDS:g} s): "
+          f"{'met' if max(seconds) < CHECK_SECONDS else 'MISSED'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=("provision", "envdb"), help="one of the two measurements (default: both)")
+    ap.add_argument("--only", choices=("provision", "envdb", "backups"), help="one measurement (default: all)")
+    ap.add_argument("--megabytes", type=int, default=100, help="backups: the database's size")
+    ap.add_argument("--checked", type=int, default=200, help="backups: databases whose changes are checked")
     ap.add_argument("--projects", type=int, default=30, help="provision: projects provisioned by each side")
     ap.add_argument("--rounds", type=int, default=5, help="envdb: alternating rounds")
     ap.add_argument("--queries", type=int, default=200, help="envdb: queries (or requests) per side per round")
@@ -401,6 +518,10 @@ def main() -> None:
         if args.only is None:
             print()
         report_envdb(args.rounds, args.queries)
+    if args.only in (None, "backups"):
+        if args.only is None:
+            print()
+        report_backups(args.megabytes, 3, args.checked)
 
 
 if __name__ == "__main__":
