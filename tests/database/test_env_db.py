@@ -69,7 +69,9 @@ async def test_the_notes_example_keeps_its_rows_in_env_db(project: Project) -> N
     note = made.json()
     assert note["body"] == "first" and isinstance(note["id"], int)
     assert note["created_at"][:2] == "20"  # a timestamptz in PostgreSQL's text form
-    listed = (await project.get("/api/notes")).json()["notes"]
+    listed_r = await project.get("/api/notes")
+    assert "notes" in listed_r.json(), listed_r.text
+    listed = listed_r.json()["notes"]
     assert [n["body"] for n in listed] == ["first"]
 
     # A transaction is all or nothing: the empty body fails the check, the first insert goes too.

@@ -1,0 +1,126 @@
+"""Rules of the generations and operations a user relies on: retention keeps what it promises (the
+newest 24 and one a day for 7 days; a final generation and exports never go); a generation whose
+archive no longer restores is a notification; one operation at a time even when requests race;
+export refused while an operation has the database closed."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+from sqlalchemy import select
+
+from svc.app import build_registry, default_adapters
+from svc.domains.databases import jobs
+from svc.domains.databases.generations import prunable
+from svc.jobs.worker import Worker
+from svc.models import DatabaseGeneration, GenerationKind, JobKind
+from svc.settings import Settings
+from svc.uow import Tx, unit_of_work
+from tests.support.api import Svc, assert_error, running_svc
+from tests.support.team import make_team
+
+URL = "/v1/orgs/acme/projects/web/database"
+
+
+def _generation(n: int, at: datetime, kind: GenerationKind = GenerationKind.scheduled) -> DatabaseGeneration:
+    return DatabaseGeneration(id=f"gen{n}", project_id="p", epoch=1, seq=n, kind=kind.value, blob_key=f"k{n}",
+                              bytes=1, sha256="0" * 64, created_at=at, row_counts={})
+
+
+def test_retention_keeps_24_hourly_and_one_a_day_for_7_days_and_never_a_final_one() -> None:
+    now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    hourly = [_generation(n, now - timedelta(hours=n)) for n in range(24 * 10)]  # ten days, every hour
+    final = _generation(9999, now - timedelta(days=60), GenerationKind.final)
+    export = _generation(9998, now - timedelta(days=60), GenerationKind.export)
+    gone = {g.id for g in prunable([*hourly, final, export], keep_hourly=24, keep_daily=7, now=now)}
+    kept = [g for g in hourly if g.id not in gone]
+    assert final.id not in gone and export.id not in gone
+    newest = sorted(hourly, key=lambda g: g.created_at, reverse=True)
+    assert all(g in kept for g in newest[:24])
+    older = [g for g in kept if g not in newest[:24]]
+    days = {g.created_at.date() for g in older}
+    assert len(older) == len(days) and all(now - g.created_at <= timedelta(days=7) for g in older)
+    assert {(now - timedelta(days=d)).date() for d in range(2, 8)} <= days | {g.created_at.date() for g in newest[:24]}
+    assert len(kept) <= 24 + 7
+
+
+async def _sql(creds: dict[str, Any], *statements: str) -> None:
+    con = await asyncpg.connect(host=creds["host"], port=creds["port"], database=creds["database"],
+                                user=creds["user"], password=creds["password"])
+    try:
+        for statement in statements:
+            await con.execute(statement)
+    finally:
+        await con.close()
+
+
+async def test_a_generation_that_does_not_restore_is_a_notification(db_svc: Svc) -> None:
+    alice = (await make_team(db_svc, project="web")).alice
+    creds = (await alice.client.post(URL)).json()
+    await _sql(creds, "create table t (x int)", "insert into t values (1)")
+    async with unit_of_work(db_svc.ctx, Tx.READ_THEN_WRITE) as uow:
+        assert await jobs.check_all(uow) == 1
+    for _ in range(600):
+        gens = (await alice.client.get(URL + "/generations")).json()["generations"]
+        if gens and gens[0]["verified"] is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert gens[0]["verified"] is True
+    # Its archive damaged since: checked again, it is not proven, and the org's admins are told.
+    archive = next((db_svc.ctx.settings.data_dir / "blobs").rglob("*.dump"))
+    archive.write_bytes(b"PGDMP" + b"\0" * 100)
+    async with db_svc.ctx.db.transaction() as s:
+        row = (await s.scalars(select(DatabaseGeneration))).one()
+        row.verified = None
+        await s.flush()
+    async with unit_of_work(db_svc.ctx, Tx.WRITE) as uow:
+        uow.enqueue(JobKind.database_verify, {"generation_id": row.id})
+    for _ in range(600):
+        gen = (await alice.client.get(URL + "/generations")).json()["generations"][0]
+        if gen["verified"] is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert gen["verified"] is False
+    notes = (await alice.client.get("/v1/orgs/acme/notifications")).json()["notifications"]
+    assert any("did not pass its restore check" in n["message"] for n in notes), notes
+
+
+async def test_one_operation_at_a_time_and_export_waits_for_it(settings: Settings, project_cluster: Any) -> None:
+    from svc.adapters.database.postgres import PostgresNode
+
+    adapters = default_adapters(settings)
+    adapters.database = node = PostgresNode(project_cluster.admin_url)
+    try:
+        async with running_svc(settings, adapters, run_workers=False) as svc:
+            runner = Worker(replace(svc.ctx, worker_name="test"), build_registry(svc.ctx.settings))
+            alice = (await make_team(svc, project="web")).alice
+            creds = (await alice.client.post(URL)).json()
+            await _sql(creds, "create table t (x int)")
+            async with unit_of_work(svc.ctx, Tx.READ_THEN_WRITE) as uow:
+                await jobs.check_all(uow)
+            while await runner.run_once():
+                pass
+            # Eight restores at once: one starts, the others are refused.
+            answers = await asyncio.gather(*(alice.client.post(URL + "/restore", json={"epoch": 1, "seq": 1})
+                                             for _ in range(8)))
+            assert sorted(a.status_code for a in answers) == [202] + [409] * 7
+            assert {a.json()["code"] for a in answers if a.status_code == 409} == {"operation_in_progress"}
+            deleting = await alice.client.post(URL + "/delete", json={"confirm": "web"})
+            assert_error(deleting, 409, "operation_in_progress")
+            assert_error(await alice.client.post(URL + "/export"), 409, "suspended")
+            while await runner.run_once():
+                pass
+            exported = await alice.client.post(URL + "/export")
+            assert exported.status_code == 200 and exported.json()["key"].startswith("databases/")
+            # An export is not a generation: never listed, never restorable.
+            listed = (await alice.client.get(URL + "/generations")).json()["generations"]
+            assert all(g["kind"] != "export" for g in listed)
+            async with svc.ctx.db.transaction(write=False) as s:
+                kinds = [g.kind for g in (await s.scalars(select(DatabaseGeneration))).all()]
+            assert kinds.count("export") == 1
+    finally:
+        await node.close()
