@@ -287,6 +287,9 @@ class EnvDbRun:
     edge_const: list[float] = field(default_factory=list)
     route: list[float] = field(default_factory=list)
     overheads: list[tuple[float, float]] = field(default_factory=list)  # each round's (worker, edge), ms
+    # A new connection as the project's role (TCP + SCRAM-SHA-256): what a driver inside the worker
+    # would pay on every request (workerd ties a socket to the request that opened it).
+    connect: list[float] = field(default_factory=list)
 
 
 async def envdb(rounds: int, queries: int) -> EnvDbRun:
@@ -327,6 +330,12 @@ async def envdb(rounds: int, queries: int) -> EnvDbRun:
             route.timed(50, "POST", route_path, body)
             edge.request("GET", f"/loop?n=50&batch={BATCH}")
             await peer.timed(50)
+            for _ in range(30):
+                t0 = time.perf_counter()
+                con = await asyncpg.connect(host=creds["host"], port=creds["port"], database=creds["database"],
+                                            user=creds["user"], password=creds["password"])
+                run.connect.append(time.perf_counter() - t0)
+                await con.close()
             for n in range(1, rounds + 1):
                 loop = json.loads(edge.request("GET", f"/loop?n={queries}&batch={BATCH}"))
                 worker_ms = [float(t) for t in loop["times"]]
@@ -390,6 +399,8 @@ def report_envdb(rounds: int, queries: int) -> None:
     print(f"  of which svc's route    POST /v1/runtime/projects/{{id}}/db from Python p50 {route:.2f} ms "
           f"({route - peer:.2f} ms over {r.peer_name}); the rest, workerd's side (the RPC to svc's Database "
           f"entrypoint, its fetch to svc, JSON): {edge_query - edge_const - route:.2f} ms")
+    print(f"  a driver in the worker instead would open a connection per request: TCP + SCRAM-SHA-256 as the role "
+          f"p50 {statistics.median(r.connect) * ms:.2f} ms (asyncpg), before its first query")
     print(f"  load average at the end {os.getloadavg()[0]:.2f} (a 2-vCPU box runs svc, workerd, nginx, PostgreSQL "
           f"and this client at once: each hop is a context switch)")
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from fastapi import FastAPI, HTTPException
+from fastapi import APIRouter, FastAPI, HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc import __version__
@@ -44,6 +44,11 @@ log = logging.getLogger("svc")
 MAX_JSON_BODY = 1024 * 1024
 HOLDINGS = tuple(holding for area in AREAS for holding in area.holdings)
 BINDINGS = tuple(area.bindings for area in AREAS if area.bindings is not None)
+
+
+def _runtime_only(router: APIRouter) -> bool:
+    paths = [getattr(route, "path", "") for route in router.routes]
+    return bool(paths) and all(path.startswith("/v1/runtime/") for path in paths)
 
 
 def default_adapters(settings: Settings) -> Adapters:
@@ -241,9 +246,12 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                   openapi_url="/v1/openapi.json", docs_url=None, redoc_url=None)
     install_error_handlers(app)
     install_openapi(app)
-    for area in AREAS:
-        for router in (*area.routers, *(area.dev_routers if settings.enable_dev_auth else ())):
-            app.include_router(router)
+    routers = [router for area in AREAS
+               for router in (*area.routers, *(area.dev_routers if settings.enable_dev_auth else ()))]
+    # The runtime's routes first: they are the hot ones (every env.db query, every worker load) and
+    # a request is matched against the routes in order (the last of ~160 cost a tenth of a query).
+    for router in sorted(routers, key=lambda r: not _runtime_only(r)):
+        app.include_router(router)
     install_dashboard(app, AREAS)
     app.add_middleware(RequestGuard, limit=MAX_JSON_BODY)
     return app

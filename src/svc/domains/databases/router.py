@@ -128,7 +128,7 @@ async def runtime_query(body: schemas.RuntimeQuery, uow: Uow, ctx: Ctx,
     return await service.run_query(uow, project_id, body)
 
 
-@runtime_router.websocket(_BASE + "/proxy")
+@router.websocket(_BASE + "/proxy")
 async def proxy(websocket: WebSocket, org_slug: str = Path(alias="orgSlug", max_length=64),
                 project_name: str = Path(alias="projectName", max_length=64)) -> None:
     """The port-forward path (`svc db proxy`): one PostgreSQL client connection per WebSocket,
