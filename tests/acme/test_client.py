@@ -1,0 +1,126 @@
+"""The ACME adapter against a real ACME server: pebble, run through svc's supervisor, its lookups
+and DNS-01 checks answered by a real PowerDNS (the session's `pdns`). A wildcard certificate by
+DNS-01 (the TXT record published in the zone and withdrawn after), a certificate for one name by
+HTTP-01 (answered by a small HTTP server standing for the edge), the CA's refusal in words, and an
+account key kept across clients."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from svc.adapters.acme.client import AcmeClient
+from svc.adapters.acme.pebble import Pebble, find_pebble
+from svc.adapters.acme.port import AcmeError, AcmeErrorKind, Method
+from svc.adapters.nameserver.port import RRsetData
+from svc.supervisor import free_tcp_port
+from tests.support.pdns import Pdns
+
+pytestmark = pytest.mark.skipif(find_pebble() is None, reason="pebble is not installed (make setup)")
+
+ZONE = "apps.test."
+
+
+class Solver:
+    """Publishes DNS-01 records in the zone on PowerDNS, and HTTP-01 answers for `Responder`."""
+
+    def __init__(self, pdns: Pdns) -> None:
+        self.pdns = pdns
+        self.answers: dict[str, str] = {}
+        self.published: list[str] = []
+        self.withdrawn: list[str] = []
+
+    async def publish(self, method: Method, name: str, token: str, value: str) -> None:
+        self.published.append(name)
+        if method is Method.dns01:
+            await self.pdns.nameserver.apply(ZONE, replace=[RRsetData(name + ".", "TXT", 1, (f'"{value}"',))],
+                                             delete=[])
+        else:
+            self.answers[token] = value
+
+    async def withdraw(self, method: Method, name: str, token: str, value: str) -> None:
+        self.withdrawn.append(name)
+        if method is Method.dns01:
+            await self.pdns.nameserver.apply(ZONE, replace=[], delete=[(name + ".", "TXT")])
+        else:
+            self.answers.pop(token, None)
+
+
+async def _responder(port: int, answers: dict[str, str]) -> asyncio.Server:
+    """A plain HTTP server at `port` answering /.well-known/acme-challenge/<token> from `answers`."""
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = (await reader.readuntil(b"\r\n\r\n")).decode()
+        path = request.split(" ", 2)[1]
+        token = path.rsplit("/", 1)[-1]
+        body = answers.get(token, "").encode() if path.startswith("/.well-known/acme-challenge/") else b""
+        status = "200 OK" if body else "404 Not Found"
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", port)
+
+
+@pytest.fixture
+async def pebble(pdns: Pdns, tmp_path: Path) -> AsyncIterator[Pebble]:
+    binary = find_pebble()
+    assert binary is not None
+    await pdns.nameserver.ensure_zone(ZONE, nameservers=["ns1.svc.test."])
+    await pdns.nameserver.apply(ZONE, replace=[RRsetData(f"shop.{ZONE}", "A", 60, ("127.0.0.1",))], delete=[])
+    running = Pebble(tmp_path / "pebble", dns_server=f"127.0.0.1:{pdns.port}", http_port=free_tcp_port("127.0.0.1"),
+                     tls_port=free_tcp_port("127.0.0.1"))
+    await running.start(binary)
+    try:
+        yield running
+    finally:
+        await running.stop()
+        await pdns.nameserver.delete_zone(ZONE)
+
+
+async def test_a_wildcard_by_dns01_and_a_name_by_http01(pebble: Pebble, pdns: Pdns, tmp_path: Path) -> None:
+    acme = AcmeClient(pebble.directory_url, account_key_pem=None, email="ops@apps.test", ca_bundle=pebble.ca_bundle)
+    solver = Solver(pdns)
+    wildcard = await acme.issue(["*.apps.test"], Method.dns01, solver)
+    assert wildcard.names == ("*.apps.test",)
+    assert solver.published == solver.withdrawn == ["_acme-challenge.apps.test"]
+    assert (await pdns.query("_acme-challenge.apps.test.", "TXT")).answer == []  # withdrawn
+    # The chain verifies to pebble's root, for a host under the wildcard.
+    root = await pebble.root_pem()
+    leaf, *intermediates = x509.load_pem_x509_certificates(wildcard.fullchain_pem.encode())
+    store = x509.verification.Store(x509.load_pem_x509_certificates(root.encode()))
+    x509.verification.PolicyBuilder().store(store).build_server_verifier(
+        x509.DNSName("web-acme.apps.test")).verify(leaf, intermediates)
+    assert wildcard.not_after > wildcard.not_before and wildcard.issuer
+    assert "PRIVATE KEY" in wildcard.key_pem
+
+    server = await _responder(pebble.http_port, solver.answers)
+    try:
+        shop = await acme.issue(["shop.apps.test"], Method.http01, solver)
+    finally:
+        server.close()
+    assert shop.names == ("shop.apps.test",) and solver.answers == {}
+    # The key and the chain load as a TLS server's would.
+    chain, key = tmp_path / "chain.pem", tmp_path / "key.pem"
+    chain.write_text(shop.fullchain_pem)
+    key.write_text(shop.key_pem)
+    ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(chain, key)
+    # The same account key finds the same account from another client (kept sealed by svc).
+    again = AcmeClient(pebble.directory_url, account_key_pem=acme.account_key_pem(), email=None,
+                       ca_bundle=pebble.ca_bundle)
+    assert again.account_key_pem() == acme.account_key_pem()
+    # A name nobody can prove (no record anywhere): refused in the CA's words, not a loop.
+    with pytest.raises(AcmeError) as refused:
+        await again.issue(["nowhere.apps.test"], Method.http01, solver)
+    assert refused.value.kind is AcmeErrorKind.rejected and "nowhere.apps.test" in refused.value.message
+
+
+async def test_a_ca_that_does_not_answer(tmp_path: Path) -> None:
+    acme = AcmeClient(f"https://127.0.0.1:{free_tcp_port('127.0.0.1')}/dir", account_key_pem=None, email=None)
+    with pytest.raises(AcmeError) as down:
+        await acme.issue(["x.apps.test"], Method.dns01, Solver.__new__(Solver))
+    assert down.value.kind is AcmeErrorKind.unavailable
