@@ -13,6 +13,7 @@ from fastapi import APIRouter, FastAPI, HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc import __version__
+from svc.adapters.acme import acme_factory
 from svc.adapters.blobs import build_blob_store
 from svc.adapters.database import start_database
 from svc.adapters.idp import build_identity_provider
@@ -56,7 +57,7 @@ def default_adapters(settings: Settings) -> Adapters:
     dns = nameserver_plan(settings)
     off = {"nameserver": dns.summary.removeprefix("OFF - ").rstrip(".")} if dns.mode == "off" else {}
     return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings),
-                    nameserver=build_nameserver(settings), off=off)
+                    nameserver=build_nameserver(settings), acme=acme_factory(settings), off=off)
 
 
 def build_registry(settings: Settings) -> JobRegistry:

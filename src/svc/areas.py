@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from svc.domains.access.area import AREA as access
 from svc.domains.audit.area import AREA as audit
+from svc.domains.certificates.area import AREA as certificates
 from svc.domains.credentials.area import AREA as credentials
 from svc.domains.databases.area import AREA as databases
 from svc.domains.deployments.area import AREA as deployments
@@ -25,5 +26,5 @@ from svc.manifest import Area
 AREAS: tuple[Area, ...] = (
     identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
     audit, dns, hostnames, mail, ratelimits, workers,
-    databases,
+    databases, certificates,
 )

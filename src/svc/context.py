@@ -15,6 +15,7 @@ from svc.models import Base
 from svc.settings import AreaSettings, Settings
 
 if TYPE_CHECKING:
+    from svc.adapters.acme.port import AcmeFactory
     from svc.adapters.blobs.port import BlobStore
     from svc.adapters.database.port import DatabaseNode
     from svc.adapters.edge.port import Edge
@@ -46,6 +47,9 @@ class Adapters:
     # The PostgreSQL cluster of the projects' databases; None: projects get no database here (the
     # database routes answer 503; `off["database"]` says why).
     database: DatabaseNode | None = None
+    # Certificates over ACME: makes the client for the stored account key; None: SVC_ACME_DIRECTORY_URL
+    # is unset (the edge serves http only).
+    acme: AcmeFactory | None = None
     # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's
     # pages tell people when its routes answer 503.
     off: dict[str, str] = field(default_factory=dict)

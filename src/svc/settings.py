@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     # SVC_PROJECT_DB_ADMIN_URL (an administrator's URL: postgresql://user:password@host:port/db),
     # else on a private cluster `svc serve` runs under SVC_DATA_DIR/projectdb when PostgreSQL's
     # server is installed. SVC_PROJECT_DB_ENABLED=false turns both off.
+    # Certificates over ACME (docs/tls.md): the CA's directory (unset: no certificates, http only),
+    # the account's contact, and a CA bundle to trust the directory's own certificate with (a
+    # private CA such as pebble).
+    acme_directory_url: str | None = None
+    acme_email: str | None = None
+    acme_ca_bundle: str | None = None
     project_db_enabled: bool = True
     project_db_admin_url: str | None = None
     # What each project's role may hold: connections at once, and a statement's time by default.

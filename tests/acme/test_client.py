@@ -15,13 +15,14 @@ import pytest
 from cryptography import x509
 
 from svc.adapters.acme.client import AcmeClient
-from svc.adapters.acme.pebble import Pebble, find_pebble
+from svc.adapters.acme.pebble import Pebble
 from svc.adapters.acme.port import AcmeError, AcmeErrorKind, Method
 from svc.adapters.nameserver.port import RRsetData
 from svc.supervisor import free_tcp_port
+from tests.support.acme import PEBBLE_REQUIRED, running_pebble
 from tests.support.pdns import Pdns
 
-pytestmark = pytest.mark.skipif(find_pebble() is None, reason="pebble is not installed (make setup)")
+pytestmark = PEBBLE_REQUIRED
 
 ZONE = "apps.test."
 
@@ -68,17 +69,12 @@ async def _responder(port: int, answers: dict[str, str]) -> asyncio.Server:
 
 @pytest.fixture
 async def pebble(pdns: Pdns, tmp_path: Path) -> AsyncIterator[Pebble]:
-    binary = find_pebble()
-    assert binary is not None
     await pdns.nameserver.ensure_zone(ZONE, nameservers=["ns1.svc.test."])
     await pdns.nameserver.apply(ZONE, replace=[RRsetData(f"shop.{ZONE}", "A", 60, ("127.0.0.1",))], delete=[])
-    running = Pebble(tmp_path / "pebble", dns_server=f"127.0.0.1:{pdns.port}", http_port=free_tcp_port("127.0.0.1"),
-                     tls_port=free_tcp_port("127.0.0.1"))
-    await running.start(binary)
     try:
-        yield running
+        async with running_pebble(tmp_path / "pebble", pdns.port) as running:
+            yield running
     finally:
-        await running.stop()
         await pdns.nameserver.delete_zone(ZONE)
 
 

@@ -2,6 +2,7 @@
 
 from svc.models.audit import AuditEvent
 from svc.models.base import Base
+from svc.models.certificates import AcmeAccount, AcmeChallenge, Certificate
 from svc.models.databases import DatabaseGeneration, DatabaseToken, ProjectDatabase
 from svc.models.dns import PendingChange, RRset, Zone
 from svc.models.invites import Invite
@@ -14,6 +15,8 @@ from svc.models.ratelimits import RateCounter
 from svc.models.states import (
     PROTECTED_ACCESS_MODES,
     AccessMode,
+    CertificateKind,
+    CertificateStatus,
     DatabaseOpPhase,
     DnssecState,
     GenerationKind,
@@ -38,8 +41,13 @@ __all__ = [
     "AccessGrant",
     "AccessMode",
     "AccessToken",
+    "AcmeAccount",
+    "AcmeChallenge",
     "AuditEvent",
     "Base",
+    "Certificate",
+    "CertificateKind",
+    "CertificateStatus",
     "Cycle",
     "DatabaseGeneration",
     "DatabaseOpPhase",

@@ -133,6 +133,21 @@ class JobKind(StrEnum):
     database_generation = "database.generation"
     database_verify = "database.verify"
     database_operation = "database.operation"
+    # Certificates (domains/certificates/jobs.py): the cycle that asks for the certificates svc
+    # should hold and renews the due ones; one order ({"name"}).
+    certificate_cycle = "certificate.cycle"
+    certificate_issue = "certificate.issue"
+
+
+class CertificateStatus(StrEnum):
+    issuing = "issuing"
+    active = "active"
+    failed = "failed"
+
+
+class CertificateKind(StrEnum):
+    wildcard = "wildcard"  # *.<SVC_APP_DOMAIN>, by DNS-01 on svc's own nameserver
+    host = "host"  # an active custom hostname, by HTTP-01 at the edge
 
 
 class DnssecState(StrEnum):

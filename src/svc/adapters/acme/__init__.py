@@ -1,2 +1,23 @@
 """Certificates over ACME (port.py): the acme library's client (client.py), and pebble, the test CA
 svc can run through its supervisor (pebble.py)."""
+
+from __future__ import annotations
+
+from svc.adapters.acme.client import AcmeClient
+from svc.adapters.acme.port import Acme, AcmeFactory
+from svc.settings import Settings
+
+__all__ = ["acme_factory"]
+
+
+def acme_factory(settings: Settings) -> AcmeFactory | None:
+    """The ACME client of SVC_ACME_DIRECTORY_URL for a stored account key; None when it is unset."""
+    url = settings.acme_directory_url
+    if not url:
+        return None
+
+    def make(account_key_pem: str | None) -> Acme:
+        return AcmeClient(url, account_key_pem=account_key_pem, email=settings.acme_email,
+                          ca_bundle=settings.acme_ca_bundle)
+
+    return make

@@ -7,6 +7,7 @@ store, the nameserver or the edge."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -70,3 +71,8 @@ class Acme(Protocol):
     def account_key_pem(self) -> str:
         """The account's key (PEM): generated once by the caller's first call, for it to keep sealed."""
         ...
+
+
+# Makes the Acme of svc's settings for an account key (None: a new one); the certificates area keeps
+# the key sealed in the store and hands it back (svc.app builds this from SVC_ACME_*).
+AcmeFactory = Callable[[str | None], Acme]

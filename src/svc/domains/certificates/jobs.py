@@ -1,0 +1,86 @@
+"""The certificates area's jobs: the cycle that compares what certificates svc holds with what it
+should hold (the app domain's wildcard, each active custom hostname) and asks for the missing and
+the due ones; and one order (`certificate.issue`), run with nothing of the store held."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from svc.adapters.acme.port import AcmeError
+from svc.domains.certificates import queries, service
+from svc.jobs.registry import JobRegistry, JobRun
+from svc.kit.clock import utcnow
+from svc.models import Certificate, CertificateKind, CertificateStatus, JobKind
+from svc.settings import Settings
+from svc.uow import Tx, UnitOfWork, use_case
+
+CYCLE_SECONDS = 60.0
+# A due certificate's order is asked for once: its renew_at moves this far ahead until the order's
+# outcome sets the real one (a slow order is not asked for again by the next cycle).
+ORDER_LEASE = timedelta(minutes=15)
+
+
+def register(registry: JobRegistry, settings: Settings) -> None:
+    registry.cycle(JobKind.certificate_cycle, CYCLE_SECONDS, cycle)
+    registry.handler(JobKind.certificate_issue, issue)
+
+
+@use_case(Tx.WRITE)
+async def cycle(run: JobRun) -> None:
+    await converge(run.uow)
+
+
+async def converge(uow: UnitOfWork) -> int:
+    """Rows for the names svc should hold, none for the others, an order for each missing or due
+    one; how many orders it asked for."""
+    ctx = uow.ctx
+    if ctx.adapters.acme is None:
+        return 0
+    session = uow.session
+    now = utcnow()
+    wanted = {host: CertificateKind.host for host in await queries.active_custom_hosts(session)}
+    wildcard = service.wildcard_name(ctx.settings)
+    if wildcard is not None:
+        wanted[wildcard] = CertificateKind.wildcard
+    held = {row.name: row for row in await queries.certificates(session)}
+    for name, row in held.items():
+        if name not in wanted:
+            await session.delete(row)  # its hostname is gone or no longer active: never ordered again
+    asked = 0
+    for name, kind in sorted(wanted.items()):
+        row = held.get(name) or Certificate(name=name, kind=kind.value, status=CertificateStatus.issuing,
+                                            failures=0, created_at=now, updated_at=now, renew_at=now)
+        if name not in held:
+            session.add(row)
+        if row.renew_at is not None and row.renew_at <= now:
+            row.renew_at = now + ORDER_LEASE
+            uow.enqueue(JobKind.certificate_issue, {"name": name})
+            asked += 1
+    return asked
+
+
+@use_case(Tx.READ_THEN_WRITE)  # the order runs with nothing of the store held
+async def issue(run: JobRun) -> None:
+    name = str(run.payload["name"])
+    row = await queries.certificate(run.session, name)
+    if row is None:
+        return
+    if row.kind == CertificateKind.host and not await queries.is_active_custom_host(run.session, name):
+        return  # the hostname is not active (any more): no order for it, ever
+    method = service.method_of(row)
+    await run.uow.close_reads()
+    acme = await service.acme_for(run.ctx)
+    if acme is None:
+        return
+    try:
+        issued = await acme.issue([name], method, service.StoreSolver(run.ctx))
+        try:
+            suggested = await acme.renewal_time(issued.fullchain_pem)
+        except AcmeError:
+            suggested = None
+    except AcmeError as exc:
+        await run.uow.begin_write()
+        await service.record_failure(run.uow, name, exc)
+        return
+    await run.uow.begin_write()
+    await service.record_issued(run.uow, name, issued, service.renewal(issued, suggested))

@@ -1,0 +1,157 @@
+"""Certificates svc holds and how it gets them (docs/tls.md). Services flush, never commit.
+
+What svc holds a certificate for is decided by the store alone: the wildcard of the app domain
+(`*.<SVC_APP_DOMAIN>`, one certificate for every project's default hostname, proven by DNS-01 on
+svc's own nameserver) and each active custom hostname (HTTP-01, answered by the edge from the
+store). Nothing else is ever ordered. A certificate's key is sealed with the keyring; the account
+key too (made once per ACME directory).
+
+An order runs with nothing of the store held; its outcome is written after. A failure keeps the
+certificate the name had (the host stays served with it, or over http) and tries again later with
+a growing, jittered backoff, never in a tight loop; the CA's rate limits and CAA refusals are said
+in words on the row."""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import datetime, timedelta
+
+from svc.adapters.acme.port import Acme, AcmeError, AcmeErrorKind, Issued, Method
+from svc.adapters.nameserver.port import RRsetData
+from svc.context import AppContext
+from svc.domains.certificates import queries
+from svc.kit.clock import utcnow
+from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus
+from svc.settings import Settings
+from svc.uow import Tx, UnitOfWork, unit_of_work
+
+log = logging.getLogger("svc.certificates")
+
+RENEW_FRACTION = 2 / 3  # of the lifetime, when the CA gives no renewal window
+BACKOFF = (timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2), timedelta(hours=6), timedelta(hours=24))
+CHALLENGE_TTL = 60
+
+
+def wildcard_name(settings: Settings) -> str | None:
+    """`*.<SVC_APP_DOMAIN>`, or None where no public CA could prove it (localhost, a bare name)."""
+    domain = settings.app_domain.strip(".").lower()
+    if "." not in domain or domain == "localhost" or domain.endswith(".localhost"):
+        return None
+    return f"*.{domain}"
+
+
+def _seal_context(name: str) -> str:
+    return f"certificate/{name}"
+
+
+async def acme_for(ctx: AppContext) -> Acme | None:
+    """The ACME client with the account's key (made and sealed on first use); None: ACME is off."""
+    make = ctx.adapters.acme
+    url = ctx.settings.acme_directory_url
+    if make is None or url is None:
+        return None
+    async with unit_of_work(ctx, Tx.READ) as uow:
+        row = await queries.account(uow.session, url)
+        if row is not None:
+            return make(ctx.keys.unseal(row.sealed_key, context=f"acme/{url}").decode())
+    acme = make(None)
+    async with unit_of_work(ctx, Tx.WRITE) as uow:
+        row = await queries.account(uow.session, url)
+        if row is not None:  # made meanwhile by another process: its key is the account's
+            return make(ctx.keys.unseal(row.sealed_key, context=f"acme/{url}").decode())
+        uow.session.add(AcmeAccount(directory_url=url, created_at=utcnow(),
+                                    sealed_key=ctx.keys.seal(acme.account_key_pem().encode(), context=f"acme/{url}")))
+    return acme
+
+
+class StoreSolver:
+    """Publishes challenges where the CA looks: DNS-01 as a TXT record on svc's nameserver (in the
+    app domain's zone there), HTTP-01 as a row the edge answers from."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    def _zone(self) -> str:
+        return self.ctx.settings.app_domain.strip(".").lower() + "."
+
+    async def publish(self, method: Method, name: str, token: str, value: str) -> None:
+        if method is Method.dns01:
+            nameserver = self.ctx.adapters.nameserver
+            if nameserver is None:
+                raise AcmeError(AcmeErrorKind.rejected, "DNS-01 needs svc's nameserver, and DNS is off here")
+            await nameserver.ensure_zone(self._zone(), nameservers=self.ctx.settings.nameserver_names)
+            await nameserver.apply(self._zone(), replace=[RRsetData(name.rstrip(".") + ".", "TXT", CHALLENGE_TTL,
+                                                                    (f'"{value}"',))], delete=[])
+            return
+        async with unit_of_work(self.ctx, Tx.WRITE) as uow:
+            uow.session.add(AcmeChallenge(token=token, host=name, key_authorization=value, created_at=utcnow()))
+
+    async def withdraw(self, method: Method, name: str, token: str, value: str) -> None:
+        if method is Method.dns01:
+            nameserver = self.ctx.adapters.nameserver
+            if nameserver is not None:
+                await nameserver.apply(self._zone(), replace=[], delete=[(name.rstrip(".") + ".", "TXT")])
+            return
+        async with unit_of_work(self.ctx, Tx.WRITE) as uow:
+            await queries.drop_challenge(uow.session, token)
+
+
+async def challenge_answer(uow: UnitOfWork, token: str) -> str | None:
+    """What the edge answers at /.well-known/acme-challenge/<token> (None: 404)."""
+    row = await queries.challenge(uow.session, token)
+    return row.key_authorization if row is not None else None
+
+
+def backoff(failures: int, *, now: datetime) -> datetime:
+    """When to try again after `failures` failures in a row: 5 min, 30 min, 2 h, 6 h, then daily,
+    each with a fifth of jitter so that many names failing together do not retry together."""
+    step = BACKOFF[min(failures, len(BACKOFF)) - 1]
+    return now + step * random.uniform(0.9, 1.1)
+
+
+def renewal(issued: Issued, suggested: datetime | None) -> datetime:
+    """When to renew: the CA's window (ARI) when it gave one, else two thirds of the lifetime."""
+    if suggested is not None:
+        return suggested
+    return issued.not_before + (issued.not_after - issued.not_before) * RENEW_FRACTION
+
+
+async def record_issued(uow: UnitOfWork, name: str, issued: Issued, renew_at: datetime) -> None:
+    row = await queries.certificate(uow.session, name, lock=True)
+    if row is None:
+        return  # not wanted any more (its hostname went meanwhile)
+    row.fullchain = issued.fullchain_pem
+    row.sealed_key = uow.ctx.keys.seal(issued.key_pem.encode(), context=_seal_context(name))
+    row.not_before, row.not_after, row.issuer = issued.not_before, issued.not_after, issued.issuer[:200]
+    row.status = CertificateStatus.active
+    row.last_error = None
+    row.failures = 0
+    row.renew_at = renew_at
+    row.updated_at = utcnow()
+    log.info("certificate for %s issued by %s, valid until %s", name, issued.issuer, issued.not_after.isoformat())
+
+
+async def record_failure(uow: UnitOfWork, name: str, error: AcmeError) -> None:
+    row = await queries.certificate(uow.session, name, lock=True)
+    if row is None:
+        return
+    now = utcnow()
+    row.failures += 1
+    row.last_error = error.message[:1000]
+    # A certificate still valid keeps serving: the row stays active with the reason beside it.
+    if row.fullchain is None or (row.not_after is not None and row.not_after <= now):
+        row.status = CertificateStatus.failed
+    row.renew_at = max(error.retry_after or now, backoff(row.failures, now=now))
+    row.updated_at = now
+    log.warning("certificate for %s: %s (next try %s)", name, error.message, row.renew_at.isoformat())
+
+
+def key_pem(ctx: AppContext, row: Certificate) -> str:
+    """The certificate's private key, for the edge only (never a response, a log line or an audit row)."""
+    assert row.sealed_key is not None
+    return ctx.keys.unseal(row.sealed_key, context=_seal_context(row.name)).decode()
+
+
+def method_of(row: Certificate) -> Method:
+    return Method.dns01 if row.kind == CertificateKind.wildcard else Method.http01

@@ -1,0 +1,29 @@
+"""pebble, the ACME test CA, run through svc's supervisor for a test, its lookups and DNS-01 checks
+answered by the session's PowerDNS."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from svc.adapters.acme.pebble import Pebble, find_pebble
+from svc.supervisor import free_tcp_port
+
+PEBBLE_REQUIRED = pytest.mark.skipif(find_pebble() is None, reason="pebble is not installed (make setup)")
+
+
+@asynccontextmanager
+async def running_pebble(root: Path, dns_port: int, *, http_port: int | None = None) -> AsyncIterator[Pebble]:
+    """`http_port`: where it checks HTTP-01 (a free, closed port when not given)."""
+    binary = find_pebble()
+    assert binary is not None
+    pebble = Pebble(root, dns_server=f"127.0.0.1:{dns_port}", http_port=http_port or free_tcp_port("127.0.0.1"),
+                    tls_port=free_tcp_port("127.0.0.1"))
+    await pebble.start(binary)
+    try:
+        yield pebble
+    finally:
+        await pebble.stop()
