@@ -27,6 +27,7 @@ from svc.auth.cache import AuthCache
 from svc.auth.invalidation import CacheKeeper
 from svc.context import Adapters, AppContext
 from svc.db import migrate, open_database
+from svc.domains.certificates.service import EdgeCertificates
 from svc.domains.projects.service import EdgeRouting
 from svc.domains.workers.service import SteadySource, TrafficRecorder
 from svc.edge import start_edge
@@ -216,7 +217,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                     runtime = await start_runtime(settings, api_address=api_address(api_url)[0])
                     ctx.adapters.runtime = runtime
                 edge = await start_edge(settings, EdgeRouting(ctx), api_url=api_url, runtime=ctx.adapters.runtime,
-                                        traffic=TrafficRecorder(ctx) if settings.edge_traffic_log else None)
+                                        traffic=TrafficRecorder(ctx) if settings.edge_traffic_log else None,
+                                        certificates=EdgeCertificates(ctx) if settings.edge_tls_port else None)
                 ctx.edge = edge
                 if runtime is not None and edge is not None:
                     # Each shard's live workers, served steadily behind the loading processes.

@@ -78,6 +78,8 @@ class Settings(BaseSettings):
     # the account's contact, and a CA bundle to trust the directory's own certificate with (a
     # private CA such as pebble).
     acme_directory_url: str | None = None
+    # Where the edge serves https (svc serve --edge-tls-port); None: http only.
+    edge_tls_port: int | None = None
     acme_email: str | None = None
     acme_ca_bundle: str | None = None
     project_db_enabled: bool = True

@@ -109,3 +109,15 @@ async def test_custom_hostnames_get_an_order_failures_back_off_and_a_gone_host_l
     assert (await alice.client.delete("/v1/orgs/acme/projects/web/hostnames/shop.example.net")).status_code == 204
     await _converge(tls_svc)
     assert set(await _rows(tls_svc)) == {"*.apps.test"}
+
+
+async def test_the_edge_answers_http01_from_the_store(tls_svc: Svc) -> None:
+    from svc.models import AcmeChallenge
+
+    async with tls_svc.ctx.db.transaction() as s:
+        s.add(AcmeChallenge(token="tok_en-1", host="shop.example.net", key_authorization="tok_en-1.thumb",
+                            created_at=utcnow()))
+    r = await tls_svc.anon.get("/v1/edge/acme-challenge/tok_en-1")
+    assert r.status_code == 200 and r.text == "tok_en-1.thumb"
+    assert (await tls_svc.anon.get("/v1/edge/acme-challenge/unknown")).status_code == 404
+    assert (await tls_svc.anon.get("/v1/edge/acme-challenge/bad%20token")).status_code in (400, 404)

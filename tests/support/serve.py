@@ -48,9 +48,10 @@ async def _wait_until(check: object, what: str, log: Path, seconds: float = 30.0
 
 
 @contextlib.asynccontextmanager
-async def svc_serve(tmp_path: Path, **settings: str) -> AsyncIterator[Server]:
-    """`settings`: more SVC_* variables for the server."""
-    port, edge_port, dns_port = free_port(), free_port(), free_dns_port()
+async def svc_serve(tmp_path: Path, *, edge_port: int | None = None, **settings: str) -> AsyncIterator[Server]:
+    """`settings`: more SVC_* variables for the server; `edge_port`: the edge's, when the test must
+    know it before the server starts (a CA that checks HTTP-01 there)."""
+    port, edge_port, dns_port = free_port(), edge_port or free_port(), free_dns_port()
     api = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     env.update(SVC_DATA_DIR=str(tmp_path / "data"), SVC_ENABLE_DEV_AUTH="true", SVC_PUBLIC_URL=api,

@@ -129,11 +129,23 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
+def _tls_summary(settings: Settings) -> str:
+    """The banner's https line: where, with which CA, or how to turn it on."""
+    if not settings.acme_directory_url or not settings.edge_tls_port:
+        return ("off: the edge serves http only. To serve https, set SVC_ACME_DIRECTORY_URL (Let's Encrypt's, or "
+                "any ACME CA) and SVC_EDGE_TLS_PORT (or --edge-tls-port), and give svc an app domain the CA can "
+                "reach (docs/tls.md)")
+    return (f"on {host_port(local_address(settings.edge_host), settings.edge_tls_port)}, certificates from "
+            f"{settings.acme_directory_url}")
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address the API listens on"),
     port: int = typer.Option(8080, help="Port of the API"),
     edge_port: int | None = typer.Option(None, help="Port of the edge that serves deployments "
                                          "(default SVC_EDGE_PORT, 8081)"),
+    edge_tls_port: int | None = typer.Option(None, help="Port where the edge serves https with the certificates "
+                                             "svc gets over ACME (default SVC_EDGE_TLS_PORT; unset: http only)"),
     log_level: str = typer.Option("info", help="debug, info, warning or error"),
 ) -> None:
     """Run svc: the control API, the edge (nginx) and the background cycles (jobs, mail) in one process."""
@@ -145,6 +157,8 @@ def serve(
         raise _fail(_bad_settings(exc)) from None
     if edge_port is not None:
         settings = settings.model_copy(update={"edge_port": edge_port})
+    if edge_tls_port is not None:
+        settings = settings.model_copy(update={"edge_tls_port": edge_tls_port})
     # Private from the start (the first start's check of the data dir then finds nothing to repair).
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     if settings.is_sqlite:
@@ -193,6 +207,7 @@ def serve(
         else:
             console.print(f"workers:   workerd {workerd} ({settings.worker_processes} processes and a checker; "
                           f"log in {settings.data_dir / 'workers'})")
+    console.print(f"https:     {escape(_tls_summary(settings))}")
     databases = database_plan(settings)
     if databases.mode == "off" and settings.project_db_enabled:
         console.print(f"[bold red]databases:[/bold red] {escape(databases.summary)}")

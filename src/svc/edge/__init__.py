@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from svc.adapters.edge.port import RoutingSource, TrafficSink
+from svc.adapters.edge.port import CertificateSource, RoutingSource, TrafficSink
 from svc.adapters.workers.port import WorkerRuntime
 from svc.edge.config import EdgeConfigError, EdgeLayout, listen_address
 from svc.edge.converge import NginxEdge
@@ -36,7 +36,8 @@ def edge_port_taken(settings: Settings) -> bool:
 
 
 async def start_edge(settings: Settings, routing: RoutingSource, *, api_url: str,
-                     runtime: WorkerRuntime | None = None, traffic: TrafficSink | None = None) -> NginxEdge | None:
+                     runtime: WorkerRuntime | None = None, traffic: TrafficSink | None = None,
+                     certificates: CertificateSource | None = None) -> NginxEdge | None:
     """Start this process's edge; None (logged) when nginx is missing or the edge cannot be set up.
     `api_url` is where nginx reaches this svc's API (http://host:port). Raises EdgePortInUse when
     another program listens on the edge's address: svc does not run beside an edge it cannot start."""
@@ -45,7 +46,8 @@ async def start_edge(settings: Settings, routing: RoutingSource, *, api_url: str
     except MissingBinary as exc:
         log.warning("the edge is off: %s; %s", exc, INSTALL_HINT)
         return None
-    edge = NginxEdge(settings, routing, api_url=api_url, binary=binary, runtime=runtime, traffic=traffic)
+    edge = NginxEdge(settings, routing, api_url=api_url, binary=binary, runtime=runtime, traffic=traffic,
+                     certificates=certificates)
     try:
         await edge.start()
     except EdgePortInUse:

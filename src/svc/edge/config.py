@@ -219,6 +219,20 @@ class EdgeOptions:
     worker_timeout_seconds: int = 30
     # The unpacked bundles (SVC_DATA_DIR/sites): the runtime reads a deployment's assets/ here.
     sites: Path | None = None
+    # TLS (docs/tls.md): the port of the https listener (None: http only), and the certificates
+    # served there, each a server picked by SNI.
+    tls_port: int | None = None
+    certificates: tuple[EdgeCertificate, ...] = ()
+
+
+@dataclass(frozen=True)
+class EdgeCertificate:
+    """A certificate the edge serves: the name it is for (`*.apps.example` or a host) and its files
+    (0600, written by tls.py)."""
+
+    server_name: str
+    chain: Path
+    key: Path
 
 
 def quote(value: str) -> str:
@@ -357,6 +371,9 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         sites_root=quote(str(options.sites)) if options.sites is not None else None,
         runtime_token=_single(options.runtime_token) if options.workers else None,
         worker_timeout=options.worker_timeout_seconds,
+        tls_listen=listen_address(options.listen_host, options.tls_port) if options.tls_port else None,
+        certificates=[{"server_name": quote(c.server_name), "chain": quote(str(c.chain)), "key": quote(str(c.key))}
+                      for c in options.certificates],
     )
     return text.replace(_ID_PLACEHOLDER, hashlib.sha256(text.encode()).hexdigest()[:16])
 

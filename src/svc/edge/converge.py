@@ -37,7 +37,7 @@ import signal
 from collections.abc import Collection
 from pathlib import Path
 
-from svc.adapters.edge.port import EdgeChange, Route, RoutingSource, TrafficBatch, TrafficSink
+from svc.adapters.edge.port import CertificateSource, EdgeChange, Route, RoutingSource, TrafficBatch, TrafficSink
 from svc.adapters.workers.port import WorkerRuntime
 from svc.edge.config import (
     EdgeLayout,
@@ -50,6 +50,7 @@ from svc.edge.config import (
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules, nginx_build
 from svc.edge.routes import Entry, Kind, RouteTable
 from svc.edge.routes_module import ModuleBuildError, routes_module
+from svc.edge.tls import write_certificates
 from svc.edge.traffic import TrafficLog, counts
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
@@ -87,7 +88,7 @@ class NginxEdge:
 
     def __init__(self, settings: Settings, routing: RoutingSource, *, api_url: str, binary: str,
                  worker_processes: int = 1, runtime: WorkerRuntime | None = None,
-                 traffic: TrafficSink | None = None) -> None:
+                 traffic: TrafficSink | None = None, certificates: CertificateSource | None = None) -> None:
         self.settings = settings
         self.routing = routing
         data_dir = settings.data_dir.resolve()
@@ -103,7 +104,11 @@ class NginxEdge:
                                    worker_sockets=runtime.steady_sockets() if runtime is not None else "",
                                    runtime_token=runtime.token if runtime is not None else "",
                                    worker_timeout_seconds=settings.worker_timeout_seconds,
-                                   sites=data_dir / "sites")
+                                   sites=data_dir / "sites",
+                                   tls_port=settings.edge_tls_port if certificates is not None else None)
+        # The certificates served on the TLS port (None: http only), and the version written.
+        self.certificates = certificates
+        self._certificates_version: str | None = None
         # The worker runtime the edge sends workers' requests to (None: static sites only).
         self.runtime = runtime
         # Who keeps the projects' traffic (the structured access log, followed: traffic.py).
@@ -162,6 +167,7 @@ class NginxEdge:
         self.table.load()
         await self.converge_now()
         self.table.compact()
+        await self._load_certificates()
         async with self._lock:
             await self._configure()
         if self._text is None:
@@ -350,6 +356,21 @@ class NginxEdge:
             return False
         return True
 
+    async def _load_certificates(self) -> bool:
+        """The certificates' files written when their version moved; whether it did."""
+        port = self.options.tls_port
+        if self.certificates is None or port is None:
+            return False
+        version = await self.certificates.version()
+        if version == self._certificates_version:
+            return False
+        served = await self.certificates.certificates()
+        files = await asyncio.to_thread(write_certificates, self.layout.root / "certs", served)
+        self.options = dataclasses.replace(self.options, certificates=files)
+        self._certificates_version = version
+        log.info("edge: %d certificates served on %s", len(files), listen_address(self.options.listen_host, port))
+        return True
+
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
@@ -390,6 +411,8 @@ class NginxEdge:
             try:
                 if self._incomplete or self._unsynced or self._foreign(await self.routing.generation()):
                     await self.converge_now()
+                if await self._load_certificates():
+                    await self.reconfigure()  # a graceful reload: no connection is dropped
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -36,6 +36,25 @@ class Route:
     worker_assets: str = "files-first"
 
 
+@dataclass(frozen=True)
+class ServedCertificate:
+    """A certificate the edge serves over TLS: the name it is for, its chain and its key (PEM)."""
+
+    name: str
+    fullchain_pem: str
+    key_pem: str
+
+
+class CertificateSource(Protocol):
+    """The certificates svc holds (the certificates area implements it; svc.app hands it in)."""
+
+    async def version(self) -> str:
+        """A text that changes when any certificate the edge serves changes (cheap: polled)."""
+        ...
+
+    async def certificates(self) -> list[ServedCertificate]: ...
+
+
 class RoutingSource(Protocol):
     async def generation(self) -> int:
         """A counter that moves with every change the edge must follow (cheap: polled)."""

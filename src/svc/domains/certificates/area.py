@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from svc.domains.certificates import jobs
+from svc.domains.certificates import edge_router, jobs
+from svc.domains.certificates.settings import CertificateSettings
 from svc.manifest import Area
 
-AREA = Area(name="certificates", jobs=jobs.register)
+AREA = Area(name="certificates", routers=(edge_router.router,), jobs=jobs.register, settings=CertificateSettings)

@@ -8,20 +8,20 @@ from datetime import timedelta
 
 from svc.adapters.acme.port import AcmeError
 from svc.domains.certificates import queries, service
+from svc.domains.certificates.settings import CertificateSettings
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import Certificate, CertificateKind, CertificateStatus, JobKind
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
-CYCLE_SECONDS = 60.0
 # A due certificate's order is asked for once: its renew_at moves this far ahead until the order's
 # outcome sets the real one (a slow order is not asked for again by the next cycle).
 ORDER_LEASE = timedelta(minutes=15)
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.certificate_cycle, CYCLE_SECONDS, cycle)
+    registry.cycle(JobKind.certificate_cycle, CertificateSettings().certificate_check_seconds, cycle)
     registry.handler(JobKind.certificate_issue, issue)
 
 

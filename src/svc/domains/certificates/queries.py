@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from svc.kit.store_session import StoreSession
 from svc.models import AcmeAccount, AcmeChallenge, Certificate, Hostname, HostnameKind, HostnameStatus
@@ -42,3 +42,15 @@ async def challenge(session: StoreSession, token: str) -> AcmeChallenge | None:
 
 async def drop_challenge(session: StoreSession, token: str) -> None:
     await session.execute(delete(AcmeChallenge).where(AcmeChallenge.token == token))
+
+
+async def served(session: StoreSession) -> list[Certificate]:
+    """The certificates with a chain (a failed renewal keeps serving the one it has)."""
+    return list((await session.scalars(select(Certificate).where(Certificate.fullchain.is_not(None))
+                                       .order_by(Certificate.name))).all())
+
+
+async def served_version(session: StoreSession) -> str:
+    row = (await session.execute(select(func.count(), func.max(Certificate.updated_at))
+                                 .where(Certificate.fullchain.is_not(None)))).one()
+    return f"{row[0]}:{row[1].isoformat() if row[1] else ''}"

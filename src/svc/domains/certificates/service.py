@@ -18,6 +18,7 @@ import random
 from datetime import datetime, timedelta
 
 from svc.adapters.acme.port import Acme, AcmeError, AcmeErrorKind, Issued, Method
+from svc.adapters.edge.port import ServedCertificate
 from svc.adapters.nameserver.port import RRsetData
 from svc.context import AppContext
 from svc.domains.certificates import queries
@@ -155,3 +156,21 @@ def key_pem(ctx: AppContext, row: Certificate) -> str:
 
 def method_of(row: Certificate) -> Method:
     return Method.dns01 if row.kind == CertificateKind.wildcard else Method.http01
+
+
+class EdgeCertificates:
+    """What the edge serves over TLS (adapters/edge/port.py CertificateSource; svc.app hands it in):
+    every certificate svc holds a chain for, with its key unsealed for the edge's files alone."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    async def version(self) -> str:
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            return await queries.served_version(uow.session)
+
+    async def certificates(self) -> list[ServedCertificate]:
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            rows = await queries.served(uow.session)
+        return [ServedCertificate(name=row.name, fullchain_pem=row.fullchain or "", key_pem=key_pem(self.ctx, row))
+                for row in rows]

@@ -1,0 +1,113 @@
+"""https end to end: a real `svc serve` (its edge, its managed PowerDNS) with a real ACME server
+(pebble) whose DNS-01 checks that PowerDNS answers. svc gets the app domain's wildcard by itself,
+writes it for the edge (0600) and the edge serves every project's default hostname over TLS with
+it, picked by SNI; a name svc holds no certificate for gets no handshake."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import ssl
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.acme import PEBBLE_REQUIRED, running_pebble
+from tests.support.bundles import site
+from tests.support.pdns import free_dns_port
+from tests.support.ports import free_port
+from tests.support.serve import Server, svc_serve
+
+pytestmark = PEBBLE_REQUIRED
+
+
+def _https_get(port: int, host: str, root_pem: str) -> tuple[str, str]:
+    """GET / over TLS to 127.0.0.1:port with SNI `host`, verified against `root_pem`: (status line, body)."""
+    ctx = ssl.create_default_context(cadata=root_pem)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            ctx.wrap_socket(raw, server_hostname=host) as tls:
+        tls.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := tls.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head.split(b"\r\n", 1)[0].decode(), body.decode(errors="replace")
+
+
+async def test_default_hostnames_are_served_over_https_with_the_wildcard(tmp_path: Path) -> None:
+    dns_port, edge_port, tls_port = free_dns_port(), free_port(), free_port()
+    # (A short directory: PowerDNS's control socket path must fit a unix socket's 108 bytes.)
+    work = Path(tempfile.mkdtemp(prefix="svctls-"))
+    try:
+        async with running_pebble(tmp_path / "pebble", dns_port, http_port=edge_port) as pebble:
+            root = await pebble.root_pem()
+            async with svc_serve(work, edge_port=edge_port, SVC_DNS_PORT=str(dns_port),
+                                 SVC_APP_DOMAIN="apps.test", SVC_ACME_DIRECTORY_URL=pebble.directory_url,
+                                 SVC_ACME_CA_BUNDLE=pebble.ca_bundle, SVC_EDGE_TLS_PORT=str(tls_port),
+                                 SVC_CERTIFICATE_CHECK_SECONDS="1") as server:
+                await _journey(server, tls_port, root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def _journey(server: Server, tls_port: int, root: str) -> None:
+    assert f"https:     on 127.0.0.1:{tls_port}" in server.log.read_text()
+    async with httpx.AsyncClient(base_url=server.api, timeout=30) as http:
+        token = (await http.post("/v1/auth/dev/login", json={"subject": "tls"})).json()["token"]
+        auth = {"authorization": f"Bearer {token}"}
+        made = await http.post("/v1/orgs/tls/projects", json={"name": "web"}, headers=auth)
+        host = made.json()["hostname"]
+        assert host == "web-tls.apps.test"
+        r = await http.post("/v1/orgs/tls/projects/web/deployments", headers={**auth,
+                            "content-type": "application/gzip"},
+                            content=site({"assets/index.html": b"<h1>over tls</h1>"}))
+        assert r.status_code == 201, r.text
+
+    async def served() -> tuple[str, str] | None:
+        try:
+            return await asyncio.to_thread(_https_get, tls_port, host, root)
+        except (OSError, ssl.SSLError):
+            return None
+
+    answer = None
+    for _ in range(600):  # the wildcard is ordered at the first check, then the edge reloads
+        answer = await served()
+        if answer is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert answer is not None, server.log.read_text()[-3000:]
+    status, body = answer
+    assert status == "HTTP/1.1 200 OK" and body == "<h1>over tls</h1>"
+    # The files nginx reads are svc's alone.
+    assert server.data_dir is not None
+    certs = server.data_dir / "edge" / "certs"
+    assert certs.stat().st_mode & 0o077 == 0
+    assert all(p.stat().st_mode & 0o077 == 0 for p in certs.iterdir())
+    # A name outside the wildcard: no certificate, no handshake (never another name's).
+    with pytest.raises(ssl.SSLError):
+        await asyncio.to_thread(_https_get, tls_port, "elsewhere.example.net", root)
+
+    # A custom hostname: once active, its own certificate by HTTP-01, which the CA checks
+    # at the edge (svc answers from the store), then served over https.
+    async with httpx.AsyncClient(base_url=server.api, timeout=30, headers=auth) as http:
+        assert (await http.post("/v1/orgs/tls/dns/zones", json={"name": "shop.test"})).status_code == 200
+        r = await http.put("/v1/orgs/tls/dns/zones/shop.test/rrsets/www/A", json={"records": ["127.0.0.1"]})
+        assert r.status_code == 200, r.text
+        r = await http.post("/v1/orgs/tls/projects/web/hostnames", json={"name": "www.shop.test"})
+        assert r.status_code == 200, r.text
+        for _ in range(600):
+            hosts = (await http.get("/v1/orgs/tls/projects/web/hostnames")).json()["hostnames"]
+            if any(h["host"] == "www.shop.test" and h["status"] == "active" for h in hosts):
+                break
+            await asyncio.sleep(0.1)
+    answer = None
+    for _ in range(600):
+        try:
+            answer = await asyncio.to_thread(_https_get, tls_port, "www.shop.test", root)
+            break
+        except (OSError, ssl.SSLError):
+            await asyncio.sleep(0.1)
+    assert answer == ("HTTP/1.1 200 OK", "<h1>over tls</h1>"), server.log.read_text()[-3000:]
