@@ -111,3 +111,10 @@ async def _journey(server: Server, tls_port: int, root: str) -> None:
         except (OSError, ssl.SSLError):
             await asyncio.sleep(0.1)
     assert answer == ("HTTP/1.1 200 OK", "<h1>over tls</h1>"), server.log.read_text()[-3000:]
+    # The API says which certificate each hostname is served with.
+    async with httpx.AsyncClient(base_url=server.api, timeout=30, headers=auth) as http:
+        hosts = {h["host"]: h for h in (await http.get("/v1/orgs/tls/projects/web/hostnames")).json()["hostnames"]}
+    for host in ("web-tls.apps.test", "www.shop.test"):
+        cert = hosts[host]["certificate"]
+        assert cert["status"] == "active" and cert["lastError"] is None and cert["issuer"], hosts[host]
+        assert cert["notAfter"] > "2026"

@@ -16,7 +16,7 @@ pytestmark = PDNS_REQUIRED
 
 H = "/v1/orgs/acme/projects/web/hostnames"
 OTHER = "/v1/orgs/other/projects/site/hostnames"
-FIELDS = {"host", "kind", "status", "verification", "cnameTarget", "lastError", "lastCheckedAt"}
+FIELDS = {"host", "kind", "status", "verification", "cnameTarget", "lastError", "lastCheckedAt", "certificate"}
 
 
 async def test_add_list_readd_and_remove(hsvc: Svc) -> None:
@@ -24,7 +24,7 @@ async def test_add_list_readd_and_remove(hsvc: Svc) -> None:
     listed = (await t.vic.client.get(H)).json()
     assert listed == {"hostnames": [{"host": "web-acme.localhost", "kind": "default", "status": "active",
                                      "verification": None, "cnameTarget": None, "lastError": None,
-                                     "lastCheckedAt": None}]}
+                                     "lastCheckedAt": None, "certificate": None}]}
 
     r = await t.bob.client.post(H, json={"name": "WWW.Example.COM"})
     assert r.status_code == 200, r.text

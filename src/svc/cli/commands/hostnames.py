@@ -56,6 +56,18 @@ def _print_records(c: Console, hostname: dict[str, Any]) -> None:
     c.print(output.table(["TYPE", "NAME", "VALUE"], records(hostname)))
 
 
+def _https(certificate: dict[str, Any] | None) -> str:
+    """The certificate column: its status and expiry, or why it failed."""
+    if not certificate:
+        return "-"
+    status = str(certificate.get("status"))
+    if status == "active":
+        return f"until {(output.when(certificate.get('notAfter')) or '?')[:10]}"
+    if status == "failed":
+        return f"failed: {certificate.get('lastError') or '?'}"
+    return status
+
+
 def _status_line(hostname: dict[str, Any]) -> str:
     if hostname.get("status") == ACTIVE:
         return f"{hostname.get('host')} is active: the edge serves the project there."
@@ -105,10 +117,10 @@ def list_hostnames(ctx: typer.Context, project: ProjectOption = None, org: OrgOp
     hostnames = [h for h in data.get("hostnames") or [] if isinstance(h, dict)]
 
     def render(c: Console) -> None:
-        c.print(output.table(["HOST", "KIND", "STATUS", "CHECKED", "LAST CHECK SAW"],
+        c.print(output.table(["HOST", "KIND", "STATUS", "CHECKED", "LAST CHECK SAW", "HTTPS"],
                              ([h.get("host"), h.get("kind"), h.get("status"), output.when(h.get("lastCheckedAt")),
-                               h.get("lastError")] for h in hostnames),
-                             empty=f"No hostnames in {proj}.", shrink={"LAST CHECK SAW": 24}))
+                               h.get("lastError"), _https(h.get("certificate"))] for h in hostnames),
+                             empty=f"No hostnames in {proj}.", shrink={"LAST CHECK SAW": 24, "HTTPS": 24}))
         for h in hostnames:
             if h.get("kind") == "custom" and h.get("status") != ACTIVE:
                 c.print()

@@ -4,8 +4,6 @@ the due ones; and one order (`certificate.issue`), run with nothing of the store
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from svc.adapters.acme.port import AcmeError
 from svc.domains.certificates import queries, service
 from svc.domains.certificates.settings import CertificateSettings
@@ -15,9 +13,7 @@ from svc.models import Certificate, CertificateKind, CertificateStatus, JobKind
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
-# A due certificate's order is asked for once: its renew_at moves this far ahead until the order's
-# outcome sets the real one (a slow order is not asked for again by the next cycle).
-ORDER_LEASE = timedelta(minutes=15)
+ORDER_LEASE = service.ORDER_LEASE
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:

@@ -54,3 +54,9 @@ async def served_version(session: StoreSession) -> str:
     row = (await session.execute(select(func.count(), func.max(Certificate.updated_at))
                                  .where(Certificate.fullchain.is_not(None)))).one()
     return f"{row[0]}:{row[1].isoformat() if row[1] else ''}"
+
+
+async def named(session: StoreSession, names: list[str]) -> list[Certificate]:
+    if not names:
+        return []
+    return list((await session.scalars(select(Certificate).where(Certificate.name.in_(names)))).all())

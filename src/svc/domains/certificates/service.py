@@ -22,8 +22,10 @@ from svc.adapters.edge.port import ServedCertificate
 from svc.adapters.nameserver.port import RRsetData
 from svc.context import AppContext
 from svc.domains.certificates import queries
+from svc.domains.certificates.schemas import CertificateView
 from svc.kit.clock import utcnow
-from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus
+from svc.kit.store_session import StoreSession
+from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus, JobKind
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, unit_of_work
 
@@ -32,6 +34,9 @@ log = logging.getLogger("svc.certificates")
 RENEW_FRACTION = 2 / 3  # of the lifetime, when the CA gives no renewal window
 BACKOFF = (timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2), timedelta(hours=6), timedelta(hours=24))
 CHALLENGE_TTL = 60
+# A certificate's order is asked for once: its renew_at moves this far ahead until the order's
+# outcome sets the real one (a slow order is not asked for again by the next check).
+ORDER_LEASE = timedelta(minutes=15)
 
 
 def wildcard_name(settings: Settings) -> str | None:
@@ -174,3 +179,43 @@ class EdgeCertificates:
             rows = await queries.served(uow.session)
         return [ServedCertificate(name=row.name, fullchain_pem=row.fullchain or "", key_pem=key_pem(self.ctx, row))
                 for row in rows]
+
+
+# --- for the hostnames area ---
+
+
+def _view(row: Certificate) -> CertificateView:
+    return CertificateView(status=row.status, not_after=row.not_after, issuer=row.issuer, last_error=row.last_error)
+
+
+async def for_hosts(session: StoreSession, settings: Settings, hosts: list[tuple[str, str]]) -> \
+        dict[str, CertificateView]:
+    """The certificate each of (host, kind) is served with, where svc holds one: a default
+    hostname's is the app domain's wildcard, a custom one's its own."""
+    wildcard = wildcard_name(settings)
+    names = {host for host, kind in hosts if kind != "default"} | ({wildcard} if wildcard else set())
+    rows = {row.name: row for row in await queries.named(session, sorted(names))}
+    found: dict[str, CertificateView] = {}
+    for host, kind in hosts:
+        row = rows.get(wildcard or "") if kind == "default" else rows.get(host)
+        if row is not None:
+            found[host] = _view(row)
+    return found
+
+
+async def order_now(uow: UnitOfWork, hosts: list[str]) -> None:
+    """Hostnames just turned active: their certificates are ordered now, not at the next check
+    (when svc gets certificates at all)."""
+    if uow.ctx.adapters.acme is None or not hosts:
+        return
+    now = utcnow()
+    for host in hosts:
+        row = await queries.certificate(uow.session, host)
+        if row is None:
+            uow.session.add(Certificate(name=host, kind=CertificateKind.host, status=CertificateStatus.issuing,
+                                        failures=0, created_at=now, updated_at=now, renew_at=now + ORDER_LEASE))
+        elif row.renew_at is None or row.renew_at > now + ORDER_LEASE:
+            continue  # held and not due, or backing off after a failure: nothing to order now
+        else:
+            row.renew_at = now + ORDER_LEASE
+        uow.enqueue(JobKind.certificate_issue, {"name": host})

@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from svc import models
+from svc.domains.certificates.schemas import CertificateView
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 
@@ -41,17 +42,22 @@ class Hostname(ApiModel):
     last_checked_at: Timestamp | None = Field(
         description="When ownership was last checked (the minute's cycle, Check now, or the add itself); "
                     "null before the first check and for the default hostname")
+    certificate: CertificateView | None = Field(
+        default=None, description="The certificate it is served with over https (a default hostname: the app "
+                                  "domain's wildcard); null while svc holds none (https off, or not ordered yet)")
 
     @classmethod
-    def of(cls, row: models.Hostname, *, txt_name: str, cname_target: str) -> Hostname:
+    def of(cls, row: models.Hostname, *, txt_name: str, cname_target: str,
+           certificate: CertificateView | None = None) -> Hostname:
         """A hostname as the API shows it; a custom one with the records that prove it (`txt_name`
         holding its verification value, or a CNAME to `cname_target`)."""
         if row.kind == models.HostnameKind.default:
             return cls(host=row.host, kind=row.kind, status=models.HostnameStatus.active, verification=None,
-                       cname_target=None, last_error=None, last_checked_at=None)
+                       cname_target=None, last_error=None, last_checked_at=None, certificate=certificate)
         return cls(host=row.host, kind=row.kind, status=row.status,
                    verification=Verification(type="TXT", name=txt_name, value=row.verification_value or ""),
-                   cname_target=cname_target, last_error=row.last_error, last_checked_at=row.checked_at)
+                   cname_target=cname_target, last_error=row.last_error, last_checked_at=row.checked_at,
+                   certificate=certificate)
 
 
 class HostnameList(ApiModel):

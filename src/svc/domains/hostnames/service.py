@@ -18,6 +18,8 @@ from sqlalchemy.exc import IntegrityError
 
 from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
+from svc.domains.certificates import service as certificates
+from svc.domains.certificates.schemas import CertificateView
 from svc.domains.dns import service as dns
 from svc.domains.hostnames import errors, names, queries, schemas, verify
 from svc.domains.notifications import service as notifications
@@ -42,14 +44,22 @@ def fallback_origin(settings: Settings) -> str:
 
 # --- views ---
 
-def view(row: Hostname, settings: Settings) -> schemas.Hostname:
-    return schemas.Hostname.of(row, txt_name=verify.txt_name(row.host), cname_target=fallback_origin(settings))
+def view(row: Hostname, settings: Settings, certificate: CertificateView | None = None) -> schemas.Hostname:
+    return schemas.Hostname.of(row, txt_name=verify.txt_name(row.host), cname_target=fallback_origin(settings),
+                               certificate=certificate)
+
+
+async def _viewed(uow: UnitOfWork, row: Hostname) -> schemas.Hostname:
+    """One hostname as the API shows it, with the certificate it is served with."""
+    found = await certificates.for_hosts(uow.session, uow.ctx.settings, [(row.host, row.kind)])
+    return view(row, uow.ctx.settings, found.get(row.host))
 
 
 async def list_hostnames(uow: UnitOfWork, project: Project) -> schemas.HostnameList:
     settings = uow.ctx.settings
     rows = await queries.of_project(uow.session, project.id)
-    return schemas.HostnameList(hostnames=[view(r, settings) for r in rows])
+    found = await certificates.for_hosts(uow.session, settings, [(r.host, r.kind) for r in rows])
+    return schemas.HostnameList(hostnames=[view(r, settings, found.get(r.host)) for r in rows])
 
 
 async def _own(uow: UnitOfWork, project: Project, host: str, *, lock: bool = False) -> Hostname:
@@ -120,6 +130,8 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
                  data={"project": project.name, "host": host, "dnsRecord": linked,
                        **({"provenBy": proven_by, "tookOver": True} if proven_by else {})})
     await session.flush()
+    if proven_by is not None:
+        await certificates.order_now(uow, [host])
     return view(row, settings)
 
 
@@ -238,6 +250,8 @@ async def _check_all(uow: UnitOfWork, items: list[queries.Pending]) -> int:
             log.info("hostname %s is active (ownership proven by %s)", done.item.host, done.check.by)
     if projects_turned:
         await projects.edge_changed(uow, *projects_turned)
+        # Their certificates now, not at the next check: https within seconds of turning active.
+        await certificates.order_now(uow, [d.item.host for d in results if d.check.proven])
     return turned
 
 
@@ -251,7 +265,7 @@ async def verify_hostname(uow: UnitOfWork, project: Project, host: str) -> schem
             await _check_all(uow, [item])
         # Read again either way: the background check may have proven it since the first read.
         row = await _own(uow, project, host)
-    return view(row, uow.ctx.settings)
+    return await _viewed(uow, row)
 
 
 @use_case(Tx.READ_THEN_WRITE)
