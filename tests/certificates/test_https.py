@@ -118,3 +118,12 @@ async def _journey(server: Server, tls_port: int, root: str) -> None:
         cert = hosts[host]["certificate"]
         assert cert["status"] == "active" and cert["lastError"] is None and cert["issuer"], hosts[host]
         assert cert["notAfter"] > "2026"
+    # Over http, a host with a certificate is sent to https (308), except ACME's checks.
+    async with httpx.AsyncClient(timeout=30) as http:
+        edge = f"http://127.0.0.1:{server.edge_port}"
+        moved = await http.get(f"{edge}/page?x=1", headers={"host": "www.shop.test"})
+        assert moved.status_code == 308 and moved.headers["location"] == f"https://www.shop.test:{tls_port}/page?x=1"
+        moved = await http.get(f"{edge}/", headers={"host": "web-tls.apps.test"})
+        assert moved.status_code == 308 and moved.headers["location"] == f"https://web-tls.apps.test:{tls_port}/"
+        check = await http.get(f"{edge}/.well-known/acme-challenge/none", headers={"host": "www.shop.test"})
+        assert check.status_code == 404 and check.text == "no such challenge"

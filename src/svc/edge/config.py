@@ -372,6 +372,8 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         runtime_token=_single(options.runtime_token) if options.workers else None,
         worker_timeout=options.worker_timeout_seconds,
         tls_listen=listen_address(options.listen_host, options.tls_port) if options.tls_port else None,
+        # (Made of svc's own parts only: the scheme, nginx's $host and an integer port.)
+        https_base="https://$host" + (f":{int(options.tls_port)}" if options.tls_port not in (None, 443) else ""),
         certificates=[{"server_name": quote(c.server_name), "chain": quote(str(c.chain)), "key": quote(str(c.key))}
                       for c in options.certificates],
     )
