@@ -59,8 +59,19 @@ def _host_url(p: ProjectAccess, host: str) -> str:
 
 
 def _seen(h: schemas.Hostname) -> str:
-    """What a card shows that can change: its state and the last check's words."""
-    return hashlib.sha256(f"{h.status}\n{h.last_error or ''}".encode()).hexdigest()[:16]
+    """What a card shows that can change: its state, the last check's words and its certificate's
+    state (its status first, in clear: the poll tells a card that has just turned active)."""
+    cert = h.certificate
+    shown = f"{h.status}\n{h.last_error or ''}\n{cert.status if cert else ''}\n{cert.last_error if cert else ''}"
+    return f"{h.status}.{hashlib.sha256(shown.encode()).hexdigest()[:16]}"
+
+
+def _https(h: schemas.Hostname) -> dict[str, Any] | None:
+    """The card's https line: the certificate it is served with, or being ordered, or why not."""
+    cert = h.certificate
+    if cert is None:
+        return None
+    return {"status": cert.status, "not_after": cert.not_after, "issuer": cert.issuer, "last_error": cert.last_error}
 
 
 def _card(p: ProjectAccess, settings: Settings, h: schemas.Hostname) -> dict[str, Any]:
@@ -69,7 +80,10 @@ def _card(p: ProjectAccess, settings: Settings, h: schemas.Hostname) -> dict[str
             "status_words": STATUS_WORDS.get(h.status, h.status), "pending": pending,
             "is_default": h.kind == "default", "last_error": h.last_error, "verification": h.verification,
             "cname_target": h.cname_target, "edge_url": settings.edge_url(h.host),
-            "key": render.element_id("host", h.host), "url": _host_url(p, h.host), "seen": _seen(h)}
+            "key": render.element_id("host", h.host), "url": _host_url(p, h.host), "seen": _seen(h),
+            "https": _https(h),
+            # Polls itself while ownership is unproven or its certificate is being ordered.
+            "polling": pending or (h.certificate is not None and h.certificate.status == "issuing")}
 
 
 def _values(p: ProjectAccess, settings: Settings) -> dict[str, Any]:
@@ -107,7 +121,8 @@ async def hostname_status(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
         return await render.render_part(request, "hostnames/_gone.html", host=host)
     if card["seen"] == seen:
         return Response(status_code=204, headers=render.HEADERS)
-    return await render.render_part(request, "hostnames/_card.html", h=card, turned=not card["pending"],
+    return await render.render_part(request, "hostnames/_card.html", h=card,
+                                    turned=not card["pending"] and seen.startswith("pending_dns."),
                                     **_values(p, ctx.settings))
 
 
