@@ -5,6 +5,7 @@ words and tried again later (never in a loop), a hostname that goes takes its ce
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
@@ -121,3 +122,22 @@ async def test_the_edge_answers_http01_from_the_store(tls_svc: Svc) -> None:
     assert r.status_code == 200 and r.text == "tok_en-1.thumb"
     assert (await tls_svc.anon.get("/v1/edge/acme-challenge/unknown")).status_code == 404
     assert (await tls_svc.anon.get("/v1/edge/acme-challenge/bad%20token")).status_code in (400, 404)
+
+
+async def test_operators_list_the_certificates(tls_svc: Svc, tmp_path: Path) -> None:
+    """`svc admin certs` on the server, against its store: what svc holds, never a key."""
+    from tests.cli.conftest import clean_env, run_in_process
+
+    assert await _converge(tls_svc) == 1
+    await _run_jobs(tls_svc)
+    env = clean_env() | {"SVC_DATA_DIR": str(tls_svc.ctx.settings.data_dir)}
+    if tls_svc.ctx.settings.database_url:
+        env["SVC_DATABASE_URL"] = tls_svc.ctx.settings.database_url
+    # (In a thread: the command runs its own event loop, as on the server.)
+    listed = await asyncio.to_thread(run_in_process, ["admin", "certs", "--json"], env)
+    assert listed.code == 0, listed.err
+    [cert] = listed.json()["certificates"]
+    assert (cert["name"], cert["kind"], cert["status"], cert["failures"]) == ("*.apps.test", "wildcard", "active", 0)
+    assert cert["notAfter"] and cert["renewAt"] and "PRIVATE" not in listed.out
+    table = await asyncio.to_thread(run_in_process, ["admin", "certs"], env)
+    assert "*.apps.test" in table.out and "active" in table.out

@@ -3,6 +3,7 @@
 so only someone who can read the server's settings can run them. Loaded only when `svc admin` runs.
 
     svc admin plan ORG pro|free     set an org's plan (self-hosted instances without billing)
+    svc admin certs                 the TLS certificates svc holds, their expiry and renewal
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import typer
 from rich.console import Console
 
 from svc.app import server_context
+from svc.domains.certificates import service as certificates
+from svc.domains.certificates.schemas import CertificateSummary
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.orgs import service as orgs
 from svc.errors import AppError
@@ -66,3 +69,30 @@ def plan(
 async def _set_plan(settings: Settings, slug: str, plan_: Plan) -> OrgMembership:
     async with server_context(settings) as ctx, unit_of_work(ctx) as uow:
         return await orgs.set_plan(uow, slug=slug, plan=plan_, settings=settings)
+
+
+@app.command("certs")
+def certs(as_json: Annotated[bool, typer.Option("--json", help="Print them as JSON.")] = False) -> None:
+    """The TLS certificates svc holds (the app domain's wildcard, each active custom hostname's):
+    their status, expiry, when each is renewed, and why the last order failed."""
+    settings = Settings()
+    rows = asyncio.run(_certificates(settings))
+    if as_json:
+        print(json.dumps({"certificates": [r.model_dump(mode="json", by_alias=True) for r in rows]}))
+        return
+    if not rows:
+        out.print("No certificates: svc orders them when SVC_ACME_DIRECTORY_URL is set (docs/tls.md).",
+                  markup=False, highlight=False)
+        return
+    from rich.table import Table
+
+    table = Table("NAME", "KIND", "STATUS", "EXPIRES", "RENEWS", "LAST ERROR", box=None)
+    for r in rows:
+        table.add_row(r.name, r.kind, r.status, f"{r.not_after:%Y-%m-%d %H:%M}" if r.not_after else "-",
+                      f"{r.renew_at:%Y-%m-%d %H:%M}" if r.renew_at else "-", r.last_error or "")
+    out.print(table)
+
+
+async def _certificates(settings: Settings) -> list[CertificateSummary]:
+    async with server_context(settings) as ctx, unit_of_work(ctx) as uow:
+        return await certificates.list_all(uow)

@@ -12,3 +12,12 @@ class CertificateView(ApiModel):
     not_after: Timestamp | None = Field(description="When it expires; null before the first is issued")
     issuer: str | None
     last_error: str | None = Field(description="Why the last order failed, in words; null when it did not")
+
+
+class CertificateSummary(CertificateView):
+    """A certificate as an operator lists it (svc admin certs): no key, no chain."""
+
+    name: str
+    kind: str = Field(description="wildcard (the app domain's) or host (a custom hostname's)")
+    renew_at: Timestamp | None = Field(description="When svc orders it again (renewal, or a retry after a failure)")
+    failures: int = Field(description="Failed orders in a row")

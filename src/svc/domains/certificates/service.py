@@ -22,7 +22,7 @@ from svc.adapters.edge.port import ServedCertificate
 from svc.adapters.nameserver.port import RRsetData
 from svc.context import AppContext
 from svc.domains.certificates import queries
-from svc.domains.certificates.schemas import CertificateView
+from svc.domains.certificates.schemas import CertificateSummary, CertificateView
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus, JobKind
@@ -219,3 +219,13 @@ async def order_now(uow: UnitOfWork, hosts: list[str]) -> None:
         else:
             row.renew_at = now + ORDER_LEASE
         uow.enqueue(JobKind.certificate_issue, {"name": host})
+
+
+# --- for operators (svc admin certs) ---
+
+
+async def list_all(uow: UnitOfWork) -> list[CertificateSummary]:
+    return [CertificateSummary(name=row.name, kind=row.kind, status=row.status, not_after=row.not_after,
+                               issuer=row.issuer, last_error=row.last_error, renew_at=row.renew_at,
+                               failures=row.failures)
+            for row in await queries.certificates(uow.session)]
