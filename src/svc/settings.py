@@ -192,6 +192,11 @@ class Settings(BaseSettings):
         """(ip, port) of SVC_DNS_RESOLVER, or None when unset."""
         return _resolver_host_port(self.dns_resolver) if self.dns_resolver else None
 
+    def tmp_dir(self) -> Path:
+        """SVC_DATA_DIR/tmp: files being written (uploads, dumps), swept at start when a killed
+        process left them."""
+        return self.data_dir / "tmp"
+
     @property
     def nameserver_names(self) -> list[str]:
         """SVC_NAMESERVERS as absolute lowercase names ("ns1.svc.localhost.")."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,15 +15,14 @@ from cryptography import x509
 from sqlalchemy import select
 
 from svc.adapters.acme.pebble import Pebble
-from svc.app import build_registry, default_adapters
+from svc.app import default_adapters
 from svc.domains.certificates import jobs
-from svc.jobs.worker import Worker
 from svc.kit.clock import utcnow
 from svc.models import AcmeAccount, Certificate, Hostname, Project
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.acme import PEBBLE_REQUIRED, running_pebble
-from tests.support.api import Svc, running_svc
+from tests.support.api import Svc, run_due_jobs, running_svc
 from tests.support.pdns import Pdns
 from tests.support.team import make_team
 
@@ -55,12 +53,6 @@ async def _converge(svc: Svc) -> int:
         return await jobs.converge(uow)
 
 
-async def _run_jobs(svc: Svc) -> None:
-    runner = Worker(replace(svc.ctx, worker_name="test"), build_registry(svc.ctx.settings))
-    while await runner.run_once():
-        pass
-
-
 async def _rows(svc: Svc) -> dict[str, Certificate]:
     async with svc.ctx.db.transaction(write=False) as s:
         rows = (await s.scalars(select(Certificate))).all()
@@ -71,7 +63,7 @@ async def _rows(svc: Svc) -> dict[str, Certificate]:
 
 async def test_the_wildcard_is_issued_kept_and_planned_for_renewal(tls_svc: Svc, pebble: Pebble) -> None:
     assert await _converge(tls_svc) == 1
-    await _run_jobs(tls_svc)
+    await run_due_jobs(tls_svc)
     row = (await _rows(tls_svc))["*.apps.test"]
     assert (row.kind, row.status, row.last_error, row.failures) == ("wildcard", "active", None, 0)
     assert row.fullchain is not None and row.sealed_key is not None and b"PRIVATE KEY" not in row.sealed_key
@@ -97,7 +89,7 @@ async def test_custom_hostnames_get_an_order_failures_back_off_and_a_gone_host_l
         s.add(Hostname(host="later.example.net", project_id=project.id, kind="custom", status="pending_dns",
                        created_at=utcnow()))
     assert await _converge(tls_svc) == 2  # the wildcard and the active host; never the pending one
-    await _run_jobs(tls_svc)
+    await run_due_jobs(tls_svc)
     rows = await _rows(tls_svc)
     assert set(rows) == {"*.apps.test", "shop.example.net"}
     shop = rows["shop.example.net"]
@@ -129,7 +121,7 @@ async def test_operators_list_the_certificates(tls_svc: Svc, tmp_path: Path) -> 
     from tests.cli.conftest import clean_env, run_in_process
 
     assert await _converge(tls_svc) == 1
-    await _run_jobs(tls_svc)
+    await run_due_jobs(tls_svc)
     env = clean_env() | {"SVC_DATA_DIR": str(tls_svc.ctx.settings.data_dir)}
     if tls_svc.ctx.settings.database_url:
         env["SVC_DATABASE_URL"] = tls_svc.ctx.settings.database_url

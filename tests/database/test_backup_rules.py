@@ -6,21 +6,19 @@ export refused while an operation has the database closed."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 from sqlalchemy import select
 
-from svc.app import build_registry, default_adapters
+from svc.app import default_adapters
 from svc.domains.databases import jobs
 from svc.domains.databases.generations import prunable
-from svc.jobs.worker import Worker
 from svc.models import DatabaseGeneration, GenerationKind, JobKind
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
-from tests.support.api import Svc, assert_error, running_svc
+from tests.support.api import Svc, assert_error, job_runner, running_svc
 from tests.support.team import make_team
 
 URL = "/v1/orgs/acme/projects/web/database"
@@ -96,7 +94,7 @@ async def test_one_operation_at_a_time_and_export_waits_for_it(settings: Setting
     adapters.database = node = PostgresNode(project_cluster.admin_url)
     try:
         async with running_svc(settings, adapters, run_workers=False) as svc:
-            runner = Worker(replace(svc.ctx, worker_name="test"), build_registry(svc.ctx.settings))
+            runner = job_runner(svc)
             alice = (await make_team(svc, project="web")).alice
             creds = (await alice.client.post(URL)).json()
             await _sql(creds, "create table t (x int)")

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 
 import asyncpg
 import pytest
 
-from svc.app import build_registry
 from svc.domains.databases import jobs
-from svc.jobs.worker import Worker
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
-from tests.support.api import Svc, User, assert_error, running_svc
+from tests.support.api import Svc, User, assert_error, job_runner, running_svc
 from tests.support.team import Team, make_team
 
 URL = "/v1/orgs/acme/projects/web/database"
@@ -177,7 +174,7 @@ async def test_abort_a_delete_before_committing(settings: Settings, project_clus
             alice = team.alice
             creds = (await alice.client.post(URL)).json()
             await _sql(creds, "create table t (x int)")
-            runner = Worker(replace(svc.ctx, worker_name="test"), build_registry(svc.ctx.settings))
+            runner = job_runner(svc)
             op_id = (await alice.client.post(URL + "/delete", json={"confirm": "web"})).json()["operationId"]
             await runner.run_once()  # draining: the database is closed
             op = (await alice.client.get(f"{URL}/operations/{op_id}")).json()
@@ -241,7 +238,7 @@ async def test_a_crash_in_any_restore_phase_resumes_to_exactly_the_chosen_genera
     adapters.database = node = PostgresNode(project_cluster.admin_url)
     try:
         async with running_svc(settings, adapters, run_workers=False) as svc:
-            runner = Worker(replace(svc.ctx, worker_name="test"), build_registry(svc.ctx.settings))
+            runner = job_runner(svc)
             alice = (await make_team(svc, project="web")).alice
             creds = (await alice.client.post(URL)).json()
             await _sql(creds, "create table t (x int)", "insert into t values (1), (2)")

@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 from fastapi import FastAPI
 
-from svc.app import create_app
+from svc.app import build_registry, create_app
 from svc.context import Adapters, AppContext
+from svc.jobs.worker import Worker
 from svc.settings import AreaSettings, Settings
 
 
@@ -77,6 +78,19 @@ async def running_svc(settings: Settings, adapters: Adapters | None = None, *,
         finally:
             await anon.aclose()
             await svc.close()
+
+
+def job_runner(svc: Svc, worker: str = "test") -> Worker:
+    """A job worker of the test's own, for a svc started with run_workers=False: `run_once()`
+    runs what is due now."""
+    return Worker(replace(svc.ctx, worker_name=worker), build_registry(svc.ctx.settings))
+
+
+async def run_due_jobs(svc: Svc) -> None:
+    """Run the due jobs (and the ones they enqueue) until none is due."""
+    runner = job_runner(svc)
+    while await runner.run_once():
+        pass
 
 
 async def wait_operation(user: User, org: str, op_id: str) -> dict[str, Any]:

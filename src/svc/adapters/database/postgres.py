@@ -73,8 +73,9 @@ class PostgresNode:
         """Before the node's first use: nothing here (a private cluster starts: PrivateNode)."""
 
     @contextlib.asynccontextmanager
-    async def _admin(self) -> AsyncIterator[asyncpg.Connection]:
-        """An administrator's connection from a small pool (a new one costs a SCRAM handshake)."""
+    async def _admin(self, doing: str) -> AsyncIterator[asyncpg.Connection]:
+        """An administrator's connection from a small pool (a new one costs a SCRAM handshake);
+        what the cluster refuses while `doing` is a DatabaseNodeError saying so."""
         await self.ready()
         try:
             if self._pool is None:
@@ -84,6 +85,8 @@ class PostgresNode:
             raise DatabaseNodeError(f"the database node did not answer: {exc}") from None
         try:
             yield con
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+            raise DatabaseNodeError(f"{doing} failed: {exc}") from None
         finally:
             await self._pool.release(con)
 
@@ -91,43 +94,34 @@ class PostgresNode:
         database, role = self.names(project_id)
         options = (f"LOGIN {ROLE_OPTIONS} CONNECTION LIMIT {int(self.connection_limit)} "
                    f"PASSWORD {literal(verifier)}")
-        async with self._admin() as con:
-            try:
-                exists = await con.fetchval("select 1 from pg_roles where rolname = $1", role)
-                await con.execute(f"{'ALTER' if exists else 'CREATE'} ROLE {ident(role)} WITH {options}")
-                await con.execute(f"ALTER ROLE {ident(role)} SET statement_timeout = "
-                                  f"{int(self.statement_timeout_ms)}")
-                if not await con.fetchval("select 1 from pg_database where datname = $1", database):
-                    # (Not in a transaction: CREATE DATABASE cannot run in one.)
-                    await con.execute(f"CREATE DATABASE {ident(database)} OWNER {ident(role)} TEMPLATE template0 "
-                                      "ENCODING 'UTF8'")
-                await con.execute(f"REVOKE ALL ON DATABASE {ident(database)} FROM PUBLIC; "
-                                  f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"provisioning the database failed: {exc}") from None
+        async with self._admin("provisioning the database") as con:
+            exists = await con.fetchval("select 1 from pg_roles where rolname = $1", role)
+            await con.execute(f"{'ALTER' if exists else 'CREATE'} ROLE {ident(role)} WITH {options}")
+            await con.execute(f"ALTER ROLE {ident(role)} SET statement_timeout = "
+                              f"{int(self.statement_timeout_ms)}")
+            if not await con.fetchval("select 1 from pg_database where datname = $1", database):
+                # (Not in a transaction: CREATE DATABASE cannot run in one.)
+                await con.execute(f"CREATE DATABASE {ident(database)} OWNER {ident(role)} TEMPLATE template0 "
+                                  "ENCODING 'UTF8'")
+            await con.execute(f"REVOKE ALL ON DATABASE {ident(database)} FROM PUBLIC; "
+                              f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
         return self.endpoint(project_id)
 
     async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
         _, role = self.names(project_id)
         until = f" VALID UNTIL {literal(valid_until.isoformat())}" if valid_until is not None else ""
-        async with self._admin() as con:
-            try:
-                await con.execute(f"CREATE ROLE {ident(user)} WITH LOGIN {ROLE_OPTIONS} INHERIT "
-                                  f"CONNECTION LIMIT {int(self.connection_limit)} PASSWORD {literal(verifier)}"
-                                  f"{until} IN ROLE {ident(role)}")
-                await con.execute(f"ALTER ROLE {ident(user)} SET role = {literal(role)}")
-                await con.execute(f"ALTER ROLE {ident(user)} SET statement_timeout = "
-                                  f"{int(self.statement_timeout_ms)}")
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"creating the token user failed: {exc}") from None
+        async with self._admin("creating the token user") as con:
+            await con.execute(f"CREATE ROLE {ident(user)} WITH LOGIN {ROLE_OPTIONS} INHERIT "
+                              f"CONNECTION LIMIT {int(self.connection_limit)} PASSWORD {literal(verifier)}"
+                              f"{until} IN ROLE {ident(role)}")
+            await con.execute(f"ALTER ROLE {ident(user)} SET role = {literal(role)}")
+            await con.execute(f"ALTER ROLE {ident(user)} SET statement_timeout = "
+                              f"{int(self.statement_timeout_ms)}")
 
     async def drop_login(self, project_id: str, user: str) -> None:
-        async with self._admin() as con:
-            try:
-                await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
-                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"dropping the token user failed: {exc}") from None
+        async with self._admin("dropping the token user") as con:
+            await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
+            await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
 
     def warm(self, project_id: str) -> bool:
         return self.sessions.warm(project_id)
@@ -148,18 +142,15 @@ class PostgresNode:
     async def drop(self, project_id: str) -> None:
         await self.sessions.forget(project_id)
         database, role = self.names(project_id)
-        async with self._admin() as con:
-            try:
-                members = [r["rolname"] for r in await con.fetch(
-                    "select m.rolname from pg_auth_members a join pg_roles m on m.oid = a.member "
-                    "join pg_roles r on r.oid = a.roleid where r.rolname = $1", role)]
-                await con.execute(f"DROP DATABASE IF EXISTS {ident(database)} WITH (FORCE)")
-                for user in [*members, role]:
-                    await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1",
-                                      user)
-                    await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"dropping the database failed: {exc}") from None
+        async with self._admin("dropping the database") as con:
+            members = [r["rolname"] for r in await con.fetch(
+                "select m.rolname from pg_auth_members a join pg_roles m on m.oid = a.member "
+                "join pg_roles r on r.oid = a.roleid where r.rolname = $1", role)]
+            await con.execute(f"DROP DATABASE IF EXISTS {ident(database)} WITH (FORCE)")
+            for user in [*members, role]:
+                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1",
+                                  user)
+                await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
 
     async def tunnel(self, project_id: str, password: str, receive: Callable[[], Awaitable[bytes]],
                      send: Callable[[bytes], Awaitable[None]]) -> None:
@@ -175,13 +166,10 @@ class PostgresNode:
 
     async def change_markers(self, project_ids: Sequence[str]) -> dict[str, str]:
         wanted = {self.names(p)[0]: p for p in project_ids}
-        async with self._admin() as con:
-            try:
-                rows = await con.fetch(
-                    "select datname, tup_inserted, tup_updated, tup_deleted, coalesce(stats_reset::text, '') "
-                    "from pg_stat_database where datname = any($1::text[])", list(wanted))
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"reading the databases' counters failed: {exc}") from None
+        async with self._admin("reading the databases' counters") as con:
+            rows = await con.fetch(
+                "select datname, tup_inserted, tup_updated, tup_deleted, coalesce(stats_reset::text, '') "
+                "from pg_stat_database where datname = any($1::text[])", list(wanted))
         return {wanted[r[0]]: f"{r[1]}:{r[2]}:{r[3]}:{r[4]}" for r in rows}
 
     async def dump(self, project_id: str, dest: Path) -> dict[str, int]:
@@ -198,11 +186,8 @@ class PostgresNode:
     async def verify(self, project_id: str, source: Path) -> tuple[dict[str, int], float]:
         database, role = self.names(project_id)
         scratch = f"{database}_v{secrets.token_hex(4)}"
-        async with self._admin() as con:
-            try:
-                await self._fresh(con, scratch, role)
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"making the scratch database failed: {exc}") from None
+        async with self._admin("making the scratch database") as con:
+            await self._fresh(con, scratch, role)
             try:
                 return await backups.restore_and_count(self.admin_url, scratch, role, source)
             finally:
@@ -212,32 +197,23 @@ class PostgresNode:
     async def drain(self, project_id: str) -> None:
         database, role = self.names(project_id)
         await self.sessions.forget(project_id)
-        async with self._admin() as con:
-            try:
-                if await con.fetchval("select 1 from pg_database where datname = $1", database):
-                    await con.execute(f"REVOKE CONNECT, TEMPORARY ON DATABASE {ident(database)} FROM {ident(role)}")
-                # The project's sessions (its role's, its token users'), not the administrator's own.
-                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 "
-                                  "and usename <> current_user", database)
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"draining the database failed: {exc}") from None
+        async with self._admin("draining the database") as con:
+            if await con.fetchval("select 1 from pg_database where datname = $1", database):
+                await con.execute(f"REVOKE CONNECT, TEMPORARY ON DATABASE {ident(database)} FROM {ident(role)}")
+            # The project's sessions (its role's, its token users'), not the administrator's own.
+            await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 "
+                              "and usename <> current_user", database)
 
     async def replace(self, project_id: str, source: Path) -> None:
         database, role = self.names(project_id)
-        async with self._admin() as con:
-            try:
-                await self._fresh(con, database, role)
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"replacing the database failed: {exc}") from None
+        async with self._admin("replacing the database") as con:
+            await self._fresh(con, database, role)
         await backups.restore(self.admin_url, database, role, source)
 
     async def reopen(self, project_id: str) -> None:
         database, role = self.names(project_id)
-        async with self._admin() as con:
-            try:
-                await con.execute(f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
-                raise DatabaseNodeError(f"reopening the database failed: {exc}") from None
+        async with self._admin("reopening the database") as con:
+            await con.execute(f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
 
     async def close(self) -> None:
         await self.sessions.close()

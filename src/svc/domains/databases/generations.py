@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -33,7 +34,7 @@ PRUNABLE = (GenerationKind.scheduled, GenerationKind.pre_restore)
 
 
 def tmp_file(ctx: AppContext) -> Path:
-    directory = ctx.settings.data_dir / "tmp"
+    directory = ctx.settings.tmp_dir()
     directory.mkdir(parents=True, exist_ok=True)
     return directory / partial_name(TMP_PREFIX, ".dump")
 
@@ -92,7 +93,7 @@ class Tampered(Exception):
 
 
 @contextlib.asynccontextmanager
-async def fetched(ctx: AppContext, generation: DatabaseGeneration):  # type: ignore[no-untyped-def]
+async def fetched(ctx: AppContext, generation: DatabaseGeneration) -> AsyncIterator[Path]:
     """The generation's archive as a local file whose sha256 was checked against the row's."""
     path = tmp_file(ctx)
     try:
@@ -157,7 +158,7 @@ def needs_generation(grant: ProjectDatabase, marker: str | None) -> bool:
 
 def sweep_partials(ctx: AppContext) -> int:
     """Dumps and downloads a killed process left in the tmp dir (blocking; run at start)."""
-    directory = ctx.settings.data_dir / "tmp"
+    directory = ctx.settings.tmp_dir()
     stale = [p for p in directory.iterdir() if is_stale_partial(p, TMP_PREFIX)] if directory.is_dir() else []
     for path in stale:
         remove_path(path)

@@ -10,7 +10,7 @@ from svc.adapters.database.port import DatabaseNodeError
 from svc.domains.databases import generations, operations, queries
 from svc.domains.databases.settings import DatabaseSettings
 from svc.domains.notifications import service as notifications
-from svc.domains.operations.service import running_for
+from svc.domains.operations.service import running_for, running_projects
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.jobs.registry import JobRegistry, JobRun
@@ -55,7 +55,7 @@ async def check_all(uow: UnitOfWork) -> int:
     session = await uow.begin_write()
     now = utcnow()
     asked = 0
-    busy = {pid for pid in ids if await running_for(uow, pid) is not None}
+    busy = await running_projects(uow)
     for grant in await queries.all_grants(session):
         if grant.project_id in busy:
             continue

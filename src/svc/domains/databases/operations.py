@@ -143,9 +143,11 @@ async def step(run: JobRun) -> None:
     if op.terminal_code is not None:
         return
     phase, project_id, kind = Phase(op.phase), op.project_id, OperationKind(op.kind)
+    # What the phase needs, read before the store is let go (the objects stay readable).
     grant = await queries.grant(run.session, project_id)
+    chosen = await queries.generation(run.session, str(data["generation"])) if data.get("generation") else None
+    sealed = await queries.generation(run.session, str(data["sealed"])) if data.get("sealed") else None
     await run.uow.close_reads()
-    chosen = await _generation(run, data.get("generation"))
 
     taken: generations.Taken | None = None
     failure: str | None = None
@@ -154,7 +156,6 @@ async def step(run: JobRun) -> None:
     elif phase is Phase.sealing and grant is not None:
         taken = await generations.take(run.ctx, node, project_id, grant.epoch)
     elif phase is Phase.committing and kind is OperationKind.restore:
-        sealed = await _generation(run, data.get("sealed"))
         failure = await _replace(run, node, project_id, chosen, sealed)
     elif phase is Phase.committing:
         await node.drop(project_id)
@@ -208,16 +209,6 @@ async def step(run: JobRun) -> None:
                           "generation is kept and listed.")
     else:
         run.uow.enqueue(JobKind.database_operation, {"operation_id": op_id})
-
-
-async def _generation(run: JobRun, generation_id: object) -> DatabaseGeneration | None:
-    if not generation_id:
-        return None
-    async with run.ctx.db.transaction(write=False) as session:
-        row = await queries.generation(session, str(generation_id))
-        if row is not None:
-            session.expunge(row)
-        return row
 
 
 async def _replace(run: JobRun, node: DatabaseNode, project_id: str, chosen: DatabaseGeneration | None,

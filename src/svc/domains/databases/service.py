@@ -25,7 +25,7 @@ from svc.auth.roles import OrgAccess, check_role
 from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.databases import errors, generations, queries, schemas
-from svc.domains.databases.node import node_of
+from svc.domains.databases.node import answering, node_of
 from svc.domains.operations.service import running_for
 from svc.domains.projects import service as projects
 from svc.errors import SessionRequired, Unauthorized
@@ -60,17 +60,13 @@ def _connect(node: DatabaseNode, project_id: str, password: str) -> schemas.Data
 
 
 def _endpoint(node: DatabaseNode, project_id: str) -> DatabaseEndpoint:
-    try:
+    with answering():
         return node.endpoint(project_id)
-    except DatabaseNodeError as exc:
-        raise errors.NodeUnavailable(str(exc)) from None
 
 
 async def _provision(node: DatabaseNode, project_id: str, password: str) -> None:
-    try:
+    with answering():
         await node.provision(project_id, verifier(password))
-    except DatabaseNodeError as exc:
-        raise errors.NodeUnavailable(str(exc)) from None
 
 
 async def has_database(uow: UnitOfWork, project: Project) -> bool:
@@ -144,12 +140,10 @@ async def create_token(uow: UnitOfWork, access: OrgAccess, project: Project,
     user = f"{node.names(project.id)[1]}_t{secrets.token_hex(6)}"
     password = secrets.token_urlsafe(24)
     expires_at = (now + timedelta(minutes=body.expires_in_minutes)).replace(microsecond=0)
-    try:
+    with answering():
         for old in expired:  # their VALID UNTIL passed already; the roles go with their rows
             await node.drop_login(project.id, old)
         await node.add_login(project.id, user, verifier(password), expires_at)
-    except DatabaseNodeError as exc:
-        raise errors.NodeUnavailable(str(exc)) from None
     session = await uow.begin_write()
     await queries.delete_tokens(session, expired)
     session.add(DatabaseToken(user=user, project_id=project.id, created_at=now, expires_at=expires_at,
@@ -167,10 +161,8 @@ async def delete_token(uow: UnitOfWork, access: OrgAccess, project: Project, use
     if await queries.token(uow.session, project.id, user) is None:
         raise errors.TokenNotFound(details={"user": user})
     await uow.close_reads()
-    try:
+    with answering():
         await node.drop_login(project.id, user)
-    except DatabaseNodeError as exc:
-        raise errors.NodeUnavailable(str(exc)) from None
     session = await uow.begin_write()
     await queries.delete_tokens(session, [user])
     await record(session, "database.token.delete", actor=access.principal.user, org=access.org,
@@ -198,14 +190,13 @@ async def run_query(uow: UnitOfWork, project_id: str, call: schemas.RuntimeQuery
     a deleted database closes them)."""
     node = node_of(uow.ctx)
     try:
-        try:
-            return await _run(node, project_id, None, call)
-        except ColdSession:
-            return await _run(node, project_id, await _project_password(uow, project_id), call)
+        with answering():
+            try:
+                return await _run(node, project_id, None, call)
+            except ColdSession:
+                return await _run(node, project_id, await _project_password(uow, project_id), call)
     except SqlError as exc:
         raise errors.QueryFailed(exc.message, details={"sqlstate": exc.code}) from None
-    except DatabaseNodeError as exc:
-        raise errors.NodeUnavailable(str(exc)) from None
 
 
 async def _project_password(uow: UnitOfWork, project_id: str) -> str:
@@ -278,12 +269,10 @@ async def teardown_take(uow: UnitOfWork, project_id: str) -> generations.Taken |
     await uow.close_reads()
     if node is None or grant is None:
         return None
-    try:
+    with answering():
         await node.drain(project_id)
         taken = await generations.take(uow.ctx, node, project_id, grant.epoch)
         await node.drop(project_id)
-    except DatabaseNodeError as exc:
-        raise errors.NodeUnavailable(str(exc)) from None
     return taken
 
 

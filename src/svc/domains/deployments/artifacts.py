@@ -62,10 +62,6 @@ def site_dir(ctx: AppContext, digest: str) -> Path:
     return sites_root(ctx) / digest_hex(digest)
 
 
-def tmp_dir(settings: Settings) -> Path:
-    return settings.data_dir / "tmp"
-
-
 def limits(settings: Settings) -> Limits:
     return Limits(compressed=settings.max_bundle_bytes, unpacked=settings.max_unpacked_bytes,
                   entries=settings.max_bundle_entries)
@@ -78,7 +74,7 @@ def new_staging(ctx: AppContext) -> Path:
 
 
 def new_tmp_file(settings: Settings, prefix: str) -> Path:
-    directory = tmp_dir(settings)
+    directory = settings.tmp_dir()
     directory.mkdir(parents=True, exist_ok=True)
     return directory / partial_name(prefix, ".tar.gz")
 
@@ -212,7 +208,7 @@ def sweep_partials(ctx: AppContext) -> int:
             if is_stale_partial(p, STAGING):
                 remove_path(p)
                 removed += 1
-    tmp = tmp_dir(ctx.settings)
+    tmp = ctx.settings.tmp_dir()
     if tmp.is_dir():
         for p in tmp.iterdir():
             if any(is_stale_partial(p, prefix) for prefix in TMP_PREFIXES):

@@ -12,5 +12,10 @@ async def by_id(session: StoreSession, op_id: str, *, lock: bool = False) -> Ope
     return await session.get(Operation, op_id, with_for_update=lock)
 
 
+async def running_projects(session: StoreSession) -> set[str]:
+    return {key for key in (await session.scalars(
+        select(Operation.running_key).where(Operation.running_key.is_not(None)))).all() if key is not None}
+
+
 async def running_for(session: StoreSession, project_id: str) -> Operation | None:
     return (await session.scalars(select(Operation).where(Operation.running_key == project_id))).first()

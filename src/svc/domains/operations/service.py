@@ -21,3 +21,8 @@ async def get_operation(uow: UnitOfWork, access: OrgAccess, op_id: str) -> Opera
 async def running_for(uow: UnitOfWork, project_id: str) -> Operation | None:
     """The operation running on the project, if any (one at a time)."""
     return await queries.running_for(uow.session, project_id)
+
+
+async def running_projects(uow: UnitOfWork) -> set[str]:
+    """The projects with an operation running (one query for all of them)."""
+    return await queries.running_projects(uow.session)
