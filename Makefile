@@ -22,6 +22,8 @@ setup: $(BIN)/.synced
 # A local run has no public DNS to prove names in: svc's own zones are trusted (the banner says it is
 # unsafe on a shared server). Only `make run`: the tests and a plain `svc serve` never trust them.
 run: export SVC_TRUST_OWN_ZONES ?= true
+# And env.ai answers from a fake model in svc's process for each lane without a provider's URL.
+run: export SVC_AI_FAKE ?= true
 run: setup
 	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT)
 
@@ -46,10 +48,13 @@ bench: setup
 	$(BIN)/python bench/api.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/edge.py
+	$(BIN)/python bench/edge_tls.py
 	$(BIN)/python bench/deploy.py
 	$(BIN)/python bench/dashboard.py
 	$(BIN)/python bench/dns_bench.py
 	$(BIN)/python bench/worker.py
+	$(BIN)/python bench/webhooks.py
+	$(BIN)/python bench/ai.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

@@ -146,12 +146,20 @@ def prepare(api: str, edge_port: int, data_dir: Path) -> Setup:
                  web_root=root)
 
 
-def bare_config(tmp: Path, root: Path, port: int, name: str, tuned: bool) -> Path:
+def bare_config(tmp: Path, root: Path, port: int, name: str, tuned: bool,
+                tls: tuple[Path, Path] | None = None) -> Path:
     """The minimal static config; `tuned` adds what the edge's config has for static files
-    (open_file_cache, long keep-alive), as a second reference."""
+    (open_file_cache, long keep-alive), as a second reference; `tls` (chain, key): over TLS with the
+    edge's TLS settings (bench/edge_tls.py)."""
     conf = tmp / f"{name}.conf"
+    (tmp / "bare-tmp").mkdir(exist_ok=True)
     extra = ("open_file_cache max=10000 inactive=30s; open_file_cache_valid 30s; keepalive_requests 10000; "
              "tcp_nopush on;") if tuned else ""
+    if tls is not None:
+        extra += (" ssl_protocols TLSv1.2 TLSv1.3; ssl_prefer_server_ciphers off; "
+                  f"ssl_session_cache shared:{name}:10m; ssl_session_timeout 1d;")
+    listen = f"127.0.0.1:{port} ssl;\n        ssl_certificate {tls[0]};\n        ssl_certificate_key {tls[1]}" \
+        if tls is not None else f"127.0.0.1:{port}"
     conf.write_text(f"""worker_processes 1;
 pid {tmp}/{name}.pid;
 error_log {tmp}/{name}-error.log warn;
@@ -168,7 +176,7 @@ http {{
     uwsgi_temp_path {tmp}/bare-tmp;
     scgi_temp_path {tmp}/bare-tmp;
     server {{
-        listen 127.0.0.1:{port};
+        listen {listen};
         root {root};
     }}
 }}
@@ -179,12 +187,15 @@ http {{
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
 
 
-def wrk(port: int, host: str, headers: dict[str, str], duration: int, connections: int) -> tuple[float, float, int]:
-    args = ["taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
+def wrk(port: int, host: str, headers: dict[str, str], duration: int, connections: int, *,
+        url: str | None = None, wrap: tuple[str, ...] = ()) -> tuple[float, float, int]:
+    """(requests/s, p99 ms, requests) of wrk on core 1 against http://127.0.0.1:port with `host` as
+    Host, or `url` (https by its name: bench/edge_tls.py, run under `wrap`)."""
+    args = [*wrap, "taskset", "-c", "1", "wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency",
             "-H", f"Host: {host}"]
     for k, v in headers.items():
         args += ["-H", f"{k}: {v}"]
-    out = subprocess.run([*args, f"http://127.0.0.1:{port}{FILE}"], capture_output=True, text=True,
+    out = subprocess.run([*args, url or f"http://127.0.0.1:{port}{FILE}"], capture_output=True, text=True,
                          check=True).stdout
     if "Non-2xx" in out:
         sys.exit(f"non-2xx answers during the run:\n{out}")
@@ -228,7 +239,6 @@ def main() -> None:
         setup = prepare(f"http://127.0.0.1:{api_port}", edge_port, data_dir)
         pin(int((data_dir / "edge" / "nginx.pid").read_text()), 0)
 
-        (tmp / "bare-tmp").mkdir()
         for name, port, tuned in (("bare", bare_port, False), ("tuned", tuned_port, True)):
             bare_log = tmp / f"{name}.log"
             with bare_log.open("wb") as out:

@@ -14,6 +14,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc import __version__
 from svc.adapters.acme import acme_factory
+from svc.adapters.ai import build_upstreams, start_fake_upstream
+from svc.adapters.billing import build_billing, start_fake_billing
+from svc.adapters.billing import off_reason as billing_off_reason
 from svc.adapters.blobs import build_blob_store
 from svc.adapters.database import start_database
 from svc.adapters.idp import build_identity_provider
@@ -46,6 +49,7 @@ log = logging.getLogger("svc")
 MAX_JSON_BODY = 1024 * 1024
 HOLDINGS = tuple(holding for area in AREAS for holding in area.holdings)
 BINDINGS = tuple(area.bindings for area in AREAS if area.bindings is not None)
+ORDERS = tuple(area.orders for area in AREAS if area.orders is not None)
 
 
 def _runtime_only(router: APIRouter) -> bool:
@@ -57,8 +61,12 @@ def default_adapters(settings: Settings) -> Adapters:
     mail = SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
     dns = nameserver_plan(settings)
     off = {"nameserver": dns.summary.removeprefix("OFF - ").rstrip(".")} if dns.mode == "off" else {}
+    billing_off = billing_off_reason(settings)
+    if billing_off is not None:
+        off["billing"] = billing_off
     return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings),
-                    nameserver=build_nameserver(settings), acme=acme_factory(settings), off=off)
+                    nameserver=build_nameserver(settings), acme=acme_factory(settings), billing=build_billing(settings),
+                    ai=build_upstreams(settings), off=off)
 
 
 def build_registry(settings: Settings) -> JobRegistry:
@@ -145,6 +153,7 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
         adapters = default_adapters(settings)
         yield AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
                          keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
+                         orders=ORDERS,
                          area_settings=read_area_settings())
     finally:
         await db.dispose()
@@ -179,7 +188,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         await migrate(db)
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
                          worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)),
-                         holdings=HOLDINGS, bindings=BINDINGS, area_settings=own_settings)
+                         holdings=HOLDINGS, bindings=BINDINGS, orders=ORDERS, area_settings=own_settings)
         app.state.ctx = ctx
         app.state.auth_cache = auth_cache
         app.state.auth_keeper = keeper
@@ -199,7 +208,15 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         dns = None
         runtime = None
         database = None
+        fake_billing = None
+        fake_ai = None
         try:
+            # A fake AI upstream in this process (SVC_AI_FAKE, development) for lanes without one.
+            fake_ai = await start_fake_upstream(settings, ctx.adapters.ai)
+            if settings.billing == "fake" and ctx.adapters.billing is None:
+                # A fake Polar in this process (development): its webhooks come back to this API.
+                hook = (edge_api or settings.public_url).rstrip("/") + "/v1/hooks/polar"
+                fake_billing, ctx.adapters.billing, ctx.settings = await start_fake_billing(ctx.settings, hook)
             if run_database and ctx.adapters.database is None:
                 database = await start_database(settings)
                 ctx.adapters.database = database.node
@@ -241,6 +258,13 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             if database is not None:
                 ctx.adapters.database = None
                 await database.stop()
+            if fake_ai is not None:
+                await fake_ai.stop()
+            if fake_billing is not None:
+                billing, ctx.adapters.billing = ctx.adapters.billing, None
+                if billing is not None:
+                    await billing.aclose()
+                await fake_billing.stop()
             await areas_running.aclose()
             await keeper.stop()
             await db.dispose()

@@ -4,7 +4,9 @@ svc.web loop over this list (each area's manifest is its domains/<area>/area.py)
 from __future__ import annotations
 
 from svc.domains.access.area import AREA as access
+from svc.domains.ai.area import AREA as ai
 from svc.domains.audit.area import AREA as audit
+from svc.domains.billing.area import AREA as billing
 from svc.domains.certificates.area import AREA as certificates
 from svc.domains.credentials.area import AREA as credentials
 from svc.domains.databases.area import AREA as databases
@@ -26,5 +28,5 @@ from svc.manifest import Area
 AREAS: tuple[Area, ...] = (
     identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
     audit, dns, hostnames, mail, ratelimits, workers,
-    databases, certificates,
+    databases, certificates, billing, ai,
 )

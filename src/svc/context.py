@@ -16,6 +16,8 @@ from svc.settings import AreaSettings, Settings
 
 if TYPE_CHECKING:
     from svc.adapters.acme.port import AcmeFactory
+    from svc.adapters.ai.port import Upstream
+    from svc.adapters.billing.port import BillingProvider, PaidOrder
     from svc.adapters.blobs.port import BlobStore
     from svc.adapters.database.port import DatabaseNode
     from svc.adapters.edge.port import Edge
@@ -50,6 +52,11 @@ class Adapters:
     # Certificates over ACME: makes the client for the stored account key; None: SVC_ACME_DIRECTORY_URL
     # is unset (the edge serves http only).
     acme: AcmeFactory | None = None
+    # The billing provider (Polar, or the fake Polar `svc serve` runs with SVC_BILLING=fake); None:
+    # billing is off (the billing routes answer 501 billing_off; plans come from `svc admin plan`).
+    billing: BillingProvider | None = None
+    # The AI upstream of each lane ("frontier", "value") that has one configured.
+    ai: dict[str, Upstream] = field(default_factory=dict)
     # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's
     # pages tell people when its routes answer 503.
     off: dict[str, str] = field(default_factory=dict)
@@ -60,6 +67,13 @@ Own = TypeVar("Own", bound=AreaSettings)
 # What an area puts in a project's worker env (docs/workers.md, "Bindings"): name -> value (text,
 # or a JSON value), read when the runtime loads the project's worker. Absent when not granted.
 BindingSource = Callable[["StoreSession", "AppContext", "Project"], Awaitable[dict[str, Any]]]
+
+
+# What a paid one-time order (the billing provider's order.paid) means to an area, applied in the
+# webhook's transaction: (outcome, detail) for the billing inbox ("applied", "ignored", "failed"),
+# or None when the order is not the area's. Its first argument is the webhook's UnitOfWork (svc.uow,
+# a layer above this module: named here as Any).
+OrderHandler = Callable[[Any, "PaidOrder"], Awaitable["tuple[str, str] | None"]]
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,8 @@ class AppContext:
     holdings: tuple[OrgHolding, ...] = ()
     # What every area puts in a project's worker env, from the areas' manifests.
     bindings: tuple[BindingSource, ...] = ()
+    # What paid orders mean to the areas, from their manifests (billing's webhook asks each).
+    orders: tuple[OrderHandler, ...] = ()
     # The areas' own settings, read once at start, by their class.
     area_settings: dict[type[AreaSettings], AreaSettings] = field(default_factory=dict)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from fastapi import APIRouter
 from starlette.types import Scope
 
-from svc.context import AppContext, BindingSource, OrgHolding
+from svc.context import AppContext, BindingSource, OrderHandler, OrgHolding
 from svc.jobs.registry import JobRegistry
 from svc.settings import AreaSettings, Settings
 from svc.web.dashboard import FramePart, NavLink
@@ -46,6 +46,9 @@ class Area:
     # What it puts in a project's worker env (env.<NAME>, env.db ...): one source per area, read
     # when the runtime loads the worker; its change calls projects.service.bindings_changed.
     bindings: BindingSource | None = None
+    # What a paid one-time order at the billing provider means to it (AI credit bought): applied
+    # once, in the transaction of the webhook that says so (domains/billing/webhooks.py).
+    orders: OrderHandler | None = None
     # Requests carrying an upload whose size the area bounds itself (exempt from the API's JSON body cap).
     uploads: Callable[[Scope], bool] | None = None
     # Its own SVC_* settings (domains/<area>/settings.py), read once at start and checked then.

@@ -7,6 +7,8 @@ import ipaddress
 import os
 import re
 from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -22,6 +24,10 @@ class Settings(BaseSettings):
     service_name: str = "svc"
 
     enable_dev_auth: bool = False
+    # The people who run this svc, comma-separated: an email, or `provider:subject` (dev:alice) for a
+    # login without one. The dashboard's operator pages (the billing inbox) open for them only;
+    # `svc admin` on the server needs none of this.
+    operators: str = ""
     session_days: int = Field(default=30, ge=1, le=365)
 
     # Identity provider: "github" or "oidc"; unset means no identity-provider login.
@@ -80,8 +86,15 @@ class Settings(BaseSettings):
     acme_directory_url: str | None = None
     # Where the edge serves https (svc serve --edge-tls-port); None: http only.
     edge_tls_port: int | None = None
+    # Strict-Transport-Security on every https answer of the edge, for this many seconds (0: not
+    # sent). Once browsers have seen it they refuse http for the name until it runs out: turn it on
+    # when https is there to stay.
+    edge_hsts_seconds: int = Field(default=0, ge=0, le=63072000)
     acme_email: str | None = None
     acme_ca_bundle: str | None = None
+    # The domains a CAA record names to allow the CA (comma-separated), for a CA whose directory does
+    # not list them (its caaIdentities): svc reads CAA before ordering and says when it forbids.
+    acme_caa_identities: str = ""
     project_db_enabled: bool = True
     project_db_admin_url: str | None = None
     # What each project's role may hold: connections at once, and a statement's time by default.
@@ -149,6 +162,33 @@ class Settings(BaseSettings):
 
     free_project_limit: int = 3
     pro_project_limit: int = 100
+    # A project's env.ai calls a minute at most, by plan (docs/ai.md).
+    free_ai_calls_per_minute: int = Field(default=20, ge=1)
+    pro_ai_calls_per_minute: int = Field(default=600, ge=1)
+
+    # Billing (docs/billing.md): "off", "polar" (Polar's API with SVC_POLAR_ACCESS_TOKEN and the pro
+    # plan's SVC_POLAR_PRODUCT_ID; SVC_BILLING_SANDBOX for Polar's sandbox) or "fake" (svc runs a fake
+    # Polar itself, for development). Webhooks are checked against SVC_BILLING_WEBHOOK_SECRET.
+    billing: Literal["off", "polar", "fake"] = "off"
+    billing_webhook_secret: SecretStr | None = None
+    billing_sandbox: bool = False
+    billing_timeout_seconds: float = Field(default=8.0, gt=0, le=60)
+    polar_access_token: SecretStr | None = None
+    # The AI upstream of each lane of the catalog: any OpenAI-compatible API's base URL
+    # (https://api.openai.com/v1, OpenRouter, a vLLM or Ollama server) and its key. A lane without
+    # both answers env.ai's calls 503 ai_unavailable.
+    ai_frontier_url: str | None = None
+    ai_frontier_key: SecretStr | None = None
+    ai_value_url: str | None = None
+    ai_value_key: SecretStr | None = None
+    ai_timeout_seconds: float = Field(default=120.0, gt=0, le=600)
+    # Development: svc runs a fake OpenAI-compatible upstream itself (its model echoes the last
+    # message, a token a word) for each lane without a URL, so env.ai works with no provider.
+    ai_fake: bool = False
+    polar_product_id: str | None = None
+    # A one-time product for AI credit, its price set per purchase (docs/ai.md): without it, buying
+    # credit answers 501 billing_off.
+    polar_credit_product_id: str | None = None
 
     @field_validator("public_url")
     @classmethod
@@ -230,6 +270,27 @@ class Settings(BaseSettings):
         port = self.edge_public_port if self.edge_public_port is not None else self.edge_port
         default = 443 if self.edge_public_scheme == "https" else 80
         return f"{self.edge_public_scheme}://{host}" + ("" if port == default else f":{port}")
+
+    def is_operator(self, *, email: str | None, provider: str, subject: str) -> bool:
+        """Whether a signed-in person is one of SVC_OPERATORS: by email (case-insensitive), or by
+        provider and subject (a subject alone would match the same name at another provider)."""
+        named = {name.strip() for name in self.operators.split(",") if name.strip()}
+        emails = {name.lower() for name in named if "@" in name}
+        return (email or "").lower() in emails or f"{provider}:{subject}" in named
+
+    def console_host(self) -> str | None:
+        """SVC_PUBLIC_URL's host when it is https:// on a DNS name (not localhost, not an address):
+        the edge then fronts the dashboard and API under it, with a certificate svc gets for it
+        (docs/tls.md). None: people reach the API's own address."""
+        url = urlsplit(self.public_url)
+        host = (url.hostname or "").lower().rstrip(".")
+        if url.scheme != "https" or "." not in host or host == "localhost" or host.endswith(".localhost"):
+            return None
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return host
+        return None
 
 
 def _resolver_host_port(text: str) -> tuple[str, int]:

@@ -25,6 +25,7 @@ import hypothesis
 import schemathesis
 from hypothesis import HealthCheck, Phase
 from hypothesis import strategies as st
+from pydantic import SecretStr
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.failures import FailureGroup
 from schemathesis.core.result import Ok
@@ -36,6 +37,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from svc.adapters.billing import FakePolar
+from svc.adapters.billing.polar import PolarBilling
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster
 from svc.domains.credentials.sshkeys import PUBLIC_KEY_FORMAT
@@ -158,6 +161,14 @@ async def test_every_operation_survives_schemathesis(dns_svc: Svc, project_clust
     svc = dns_svc  # DNS on a real PowerDNS, so its routes run their code rather than answer 503
     # And the projects' databases on a real cluster, for the same reason.
     svc.ctx.adapters.database = node = PostgresNode(project_cluster.admin_url)
+    # Billing against the fake Polar (a real HTTP server), so its routes run their code too.
+    secret = "whsec_fuzz"
+    svc.ctx.settings = svc.ctx.settings.model_copy(update={"billing_webhook_secret": SecretStr(secret)})
+    fake = FakePolar(webhook_secret=secret, hook_url="/v1/hooks/polar", http=svc.anon)
+    await fake.start()
+    svc.ctx.adapters.billing = PolarBilling(access_token=fake.access_token, product_id=fake.product_id,
+                                            credit_product_id=fake.credit_product_id,
+                                            sandbox=True, base_url=fake.url, timeout_seconds=5)
     doc = (await svc.anon.get("/v1/openapi.json")).json()
     schema = schemathesis.openapi.from_dict(doc)
     operations: list[Operation] = []
@@ -190,6 +201,9 @@ async def test_every_operation_survives_schemathesis(dns_svc: Svc, project_clust
     finally:
         logging.getLogger("svc.errors").removeHandler(errors)
         await node.close()
+        await svc.ctx.adapters.billing.aclose()
+        svc.ctx.adapters.billing = None
+        await fake.stop()
     findings += [f"{label}: {a.refused} of {a.measured} schema-valid cases with real path values refused as "
                  f"invalid: the document allows what the API refuses; the first:\n{a.example}"
                  for label, a in accepted.items()

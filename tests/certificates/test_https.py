@@ -6,6 +6,7 @@ it, picked by SNI; a name svc holds no certificate for gets no handshake."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import socket
 import ssl
@@ -24,7 +25,7 @@ from tests.support.serve import Server, svc_serve
 pytestmark = PEBBLE_REQUIRED
 
 
-def _https_get(port: int, host: str, root_pem: str) -> tuple[str, str]:
+def _https_get(port: int, host: str, root_pem: str, headers: dict[str, str] | None = None) -> tuple[str, str]:
     """GET / over TLS to 127.0.0.1:port with SNI `host`, verified against `root_pem`: (status line, body)."""
     ctx = ssl.create_default_context(cadata=root_pem)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
@@ -34,6 +35,9 @@ def _https_get(port: int, host: str, root_pem: str) -> tuple[str, str]:
         while chunk := tls.recv(65536):
             data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
+    if headers is not None:
+        headers.update((k.strip().lower(), v.strip()) for k, _, v in
+                       (line.partition(":") for line in head.decode().split("\r\n")[1:]))
     return head.split(b"\r\n", 1)[0].decode(), body.decode(errors="replace")
 
 
@@ -47,8 +51,10 @@ async def test_default_hostnames_are_served_over_https_with_the_wildcard(tmp_pat
             async with svc_serve(work, edge_port=edge_port, SVC_DNS_PORT=str(dns_port),
                                  SVC_APP_DOMAIN="apps.test", SVC_ACME_DIRECTORY_URL=pebble.directory_url,
                                  SVC_ACME_CA_BUNDLE=pebble.ca_bundle, SVC_EDGE_TLS_PORT=str(tls_port),
-                                 SVC_CERTIFICATE_CHECK_SECONDS="1") as server:
+                                 SVC_CERTIFICATE_CHECK_SECONDS="1", SVC_EDGE_HSTS_SECONDS="600",
+                                 SVC_PUBLIC_URL=f"https://svc.apps.test:{tls_port}") as server:
                 await _journey(server, tls_port, root)
+                await _console(server, tls_port, root)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -81,6 +87,10 @@ async def _journey(server: Server, tls_port: int, root: str) -> None:
     assert answer is not None, server.log.read_text()[-3000:]
     status, body = answer
     assert status == "HTTP/1.1 200 OK" and body == "<h1>over tls</h1>"
+    # HSTS, as the operator asked (SVC_EDGE_HSTS_SECONDS): on https answers only.
+    headers: dict[str, str] = {}
+    await asyncio.to_thread(_https_get, tls_port, host, root, headers)
+    assert headers["strict-transport-security"] == "max-age=600"
     # The files nginx reads are svc's alone.
     assert server.data_dir is not None
     certs = server.data_dir / "edge" / "certs"
@@ -111,6 +121,16 @@ async def _journey(server: Server, tls_port: int, root: str) -> None:
         except (OSError, ssl.SSLError):
             await asyncio.sleep(0.1)
     assert answer == ("HTTP/1.1 200 OK", "<h1>over tls</h1>"), server.log.read_text()[-3000:]
+    # Certificates reach nginx's memory as they come: the edge never reloaded for them.
+    assert "edge reloaded onto config" not in server.log.read_text()
+    # No key in svc's log or nginx's (as PEM, or base64 as the edge's table carries it), or in the audit.
+    assert server.data_dir is not None
+    logs = server.log.read_text() + (server.data_dir / "edge" / "error.log").read_text()
+    assert "PRIVATE KEY" not in logs and "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t" not in logs
+    async with httpx.AsyncClient(base_url=server.api, timeout=30, headers=auth) as http:
+        audit = (await http.get("/v1/orgs/tls/audit")).text
+        hostnames = (await http.get("/v1/orgs/tls/projects/web/hostnames")).text
+    assert "PRIVATE" not in audit and "PRIVATE" not in hostnames and "BEGIN" not in hostnames
     # The API says which certificate each hostname is served with.
     async with httpx.AsyncClient(base_url=server.api, timeout=30, headers=auth) as http:
         hosts = {h["host"]: h for h in (await http.get("/v1/orgs/tls/projects/web/hostnames")).json()["hostnames"]}
@@ -127,3 +147,29 @@ async def _journey(server: Server, tls_port: int, root: str) -> None:
         assert moved.status_code == 308 and moved.headers["location"] == f"https://web-tls.apps.test:{tls_port}/"
         check = await http.get(f"{edge}/.well-known/acme-challenge/none", headers={"host": "www.shop.test"})
         assert check.status_code == 404 and check.text == "no such challenge"
+        assert "strict-transport-security" not in check.headers
+
+
+async def _console(server: Server, tls_port: int, root: str) -> None:
+    """The dashboard and API at SVC_PUBLIC_URL's host, fronted by the edge over https (the app
+    domain's wildcard covers svc.apps.test): the session cookie is then Secure (__Host-)."""
+    verify = ssl.create_default_context(cadata=root)
+    base = f"https://127.0.0.1:{tls_port}"
+    sni = {"sni_hostname": "svc.apps.test"}
+    async with httpx.AsyncClient(timeout=30, verify=verify, headers={"host": "svc.apps.test"}) as https:
+        config = await https.get(f"{base}/v1/config", extensions=sni)
+        assert config.status_code == 200 and config.headers["strict-transport-security"] == "max-age=600"
+        page = await https.get(f"{base}/signin", extensions=sni)
+        assert page.status_code == 200
+        pre = page.headers["set-cookie"]
+        assert pre.startswith("__Host-svc_pre=") and "Secure" in pre and "HttpOnly" in pre
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert csrf is not None, page.text
+        signed = await https.post(f"{base}/signin/dev", extensions=sni, data={"subject": "tls", "csrf": csrf[1]},
+                                  headers={"cookie": pre.split(";", 1)[0]})
+        assert signed.status_code == 303, signed.text
+        session = signed.headers["set-cookie"]
+        assert session.startswith("__Host-svc_session=") and "Secure" in session and "HttpOnly" in session
+    async with httpx.AsyncClient(timeout=30) as http:  # over http: sent to https
+        moved = await http.get(f"http://127.0.0.1:{server.edge_port}/signin", headers={"host": "svc.apps.test"})
+        assert moved.status_code == 308 and moved.headers["location"] == f"https://svc.apps.test:{tls_port}/signin"

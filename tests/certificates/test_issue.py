@@ -6,6 +6,7 @@ words and tried again later (never in a loop), a hostname that goes takes its ce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -15,8 +16,11 @@ from cryptography import x509
 from sqlalchemy import select
 
 from svc.adapters.acme.pebble import Pebble
+from svc.adapters.nameserver.port import RRsetData
+from svc.adapters.resolver.dns import DnsResolver
+from svc.adapters.resolver.port import Lookup, Outcome
 from svc.app import default_adapters
-from svc.domains.certificates import jobs
+from svc.domains.certificates import caa, jobs
 from svc.kit.clock import utcnow
 from svc.models import AcmeAccount, Certificate, Hostname, Project
 from svc.settings import Settings
@@ -117,7 +121,7 @@ async def test_the_edge_answers_http01_from_the_store(tls_svc: Svc) -> None:
 
 
 async def test_operators_list_the_certificates(tls_svc: Svc, tmp_path: Path) -> None:
-    """`svc admin certs` on the server, against its store: what svc holds, never a key."""
+    """`svc certs list` on the server, against its store: what svc holds, never a key."""
     from tests.cli.conftest import clean_env, run_in_process
 
     assert await _converge(tls_svc) == 1
@@ -126,10 +130,150 @@ async def test_operators_list_the_certificates(tls_svc: Svc, tmp_path: Path) -> 
     if tls_svc.ctx.settings.database_url:
         env["SVC_DATABASE_URL"] = tls_svc.ctx.settings.database_url
     # (In a thread: the command runs its own event loop, as on the server.)
-    listed = await asyncio.to_thread(run_in_process, ["admin", "certs", "--json"], env)
+    listed = await asyncio.to_thread(run_in_process, ["certs", "list", "--json"], env)
     assert listed.code == 0, listed.err
     [cert] = listed.json()["certificates"]
     assert (cert["name"], cert["kind"], cert["status"], cert["failures"]) == ("*.apps.test", "wildcard", "active", 0)
     assert cert["notAfter"] and cert["renewAt"] and "PRIVATE" not in listed.out
-    table = await asyncio.to_thread(run_in_process, ["admin", "certs"], env)
+    table = await asyncio.to_thread(run_in_process, ["admin", "certs", "list"], env)
     assert "*.apps.test" in table.out and "active" in table.out
+
+
+async def test_a_caa_record_that_forbids_the_ca_is_read_before_ordering(dns_settings: Settings, pdns: Pdns,
+                                                                         pebble: Pebble) -> None:
+    """The name's CAA allows another CA: no order, the reason in words (where, who is allowed,
+    the record that would allow svc's CA), tried again later; allowed, the order goes ahead."""
+    settings = dns_settings.model_copy(update={
+        "app_domain": "apps.test", "acme_directory_url": pebble.directory_url, "acme_ca_bundle": pebble.ca_bundle,
+        "acme_caa_identities": "pebble.example"})
+    adapters = default_adapters(settings)
+    adapters.nameserver = pdns.nameserver
+    adapters.resolver = DnsResolver.at("127.0.0.1", pdns.port)
+    zone = "caa-shop.test."
+    await pdns.nameserver.ensure_zone(zone, nameservers=settings.nameserver_names)
+    try:
+        await pdns.nameserver.apply(zone, replace=[RRsetData(zone, "CAA", 60, ('0 issue "letsencrypt.org"',))],
+                                    delete=[])
+        async with running_svc(settings, adapters, run_workers=False) as svc:
+            await make_team(svc, project="web")
+            async with svc.ctx.db.transaction() as s:
+                project = (await s.scalars(select(Project).where(Project.name == "web"))).one()
+                s.add(Hostname(host="www.caa-shop.test", project_id=project.id, kind="custom", status="active",
+                               created_at=utcnow(), proven_by="txt"))
+            await _converge(svc)
+            await run_due_jobs(svc)
+            row = (await _rows(svc))["www.caa-shop.test"]
+            assert (row.status, row.failures) == ("failed", 1)
+            assert row.last_error is not None and row.last_error.startswith(
+                "a CAA record at caa-shop.test (issue) allows letsencrypt.org to issue certificates for "
+                "www.caa-shop.test, not this CA (pebble.example)"), row.last_error
+            assert row.renew_at is not None and row.renew_at > utcnow() + timedelta(minutes=4)
+            # The owner allows svc's CA: the next order is made (and fails here for another reason:
+            # nothing answers HTTP-01 without an edge).
+            await pdns.nameserver.apply(zone, replace=[RRsetData(zone, "CAA", 60, ('0 issue "pebble.example"',))],
+                                        delete=[])
+            async with svc.ctx.db.transaction() as s:
+                (await s.get(Certificate, "www.caa-shop.test")).renew_at = utcnow()  # type: ignore[union-attr]
+            await _converge(svc)
+            await run_due_jobs(svc)
+            row = (await _rows(svc))["www.caa-shop.test"]
+            assert row.failures == 2 and row.last_error is not None and "CAA" not in row.last_error
+    finally:
+        for name in (zone, "apps.test."):
+            with contextlib.suppress(Exception):
+                await pdns.nameserver.delete_zone(name)
+
+
+class _Records:
+    """CAA records by owner name, as a Resolver answers them."""
+
+    def __init__(self, records: dict[str, tuple[str, ...]]) -> None:
+        self.records = records
+        self.description = "test records"
+
+    async def caa(self, name: str) -> Lookup:
+        found = self.records.get(name.rstrip("."))
+        return Lookup(Outcome.found, found) if found else Lookup(Outcome.no_answer)
+
+
+async def test_caa_rules() -> None:
+    ids = ("pebble.example",)
+
+    async def refused(records: dict[str, tuple[str, ...]], name: str) -> str | None:
+        return await caa.refusal(_Records(records), name, ids)  # type: ignore[arg-type]
+
+    assert await refused({}, "www.shop.test") is None  # no CAA anywhere: every CA
+    assert await refused({"shop.test": ("iodef mailto:a@shop.test",)}, "www.shop.test") is None
+    assert await refused({"shop.test": ("issue pebble.example; accounturi=x",)}, "www.shop.test") is None
+    # The closest set decides: the name's own set allows, whatever its parent says.
+    assert await refused({"www.shop.test": ("issue pebble.example",), "shop.test": ("issue ;",)},
+                         "www.shop.test") is None
+    assert "allows no CA" in (await refused({"shop.test": ("issue ;",)}, "www.shop.test") or "")
+    # A wildcard: issuewild decides when the set has one.
+    assert await refused({"apps.test": ("issue other.example", "issuewild pebble.example")}, "*.apps.test") is None
+    said = await refused({"apps.test": ("issue pebble.example", "issuewild other.example")}, "*.apps.test")
+    assert said is not None and "(issuewild) allows other.example" in said
+    # Unanswered: svc cannot tell, the CA decides.
+
+    class _Down(_Records):
+        async def caa(self, name: str) -> Lookup:
+            return Lookup(Outcome.timeout)
+
+    assert await caa.refusal(_Down({}), "www.shop.test", ids) is None  # type: ignore[arg-type]
+
+
+async def test_a_failing_renewal_near_expiry_is_told_to_the_org_once(tls_svc: Svc) -> None:
+    alice = (await make_team(tls_svc, project="web")).alice
+    now = utcnow()
+    async with tls_svc.ctx.db.transaction() as s:
+        project = (await s.scalars(select(Project).where(Project.name == "web"))).one()
+        s.add(Hostname(host="old.example.net", project_id=project.id, kind="custom", status="active",
+                       created_at=now, proven_by="txt"))
+        # Held, and due: its renewal will fail (nothing answers HTTP-01 here) with 10 days left.
+        s.add(Certificate(name="old.example.net", kind="host", status="active", fullchain="(a chain)",
+                          not_before=now - timedelta(days=80), not_after=now + timedelta(days=10, hours=1),
+                          issuer="Pebble", failures=0, renew_at=now, created_at=now, updated_at=now))
+    await _converge(tls_svc)
+    await run_due_jobs(tls_svc)
+    row = (await _rows(tls_svc))["old.example.net"]
+    # Still served with the certificate it has; the reason beside it.
+    assert (row.status, row.failures) == ("active", 1) and row.last_error and row.warned_at is not None
+
+    async def told() -> list[dict[str, object]]:
+        listed = (await alice.client.get("/v1/orgs/acme/notifications")).json()["notifications"]
+        return [n for n in listed if n["kind"] == "certificate.expiring"]
+
+    [note] = await told()
+    assert note["project"] == "web" and "old.example.net runs out in 10 days" in str(note["message"])
+    assert row.last_error in str(note["message"])
+    # The next failure says nothing new.
+    async with tls_svc.ctx.db.transaction() as s:
+        (await s.get(Certificate, "old.example.net")).renew_at = utcnow()  # type: ignore[union-attr]
+    await _converge(tls_svc)
+    await run_due_jobs(tls_svc)
+    assert (await _rows(tls_svc))["old.example.net"].failures == 2
+    assert len(await told()) == 1
+
+
+async def test_a_rate_limited_order_waits_for_the_time_the_ca_says(tls_svc: Svc) -> None:
+    """Let's Encrypt says when its limit lifts in the error's words: the next try is not before."""
+    from acme import messages
+    from svc.adapters.acme.client import _acme_error
+    from svc.domains.certificates import service
+
+    error = _acme_error(messages.Error(typ="urn:ietf:params:acme:error:rateLimited",
+                                       detail="too many certificates (5) already issued for this exact set of "
+                                              "domains in the last 168h0m0s, retry after 2099-01-02 03:04:05 UTC: "
+                                              "see https://letsencrypt.org/docs/rate-limits/"))
+    assert error.kind == "rate_limited" and error.message.startswith("the CA's rate limit: too many certificates")
+    assert error.retry_after is not None and error.retry_after.isoformat() == "2099-01-02T03:04:05+00:00"
+    now = utcnow()
+    async with tls_svc.ctx.db.transaction() as s:
+        s.add(Certificate(name="*.apps.test", kind="wildcard", status="issuing", failures=0, created_at=now,
+                          updated_at=now, renew_at=now))
+    async with unit_of_work(tls_svc.ctx, Tx.WRITE) as uow:
+        await service.record_failure(uow, "*.apps.test", error)
+    row = (await _rows(tls_svc))["*.apps.test"]
+    assert row.renew_at is not None and row.renew_at.isoformat() == "2099-01-02T03:04:05+00:00"
+    assert row.status == "failed" and row.last_error == error.message
+    assert await _converge(tls_svc) == 0  # not asked again before then

@@ -101,6 +101,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="package")
+def billing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A server with the fake Polar (SVC_BILLING=fake) and the fake AI model (SVC_AI_FAKE) in its
+    process: the billing and AI credit tests; its log beside."""
+    workdir = tmp_path_factory.mktemp("svc-billing")
+    with running_server(workdir, log_level="info", billing="fake", ai_fake="true") as url:
+        yield url, workdir / "server.log"
+
+
 @dataclass
 class Result:
     code: int

@@ -65,3 +65,57 @@ def test_prepare_installs_the_pages_and_drops_the_old_disk_cache(tmp_path: Path)
     assert not (layout.root / "check-cache").exists()
     assert {p.name for p in layout.pages.iterdir()} == {"unknown-host.html", "no-deployment.html", "not-found.html"}
     assert "svc deploy" in (layout.pages / "no-deployment.html").read_text()
+
+
+def test_tls_holds_no_certificate_in_the_config(tmp_path: Path) -> None:
+    """Certificates are a table in nginx's memory (tls.py): the config is the same for 1 or 1,000,
+    so a new certificate never reloads nginx."""
+    layout = EdgeLayout(tmp_path / "edge")
+    text = render(_options(tls_port=18443), layout)
+    assert text.count("ssl_certificate_by_lua_block") == 1 and text.count("listen 127.0.0.1:18443 ssl") == 1
+    assert f'svc_tls.load("{layout.certs}/table")' in text and "lua_shared_dict svc_certs" in text
+    assert "svc_tls" not in render(_options(), layout)
+
+
+def test_hsts_only_when_the_operator_turns_it_on_and_only_over_https(tmp_path: Path) -> None:
+    layout = EdgeLayout(tmp_path / "edge")
+    assert "Strict-Transport-Security" not in render(_options(tls_port=18443), layout)
+    # Without TLS there is nothing to send it on.
+    assert "Strict-Transport-Security" not in render(_options(hsts_seconds=600), layout)
+    text = render(_options(tls_port=18443, hsts_seconds=600), layout)
+    assert 'on "max-age=600";' in text and "map $https $svc_hsts" in text
+    # Beside every add_header of the sites' locations (a location's own add_header drops the server's).
+    assert text.count("add_header Strict-Transport-Security $svc_hsts always;") == text.count(
+        "add_header Cache-Control")
+
+
+def test_the_console_host_is_fronted_over_http_and_https(tmp_path: Path) -> None:
+    text = render(_options(tls_port=18443, console_host="svc.apps.test"), EdgeLayout(tmp_path / "edge"))
+    assert text.count('server_name "svc.apps.test";') == 2  # http and https
+    assert "svc_console_connection" in text
+    # Without TLS: http only.
+    other = render(_options(console_host="svc.example.org"), EdgeLayout(tmp_path / "edge"))
+    assert other.count('server_name "svc.example.org";') == 1
+
+
+def test_the_certificates_table_and_its_changes(tmp_path: Path) -> None:
+    from svc.adapters.edge.port import ServedCertificate
+    from svc.edge import tls
+
+    root = tmp_path / "certs"
+    root.mkdir()
+    (root / "0123.pem").write_text("an earlier version's file")
+    one = ServedCertificate("*.Apps.test", "CHAIN", "KEY")
+    lines = tls.write_table(root, [one, ServedCertificate("www.shop.test", "C2", "K2", ocsp_der=b"\x30\x03")])
+    assert sorted(p.name for p in root.iterdir()) == ["placeholder.key", "placeholder.pem", "table"]
+    assert root.stat().st_mode & 0o777 == 0o700 and all(p.stat().st_mode & 0o077 == 0 for p in root.iterdir())
+    assert list(lines) == ["*.apps.test", "www.shop.test"]
+    assert lines["*.apps.test"] == "set\t*.apps.test\tQ0hBSU4=\tS0VZ"
+    assert lines["www.shop.test"].endswith("\tMAM=")
+    assert (root / "table").read_text() == "".join(f"{line}\n" for line in lines.values())
+    # Only what changed is sent: a renewal, a certificate gone.
+    after = tls.write_table(root, [ServedCertificate("*.apps.test", "CHAIN2", "KEY2")])
+    assert tls.changes(lines, after) == [after["*.apps.test"], "del\twww.shop.test"]
+    assert tls.changes(after, after) == []
+    with pytest.raises(ValueError):
+        tls.line(ServedCertificate("bad name\tx", "C", "K"))

@@ -10,10 +10,12 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI
+from sqlalchemy import func, select
 
 from svc.app import build_registry, create_app
 from svc.context import Adapters, AppContext
 from svc.jobs.worker import Worker
+from svc.models.jobs import Job
 from svc.settings import AreaSettings, Settings
 
 
@@ -89,8 +91,17 @@ def job_runner(svc: Svc, worker: str = "test") -> Worker:
 async def run_due_jobs(svc: Svc) -> None:
     """Run the due jobs (and the ones they enqueue) until none is due."""
     runner = job_runner(svc)
-    while await runner.run_once():
-        pass
+    for _ in range(400):  # 20 s at most
+        if await runner.run_once():
+            continue
+        # A job the svc's own background worker claimed first is still theirs: wait for it to end
+        # (it may enqueue more), or the test would look before the job did its work.
+        async with svc.ctx.db.transaction(write=False) as s:
+            running = await s.scalar(select(func.count()).select_from(Job).where(Job.status == "running"))
+        if not running:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("jobs still running after 20 s")
 
 
 async def wait_operation(user: User, org: str, op_id: str) -> dict[str, Any]:

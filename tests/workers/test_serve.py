@@ -320,9 +320,10 @@ async def test_what_a_worker_prints_and_throws_is_in_the_projects_logs(project: 
         return list(r.json()["lines"])
 
     lines: list[dict[str, object]] = []
-    for _ in range(100):  # the runtime sends them once each request has ended
+    for _ in range(200):  # the runtime sends them once each request has ended; the edge's come in batches
         lines = await logged()
-        if len(lines) >= 6:
+        if len([line for line in lines if line["source"] == "edge"]) >= 3 and \
+                len([line for line in lines if line["level"] == "error"]) >= 2:
             break
         await asyncio.sleep(0.1)
     seen = [(line["source"], line["level"], line["message"]) for line in lines]

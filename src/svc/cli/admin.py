@@ -3,7 +3,12 @@
 so only someone who can read the server's settings can run them. Loaded only when `svc admin` runs.
 
     svc admin plan ORG pro|free     set an org's plan (self-hosted instances without billing)
-    svc admin certs                 the TLS certificates svc holds, their expiry and renewal
+    svc certs list                  the TLS certificates svc holds, their expiry and renewal
+                                    (also `svc admin certs list`)
+    svc admin billing events        the billing webhooks received, with what became of each
+    svc admin billing replay ID     apply a kept delivery again
+    svc admin billing reconcile ORG compare an org with the billing provider and repair a drift
+    svc admin credit ORG AMOUNT --reason R   adjust an org's AI credit (a ledger row)
 """
 
 from __future__ import annotations
@@ -11,20 +16,23 @@ from __future__ import annotations
 import asyncio
 import json
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from svc.app import server_context
+from svc.domains.ai import service as ai
+from svc.domains.billing import service as billing
 from svc.domains.certificates import service as certificates
 from svc.domains.certificates.schemas import CertificateSummary
 from svc.domains.identity.schemas import OrgMembership
 from svc.domains.orgs import service as orgs
 from svc.errors import AppError
+from svc.kit import money
 from svc.models import Plan
 from svc.settings import Settings
-from svc.uow import unit_of_work
+from svc.uow import Tx, unit_of_work
 
 app = typer.Typer(name="admin", no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 out = Console(soft_wrap=True)
@@ -71,7 +79,17 @@ async def _set_plan(settings: Settings, slug: str, plan_: Plan) -> OrgMembership
         return await orgs.set_plan(uow, slug=slug, plan=plan_, settings=settings)
 
 
-@app.command("certs")
+certs_app = typer.Typer(name="certs", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                        help="The TLS certificates svc holds, on the server against its store (docs/tls.md).")
+app.add_typer(certs_app, name="certs")
+
+
+@certs_app.callback()
+def _certs_group() -> None:
+    """The TLS certificates svc holds, on the server against its store (docs/tls.md)."""
+
+
+@certs_app.command("list")
 def certs(as_json: Annotated[bool, typer.Option("--json", help="Print them as JSON.")] = False) -> None:
     """The TLS certificates svc holds (the app domain's wildcard, each active custom hostname's):
     their status, expiry, when each is renewed, and why the last order failed."""
@@ -96,3 +114,123 @@ def certs(as_json: Annotated[bool, typer.Option("--json", help="Print them as JS
 async def _certificates(settings: Settings) -> list[CertificateSummary]:
     async with server_context(settings) as ctx, unit_of_work(ctx) as uow:
         return await certificates.list_all(uow)
+
+
+billing_app = typer.Typer(name="billing", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                          help="The billing provider's webhooks as svc received them, and repairs (docs/billing.md).")
+app.add_typer(billing_app, name="billing")
+
+
+@billing_app.callback()
+def _billing_group() -> None:
+    """The billing provider's webhooks as svc received them, and repairs (docs/billing.md)."""
+
+
+def _event_json(row: Any) -> dict[str, Any]:
+    return {"webhookId": row.webhook_id, "type": row.type, "receivedAt": row.received_at.isoformat(),
+            "outcome": row.outcome, "detail": row.detail, "org": row.org_slug, "deliveries": row.deliveries}
+
+
+@billing_app.command("events")
+def billing_events(limit: Annotated[int, typer.Option(min=1, max=1000, help="How many, newest first.")] = 50,
+                   as_json: Annotated[bool, typer.Option("--json", help="Print them as JSON.")] = False) -> None:
+    """The webhook deliveries received (the inbox), newest first: type, org, outcome (applied,
+    stale, ignored, failed) and why, and how many times each arrived."""
+    rows = asyncio.run(_in_store(Settings(), lambda uow: billing.inbox(uow, limit), Tx.READ))
+    if as_json:
+        print(json.dumps({"events": [_event_json(r) for r in rows]}))
+        return
+    if not rows:
+        out.print("No billing webhooks received.", markup=False, highlight=False)
+        return
+    from rich.table import Table
+
+    table = Table("RECEIVED", "ID", "TYPE", "ORG", "OUTCOME", "DELIVERIES", "DETAIL", box=None)
+    for r in rows:
+        table.add_row(f"{r.received_at:%Y-%m-%d %H:%M:%S}", r.webhook_id, r.type, r.org_slug or "-", r.outcome,
+                      str(r.deliveries), r.detail or "")
+    out.print(table)
+
+
+@billing_app.command("replay")
+def billing_replay(
+    webhook_id: Annotated[str, typer.Argument(help="The delivery's webhook-id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the delivery as JSON.")] = False,
+) -> None:
+    """Apply a kept delivery again (one that failed because its org came later, say); an older state
+    of a subscription still never overwrites a newer one."""
+    row = asyncio.run(_in_store(Settings(), lambda uow: billing.replay(uow, webhook_id)))
+    if row is None:
+        _refuse(as_json, "not_found", f"No delivery {webhook_id!r} was received")
+    if as_json:
+        print(json.dumps(_event_json(row)))
+        return
+    out.print(f"{row.webhook_id} ({row.type}): {row.outcome}, {row.detail}", markup=False, highlight=False)
+
+
+@billing_app.command("reconcile")
+def billing_reconcile(
+    org: Annotated[str, typer.Argument(help="The org's slug.", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Read the org's subscription from the provider now and repair a drift (what the daily cycle
+    does for every paying org)."""
+    result = asyncio.run(_in_store(Settings(), lambda uow: billing.reconcile_slug(uow, org), Tx.READ_THEN_WRITE))
+    if result is None:
+        _refuse(as_json, "not_found", f"No org {org!r}")
+    assert result is not None
+    changed, plan_now = result
+    if as_json:
+        print(json.dumps({"org": org, "changed": changed, "plan": plan_now}))
+        return
+    out.print(f"{org}: {'repaired, now' if changed else 'in step, still'} on the {plan_now} plan.",
+              markup=False, highlight=False)
+
+
+@app.command("credit")
+def credit(
+    org: Annotated[str, typer.Argument(help="The org's slug.", show_default=False)],
+    amount: Annotated[str, typer.Argument(metavar="AMOUNT", show_default=False,
+                                          help="+$5, -$1.25 (dollars) or micro-cents (+500000000). A "
+                                               "negative amount goes after --: svc admin credit --reason R ORG "
+                                               "-- -$1.25")],
+    reason: Annotated[str, typer.Option("--reason", help="Why, kept on the ledger row.", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Adjust an org's AI credit: one `adjust` row on its ledger, and the balance it moves, in one
+    transaction (audited as ai.adjust)."""
+    try:
+        micro_cents = money.parse(amount)
+    except ValueError as exc:
+        _refuse(as_json, "bad_request", str(exc))
+    if not reason.strip():
+        _refuse(as_json, "bad_request", "--reason says why, for the ledger")
+
+    async def run(uow: Any) -> tuple[int, int] | None:
+        found = await orgs.org_by_slug(uow, org)
+        return None if found is None else await ai.adjust(uow, found, micro_cents, reason.strip())
+
+    result = asyncio.run(_in_store(Settings(), run))
+    if result is None:
+        _refuse(as_json, "not_found", f"No org {org!r}")
+    assert result is not None
+    ledger_id, balance = result
+    if as_json:
+        print(json.dumps({"org": org, "ledgerId": ledger_id, "microCents": micro_cents, "balanceMicroCents": balance}))
+        return
+    out.print(f"{org}: {money.dollars(micro_cents)} ({reason.strip()}); the balance is now {money.dollars(balance)}.",
+              markup=False, highlight=False)
+
+
+def _refuse(as_json: bool, code: str, message: str) -> None:
+    if as_json:
+        print(json.dumps({"code": code, "message": message, "details": None}))
+    else:
+        err.print(f"error: {message} ({code})", markup=False, highlight=False)
+    raise typer.Exit(1)
+
+
+async def _in_store(settings: Settings, case: Any, policy: Tx = Tx.WRITE) -> Any:
+    """`case(uow)` in a unit of work on the server's store, with the billing provider of its settings."""
+    async with server_context(settings) as ctx, unit_of_work(ctx, policy) as uow:
+        return await case(uow)

@@ -105,6 +105,12 @@ def _transport_error() -> type[Exception]:
     return httpx.TransportError
 
 
+def _dropped_connection() -> type[Exception]:
+    import httpx
+
+    return httpx.RemoteProtocolError
+
+
 def where_hint(base_url: str, origin: str, *, answered: bool = False) -> str:
     """How to point svc at the right server, naming where the address came from."""
     if answered:
@@ -231,10 +237,17 @@ class Api:
             raise self.not_signed_in()
         if bearer:
             headers["authorization"] = f"Bearer {bearer}"
-        try:
-            r = self.http.request(method, path, json=body, params=params, headers=headers)
-        except _transport_error() as exc:
-            raise unreachable(exc, self.base_url, self.origin) from None
+        for attempt in (1, 2):
+            try:
+                r = self.http.request(method, path, json=body, params=params, headers=headers)
+                break
+            except _dropped_connection() as exc:
+                # A kept-alive connection the server closed as this request went out: a request that
+                # changes nothing goes again, once, on a new connection (as urllib3 does).
+                if method not in ("GET", "HEAD") or attempt == 2:
+                    raise unreachable(exc, self.base_url, self.origin) from None
+            except _transport_error() as exc:
+                raise unreachable(exc, self.base_url, self.origin) from None
         return decode(r, self.base_url, self.origin)
 
     def not_signed_in(self) -> CliError:

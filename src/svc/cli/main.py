@@ -46,7 +46,10 @@ def groups() -> list[str]:
 
 _ROOT_OPTIONS_WITH_VALUE = ("--api-url",)
 
-_PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+# The rest of the command line, as typed, for the command that loads its own group: stopping at the
+# first word keeps a `--` for it (svc admin credit ORG -- -$1.25), which click would otherwise eat.
+_PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False,
+                "help_option_names": []}
 
 
 @app.command("serve", context_settings=_PASSTHROUGH, add_help_option=False,
@@ -68,9 +71,23 @@ def _serve(ctx: typer.Context) -> None:
 def _admin(ctx: typer.Context) -> None:
     from svc.cli.admin import app as admin  # the server's store, loaded only for this command
 
-    command = typer.main.get_command(admin)
+    _run_group(admin, ctx, "svc admin")
+
+
+@app.command("certs", context_settings=_PASSTHROUGH, add_help_option=False,
+             help="The TLS certificates svc holds, on the server against its store (svc certs list).",
+             short_help="Operators: the TLS certificates svc holds.")
+def _certs(ctx: typer.Context) -> None:
+    from svc.cli.admin import certs_app  # the server's store, loaded only for this command
+
+    _run_group(certs_app, ctx, "svc certs")
+
+
+def _run_group(group: typer.Typer, ctx: typer.Context, prog_name: str) -> None:
+    """A group of server-side commands, loaded when it runs, given the rest of the command line."""
+    command = typer.main.get_command(group)
     tidy(command)
-    command.main(args=list(ctx.args), prog_name="svc admin")
+    command.main(args=list(ctx.args), prog_name=prog_name)
 
 
 def version() -> str:
@@ -125,7 +142,7 @@ def _wanted(args: list[str]) -> list[str]:
     everything = [*VERBS, *groups()]
     if i >= len(args):
         return everything
-    if args[i] in ("serve", "admin"):
+    if args[i] in ("serve", "admin", "certs"):
         return []
     return [args[i]] if args[i] in everything else everything
 

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar
 
 import typer
 
@@ -26,6 +26,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print the API's JSON (ma
 PIPE_WIDTH = 240  # stdout or stderr is not a terminal and COLUMNS is not set: rows are not cut at 80
 GAP = 2  # columns of blank between two table columns
 
+
+T = TypeVar("T")
 
 def width_for(stream: TextIO) -> int | None:
     """COLUMNS when set, else the terminal's width (None: Rich asks it), else PIPE_WIDTH."""
@@ -218,3 +220,22 @@ def emit_line(as_json: bool, data: Any, *parts: str | tuple[str, str]) -> None:
     from rich.text import Text
 
     out().print(Text.assemble(*parts), soft_wrap=True)
+
+
+def wait_for(status: str, check: Callable[[], T | None], *, timeout: float, late: str,
+             every: float = 1.0) -> T:
+    """Ask `check` every `every` seconds, a spinner saying `status`, until it gives something (its
+    value); after `timeout` seconds, CliError `late` (code timeout)."""
+    import time
+
+    from svc.cli.client import CliError
+
+    deadline = time.monotonic() + timeout
+    with err().status(status):
+        while True:
+            found = check()
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise CliError(late, "timeout")
+            time.sleep(every)

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from svc.adapters.ai import describe as ai_lanes
 from svc.adapters.database import database_plan
 from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
 from svc.adapters.resolver import build_resolver
@@ -139,6 +140,20 @@ def _tls_summary(settings: Settings) -> str:
             f"{settings.acme_directory_url}")
 
 
+def _billing_summary(settings: Settings, api_url: str) -> str:
+    """The banner's billing line: where plans come from."""
+    from svc.adapters.billing import off_reason
+
+    reason = off_reason(settings)
+    if reason is not None:
+        return reason
+    if settings.billing == "fake":
+        return ("a fake Polar in this process (development; test card 4242 4242 4242 4242), its webhooks at "
+                f"{api_url}/v1/hooks/polar")
+    where = "Polar's sandbox" if settings.billing_sandbox else "Polar"
+    return f"{where}, product {settings.polar_product_id}; webhooks at {settings.public_url}/v1/hooks/polar"
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address the API listens on"),
     port: int = typer.Option(8080, help="Port of the API"),
@@ -213,6 +228,8 @@ def serve(
         console.print(f"[bold red]databases:[/bold red] {escape(databases.summary)}")
     else:
         console.print(f"databases: {escape(databases.summary)}")
+    console.print(f"billing:   {escape(_billing_summary(settings, api_url))}")
+    console.print(f"ai:        {escape(ai_lanes(settings))}")
     if dns.mode == "off" and settings.dns_enabled:
         console.print(f"[bold red]dns:[/bold red]       {escape(dns.summary)}")
     else:

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import jinja2
 
+from svc.edge import tls
 from svc.edge.traffic import LOG_FORMAT as TRAFFIC_FORMAT
 
 # The status probe's Host: not a DNS name (underscore), so no project can own it.
@@ -50,6 +51,8 @@ ASSETS_HOST = "_svc-runtime-assets"
 CONTROL_PATH = "/routes"
 # The control server's path of the traffic counts (GET: what was counted since the last time).
 CONTROL_TRAFFIC_PATH = "/traffic"
+# The control server's path of the certificates' changes (POST: lua/svc_tls.lua's lines).
+CONTROL_CERTS_PATH = "/certs"
 # nginx's Lua module and the module it needs (Debian: libnginx-mod-http-lua, -ndk), loaded in order.
 LUA_MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
 MODULE_DIRS = (Path("/usr/lib/nginx/modules"), Path("/usr/lib64/nginx/modules"), Path("/usr/local/nginx/modules"),
@@ -66,6 +69,9 @@ CHECK_CACHE_MEMORY = "4m"
 # The traffic counts' shared memory: five numbers a host and minute, from the nginx workers' own
 # tables every second, until svc collects them (every second too).
 TRAFFIC_MEMORY = "16m"
+# The certificates' shared memory: about 4 KB a certificate (chain, key, OCSP answer), so room for
+# ~8,000 (only what is used is resident).
+CERTS_MEMORY = "32m"
 
 # Text types compressed on the fly when the client accepts gzip (text/html always is).
 GZIP_TYPES = (
@@ -159,6 +165,11 @@ class EdgeLayout:
         return self.root / "routes.log"
 
     @property
+    def certs(self) -> Path:
+        """The certificates' table and the TLS listener's placeholder (tls.py), 0700."""
+        return self.root / "certs"
+
+    @property
     def lua(self) -> Path:
         """The Lua module nginx runs (installed from lua/ at every start)."""
         return self.root / "lua"
@@ -219,20 +230,13 @@ class EdgeOptions:
     worker_timeout_seconds: int = 30
     # The unpacked bundles (SVC_DATA_DIR/sites): the runtime reads a deployment's assets/ here.
     sites: Path | None = None
-    # TLS (docs/tls.md): the port of the https listener (None: http only), and the certificates
-    # served there, each a server picked by SNI.
+    # TLS (docs/tls.md): the port of the https listener (None: http only); its certificates are
+    # the table in nginx's memory (tls.py, lua/svc_tls.lua), picked per handshake by SNI.
     tls_port: int | None = None
-    certificates: tuple[EdgeCertificate, ...] = ()
-
-
-@dataclass(frozen=True)
-class EdgeCertificate:
-    """A certificate the edge serves: the name it is for (`*.apps.example` or a host) and its files
-    (0600, written by tls.py)."""
-
-    server_name: str
-    chain: Path
-    key: Path
+    # Strict-Transport-Security's max-age on https answers (0: not sent).
+    hsts_seconds: int = 0
+    # SVC_PUBLIC_URL's host, when the edge fronts the dashboard and API there (Settings.console_host).
+    console_host: str | None = None
 
 
 def quote(value: str) -> str:
@@ -307,6 +311,13 @@ def _server(address: str) -> str:
     return address
 
 
+def _console(options: EdgeOptions) -> dict[str, object] | None:
+    """The console's server blocks (its host)."""
+    if options.console_host is None:
+        return None
+    return {"host": quote(options.console_host)}
+
+
 @functools.cache
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
@@ -374,8 +385,12 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         tls_listen=listen_address(options.listen_host, options.tls_port) if options.tls_port else None,
         # (Made of svc's own parts only: the scheme, nginx's $host and an integer port.)
         https_base="https://$host" + (f":{int(options.tls_port)}" if options.tls_port not in (None, 443) else ""),
-        certificates=[{"server_name": quote(c.server_name), "chain": quote(str(c.chain)), "key": quote(str(c.key))}
-                      for c in options.certificates],
+        tls={"table": quote(str(layout.certs / tls.TABLE)), "memory": CERTS_MEMORY,
+             "chain": quote(str(layout.certs / tls.PLACEHOLDER_CHAIN)),
+             "key": quote(str(layout.certs / tls.PLACEHOLDER_KEY))},
+        control_certs_path=CONTROL_CERTS_PATH,
+        hsts=f"max-age={int(options.hsts_seconds)}" if options.hsts_seconds > 0 and options.tls_port else None,
+        console=_console(options),
     )
     return text.replace(_ID_PLACEHOLDER, hashlib.sha256(text.encode()).hexdigest()[:16])
 

@@ -34,11 +34,13 @@ import os
 import pwd
 import secrets
 import signal
+import time
 from collections.abc import Collection
 from pathlib import Path
 
 from svc.adapters.edge.port import CertificateSource, EdgeChange, Route, RoutingSource, TrafficBatch, TrafficSink
 from svc.adapters.workers.port import WorkerRuntime
+from svc.edge import tls
 from svc.edge.config import (
     EdgeLayout,
     EdgeOptions,
@@ -50,7 +52,6 @@ from svc.edge.config import (
 from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_modules, nginx_build
 from svc.edge.routes import Entry, Kind, RouteTable
 from svc.edge.routes_module import ModuleBuildError, routes_module
-from svc.edge.tls import write_certificates
 from svc.edge.traffic import TrafficLog, counts
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
@@ -105,10 +106,13 @@ class NginxEdge:
                                    runtime_token=runtime.token if runtime is not None else "",
                                    worker_timeout_seconds=settings.worker_timeout_seconds,
                                    sites=data_dir / "sites",
-                                   tls_port=settings.edge_tls_port if certificates is not None else None)
-        # The certificates served on the TLS port (None: http only), and the version written.
+                                   tls_port=settings.edge_tls_port if certificates is not None else None,
+                                   hsts_seconds=settings.edge_hsts_seconds, console_host=settings.console_host())
+        # The certificates served on the TLS port (None: http only), the version written and the
+        # table's lines nginx holds (tls.py).
         self.certificates = certificates
         self._certificates_version: str | None = None
+        self._certificate_lines: dict[str, str] = {}
         # The worker runtime the edge sends workers' requests to (None: static sites only).
         self.runtime = runtime
         # Who keeps the projects' traffic (the structured access log, followed: traffic.py).
@@ -356,20 +360,25 @@ class NginxEdge:
             return False
         return True
 
-    async def _load_certificates(self) -> bool:
-        """The certificates' files written when their version moved; whether it did."""
+    async def _load_certificates(self) -> None:
+        """The certificates' table written when their version moved, and its changes sent to a
+        running nginx (no reload); a start or reload reads the table written."""
         port = self.options.tls_port
         if self.certificates is None or port is None:
-            return False
+            return
         version = await self.certificates.version()
         if version == self._certificates_version:
-            return False
+            return
         served = await self.certificates.certificates()
-        files = await asyncio.to_thread(write_certificates, self.layout.root / "certs", served)
-        self.options = dataclasses.replace(self.options, certificates=files)
+        lines = await asyncio.to_thread(tls.write_table, self.layout.certs, served)
+        changed = tls.changes(self._certificate_lines, lines)
+        started = time.monotonic()
+        if changed and self.process.running:
+            await self.process.send_certificates(changed, self.options.control_token)
+        self._certificate_lines = lines
         self._certificates_version = version
-        log.info("edge: %d certificates served on %s", len(files), listen_address(self.options.listen_host, port))
-        return True
+        log.info("edge: %d certificates served on %s (%d changes sent to nginx in %.3f s)", len(lines),
+                 listen_address(self.options.listen_host, port), len(changed), time.monotonic() - started)
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -411,8 +420,7 @@ class NginxEdge:
             try:
                 if self._incomplete or self._unsynced or self._foreign(await self.routing.generation()):
                     await self.converge_now()
-                if await self._load_certificates():
-                    await self.reconfigure()  # a graceful reload: no connection is dropped
+                await self._load_certificates()
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from svc.edge.config import (
+    CONTROL_CERTS_PATH,
     CONTROL_HOST,
     CONTROL_PATH,
     CONTROL_TRAFFIC_PATH,
@@ -159,14 +160,21 @@ class NginxProcess(Supervisor):
     async def send_routes(self, lines: list[str], token: str) -> None:
         """Changes of the routing table (lua/svc_routes.lua) to the running nginx: applied in its
         memory, seen by every worker's next request, when this returns."""
+        await self._send(CONTROL_PATH, lines, token, "the routing table's changes")
+
+    async def send_certificates(self, lines: list[str], token: str) -> None:
+        """Changes of the certificates' table (lua/svc_tls.lua): served from the next handshake on."""
+        await self._send(CONTROL_CERTS_PATH, lines, token, "the certificates' changes")
+
+    async def _send(self, path: str, lines: list[str], token: str, what: str) -> None:
         body = "".join(f"{line}\n" for line in lines).encode()
         try:
-            r = await self._control_client().post(CONTROL_PATH, content=body, headers={
+            r = await self._control_client().post(path, content=body, headers={
                 "host": CONTROL_HOST, "x-svc-edge-token": token, "content-type": "text/plain"})
         except httpx.HTTPError as exc:
-            raise EdgeProcessError(f"nginx could not be sent the routing table's changes: {exc!r}") from None
+            raise EdgeProcessError(f"nginx could not be sent {what}: {type(exc).__name__}") from None
         if r.status_code != 200:
-            raise EdgeProcessError(f"nginx refused the routing table's changes ({r.status_code}): {r.text[:200]}")
+            raise EdgeProcessError(f"nginx refused {what} ({r.status_code}): {r.text[:200]}")
 
     async def collect_traffic(self, token: str) -> str:
         """The traffic counts nginx kept since the last call (taken away as they are read)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, PlainSerializer, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -70,3 +70,14 @@ def trimmed(min_length: int) -> AfterValidator:
         return value
 
     return AfterValidator(check)
+
+
+def _whole_float(value: Any) -> Any:
+    """A JSON number with nothing after the point (237.0) is the integer JSON Schema says it is."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# With a strict int: an integer as JSON Schema has it, 237 or 237.0, never "237", true or 237.5.
+WHOLE_NUMBER = BeforeValidator(_whole_float)

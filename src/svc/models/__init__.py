@@ -1,7 +1,9 @@
 """SQLAlchemy models, one file per table group. Import no domain."""
 
+from svc.models.ai import AICredit, AIGrant, AILedgerEntry, AIReservation, AIUsage
 from svc.models.audit import AuditEvent
 from svc.models.base import Base
+from svc.models.billing import BillingAccount, BillingEvent
 from svc.models.certificates import AcmeAccount, AcmeChallenge, Certificate
 from svc.models.databases import DatabaseGeneration, DatabaseToken, ProjectDatabase
 from svc.models.dns import PendingChange, RRset, Zone
@@ -38,6 +40,11 @@ from svc.models.workers import LogLine, TrafficMinute
 
 __all__ = [
     "PROTECTED_ACCESS_MODES",
+    "AICredit",
+    "AIGrant",
+    "AILedgerEntry",
+    "AIReservation",
+    "AIUsage",
     "AccessGrant",
     "AccessMode",
     "AccessToken",
@@ -45,6 +52,8 @@ __all__ = [
     "AcmeChallenge",
     "AuditEvent",
     "Base",
+    "BillingAccount",
+    "BillingEvent",
     "Certificate",
     "CertificateKind",
     "CertificateStatus",

@@ -27,7 +27,7 @@ class Certificate(Base):
     __tablename__ = "certificates"
 
     name: Mapped[str] = mapped_column(String(253), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(16))  # wildcard | host
+    kind: Mapped[str] = mapped_column(String(16))  # wildcard | host | console
     status: Mapped[str] = mapped_column(String(16))  # issuing | active | failed
     fullchain: Mapped[str | None] = mapped_column(Text)
     sealed_key: Mapped[bytes | None]
@@ -39,6 +39,14 @@ class Certificate(Base):
     # failure, the backoff's next try (never a tight loop).
     renew_at: Mapped[datetime | None] = mapped_column(index=True)
     failures: Mapped[int] = mapped_column(default=0)
+    # When the owner was told its renewal keeps failing with the expiry near (once per certificate
+    # issued: cleared when a new one is).
+    warned_at: Mapped[datetime | None]
+    # OCSP stapling (ocsp.py), for a certificate whose issuer names a responder: its last good
+    # answer (DER), until when it holds, and when to ask again (None: no responder).
+    ocsp_response: Mapped[bytes | None]
+    ocsp_valid_until: Mapped[datetime | None]
+    ocsp_refresh_at: Mapped[datetime | None] = mapped_column(index=True)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

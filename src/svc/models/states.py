@@ -137,6 +137,15 @@ class JobKind(StrEnum):
     # should hold and renews the due ones; one order ({"name"}).
     certificate_cycle = "certificate.cycle"
     certificate_issue = "certificate.issue"
+    certificate_ocsp = "certificate.ocsp"  # an OCSP answer to staple, asked of the issuer's responder
+    # Billing (domains/billing/jobs.py): the daily cycle that compares every paying org with the
+    # provider, and one org's comparison ({"org_id"}), which repairs a missed webhook.
+    billing_reconcile_cycle = "billing.reconcile_cycle"
+    billing_reconcile = "billing.reconcile"
+    # AI (domains/ai/jobs.py): an org's auto top-up, charged through the billing provider
+    # ({"org_id"}); the cycle that lets go the holds of calls a crash left in flight.
+    ai_autotopup = "ai.autotopup"
+    ai_release_cycle = "ai.release_cycle"
 
 
 class CertificateStatus(StrEnum):
@@ -148,6 +157,7 @@ class CertificateStatus(StrEnum):
 class CertificateKind(StrEnum):
     wildcard = "wildcard"  # *.<SVC_APP_DOMAIN>, by DNS-01 on svc's own nameserver
     host = "host"  # an active custom hostname, by HTTP-01 at the edge
+    console = "console"  # SVC_PUBLIC_URL's host (the edge fronts the dashboard there), by HTTP-01
 
 
 class DnssecState(StrEnum):

@@ -35,6 +35,8 @@ class Place(StrEnum):
     project = "project"
     # The signed-in person's own pages: an absolute path.
     account = "account"
+    # The operator pages (SVC_OPERATORS only), shown beside the account's: an absolute path.
+    operator = "operator"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from svc.auth.projects import ProjectAccess, ProjectNamePath, project_access
 from svc.auth.roles import OrgAccess, OrgSlugPath, org_access
 from svc.context import AppContext
 from svc.deps import request_session
-from svc.errors import Unauthorized
+from svc.errors import NotFound, Unauthorized
 from svc.models import Role
 from svc.web.routing import SignInNeeded
 from svc.web.session import session_token
@@ -35,6 +35,17 @@ async def signed_in(request: Request) -> Principal:
     if principal is None or principal.kind != "session":
         raise SignInNeeded(ended=True)
     request.state.viewer = principal
+    return principal
+
+
+async def operator(request: Request) -> Principal:
+    """A signed-in person named in SVC_OPERATORS; anyone else finds no such page (404), so the
+    operator pages are not even shown to exist."""
+    principal = await signed_in(request)
+    ctx: AppContext = request.app.state.ctx
+    user = principal.user
+    if user is None or not ctx.settings.is_operator(email=user.email, provider=user.provider, subject=user.subject):
+        raise NotFound()
     return principal
 
 
@@ -63,6 +74,7 @@ def project_page(minimum: Role) -> Callable[..., Awaitable[ProjectAccess]]:
 
 
 SignedIn = Annotated[Principal, Depends(signed_in)]
+Operator = Annotated[Principal, Depends(operator)]
 OrgViewer = Annotated[OrgAccess, Depends(org_page(Role.viewer))]
 OrgMember = Annotated[OrgAccess, Depends(org_page(Role.member))]
 OrgAdmin = Annotated[OrgAccess, Depends(org_page(Role.admin))]

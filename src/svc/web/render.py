@@ -18,6 +18,7 @@ from svc.auth.caller import Principal
 from svc.auth.roles import at_least
 from svc.context import AppContext
 from svc.models import Role
+from svc.settings import Settings
 from svc.web.assets import Assets
 from svc.web.dashboard import Dashboard, NavLink
 from svc.web.session import CSRF_FIELD, csrf_token
@@ -83,6 +84,11 @@ def _may_see(link: NavLink, role: str) -> bool:
     return at_least(Role(role), link.role)
 
 
+def _is_operator(settings: Settings, viewer: Principal | None) -> bool:
+    user = viewer.user if viewer is not None else None
+    return user is not None and settings.is_operator(email=user.email, provider=user.provider, subject=user.subject)
+
+
 async def frame(request: Request) -> dict[str, Any]:
     """What base.html needs: the signed-in user, the navigation, and what the areas add (the org
     switcher's orgs and the org in view)."""
@@ -96,7 +102,8 @@ async def frame(request: Request) -> dict[str, Any]:
     return {
         **values,
         "service_name": ctx.settings.service_name, "version": __version__, "public_url": ctx.settings.public_url,
-        "user": viewer.user if viewer else None, "nav": dashboard.nav, "may_see": _may_see, "path": request.url.path,
+        "user": viewer.user if viewer else None, "operator": _is_operator(ctx.settings, viewer),
+        "nav": dashboard.nav, "may_see": _may_see, "path": request.url.path,
         "csrf": csrf_token(request, ctx.settings, ctx.keys), "csrf_field": CSRF_FIELD,
         "asset": assets.url, "flash": _take_flash(request), "dev_auth": ctx.settings.enable_dev_auth,
     }

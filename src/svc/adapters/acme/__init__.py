@@ -16,8 +16,16 @@ def acme_factory(settings: Settings) -> AcmeFactory | None:
     if not url:
         return None
 
+    # One client per account key for the process: it reads the directory and finds the account
+    # once, not at every order.
+    clients: dict[str, AcmeClient] = {}
+
     def make(account_key_pem: str | None) -> Acme:
-        return AcmeClient(url, account_key_pem=account_key_pem, email=settings.acme_email,
-                          ca_bundle=settings.acme_ca_bundle)
+        if account_key_pem is not None and account_key_pem in clients:
+            return clients[account_key_pem]
+        client = AcmeClient(url, account_key_pem=account_key_pem, email=settings.acme_email,
+                            ca_bundle=settings.acme_ca_bundle)
+        clients[client.account_key_pem()] = client
+        return client
 
     return make

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -57,12 +58,21 @@ def describe(fullchain_pem: str) -> tuple[datetime, datetime, str, tuple[str, ..
             str(issuer[0].value) if issuer else leaf.issuer.rfc4514_string(), names)
 
 
+def _retry_after(detail: str) -> datetime | None:
+    """When a rate limit lifts, as Let's Encrypt says it in the error's detail ("...: retry after
+    2026-11-27 10:00:00 UTC: see https://letsencrypt.org/docs/rate-limits/")."""
+    found = re.search(r"retry after (\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})", detail, re.I)
+    if found is None:
+        return None
+    return datetime.fromisoformat(f"{found[1]}T{found[2]}").replace(tzinfo=UTC)
+
+
 def _acme_error(exc: BaseException) -> AcmeError:
     if isinstance(exc, messages.Error):
         typ = exc.typ or ""
         said = str(exc.detail or exc.title or typ)
         if typ.endswith(":rateLimited"):
-            return AcmeError(AcmeErrorKind.rate_limited, f"the CA's rate limit: {said}")
+            return AcmeError(AcmeErrorKind.rate_limited, f"the CA's rate limit: {said}", retry_after=_retry_after(said))
         if typ.endswith(":caa"):
             return AcmeError(AcmeErrorKind.caa, f"a CAA record forbids this CA: {said}")
         return AcmeError(AcmeErrorKind.rejected, said)
@@ -168,6 +178,14 @@ class AcmeClient:
                 name = chall.chall.validation_domain_name(domain) if method is Method.dns01 else domain
                 return name, token, value, chall
         raise AcmeError(AcmeErrorKind.rejected, f"the CA offers no {method.value} challenge for {domain}")
+
+    async def caa_identities(self) -> tuple[str, ...]:
+        try:
+            client = await asyncio.to_thread(self._connect)
+        except Exception as exc:
+            raise _acme_error(exc) from None
+        meta = client.directory.meta
+        return tuple(str(i).lower() for i in (meta.caa_identities or ()))
 
     async def renewal_time(self, fullchain_pem: str) -> datetime | None:
         """A time in ARI's suggested window (the library picks one at random in it), when the CA

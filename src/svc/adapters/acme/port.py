@@ -68,6 +68,11 @@ class Acme(Protocol):
         """When to renew: a time in the window the CA suggests (ARI), or None when it offers none."""
         ...
 
+    async def caa_identities(self) -> tuple[str, ...]:
+        """The domains a CAA record names to allow this CA (its directory's caaIdentities; empty when
+        it does not say). AcmeError."""
+        ...
+
     def account_key_pem(self) -> str:
         """The account's key (PEM): generated once by the caller's first call, for it to keep sealed."""
         ...

@@ -43,6 +43,8 @@ class ServedCertificate:
     name: str
     fullchain_pem: str
     key_pem: str
+    # The issuer's OCSP answer for it (DER), stapled to handshakes; None when there is none.
+    ocsp_der: bytes | None = None
 
 
 class CertificateSource(Protocol):

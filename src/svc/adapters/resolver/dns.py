@@ -62,6 +62,9 @@ class DnsResolver:
     async def cname(self, name: str) -> Lookup:
         return await self._lookup(name, "CNAME")
 
+    async def caa(self, name: str) -> Lookup:
+        return await self._lookup(name, "CAA")
+
     async def nameservers(self, name: str) -> Lookup:
         answer = await self._ask(name, "NS")
         if isinstance(answer, Lookup):
@@ -102,6 +105,9 @@ class DnsResolver:
         rrset = rrsets[-1] if rdtype == "TXT" else rrsets[0]
         if rdtype == "TXT":
             values = tuple(b"".join(rd.strings).decode("utf-8", "replace") for rd in rrset)
+        elif rdtype == "CAA":
+            values = tuple(f"{rd.tag.decode('ascii', 'replace').lower()} {rd.value.decode('utf-8', 'replace')}"
+                           for rd in rrset)
         else:
             values = tuple(rd.target.to_text().lower() for rd in rrset)
         return Lookup(Outcome.found, values=values)

@@ -46,6 +46,10 @@ class Resolver(Protocol):
         """The CNAME of `name` (its target, absolute and lowercase) when it has one."""
         ...
 
+    async def caa(self, name: str) -> Lookup:
+        """The CAA records of `name` (RFC 8659), each as "<tag> <value>" ("issue letsencrypt.org")."""
+        ...
+
     async def nameservers(self, name: str) -> Lookup:
         """The nameservers the DNS sends `name` to (absolute, lowercase, sorted): its NS set as
         answered, or as the parent's referral names it (an authoritative parent answers with one).

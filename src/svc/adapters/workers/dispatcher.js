@@ -72,8 +72,33 @@ export class Database extends WorkerEntrypoint {
   }
 }
 
+// env.ai of a project's worker (the wrapper presents it as `env.ai`, wrapper.js): OpenAI's chat
+// completions through svc's gateway, which checks the grant and the caps, holds the worst case
+// against the org's credit, calls the model's provider with svc's key (never in the worker) and
+// charges the exact cost (docs/ai.md). fetch() takes OpenAI's request as an OpenAI client sends it
+// (streamed answers pass through as they come); the wrapper's env.ai.chat() is made on it.
+export class AI extends WorkerEntrypoint {
+  async fetch(request) {
+    const path = new URL(request.url).pathname;
+    if (!/^(\/v1)?\/chat\/completions$/.test(path)) {
+      return Response.json({ code: "not_found", message: `env.ai serves POST /v1/chat/completions, not ${path}`,
+                             details: null }, { status: 404 });
+    }
+    if (request.method !== "POST") {
+      return Response.json({ code: "bad_request", message: "env.ai's chat completions take POST", details: null },
+                           { status: 405, headers: { allow: "POST" } });
+    }
+    return this.env.SVC.fetch(this.url(), { method: "POST", headers: { "content-type": "application/json" },
+                                            body: request.body });
+  }
+
+  url() {
+    return `http://svc/v1/runtime/projects/${this.ctx.props.project}/ai/chat/completions`;
+  }
+}
+
 // The entrypoints svc may bind into a project's env (svc names them; a project cannot).
-const ENTRYPOINTS = new Set(["Database"]);
+const ENTRYPOINTS = new Set(["Database", "AI"]);
 
 const LOGS = "__SVC_LOGS__";
 const WRAPPER = "__svc_main__.js";

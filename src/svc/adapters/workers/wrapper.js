@@ -66,6 +66,10 @@ export default {
         own.db = database(own[DB]);
         delete own[DB];
       }
+      if (own[AI]) {
+        own.ai = ai(own[AI]);
+        delete own[AI];
+      }
       given = env;
     }
     const invocation = new Invocation(request, ctx, env[LOGS]);
@@ -135,6 +139,46 @@ function database(binding) {
       return result;
     },
     DatabaseError,
+  });
+}
+
+// env.ai: OpenAI's chat completions through svc's gateway (the AI entrypoint, dispatcher.js), paid
+// from the org's AI credit (docs/ai.md). `await env.ai.chat({ model, messages })` gives OpenAI's
+// answer, or throws an AIError with svc's code (insufficient_credit, ai_cap_exceeded, ...) and the
+// HTTP status; `env.ai.fetch(request)` takes the request an OpenAI client sends (its URL's path
+// /v1/chat/completions, any host) and answers as OpenAI does, streamed when it asks, so
+// `new OpenAI({ baseURL: "https://ai/v1", apiKey: "unused", fetch: env.ai.fetch })` works as is.
+const AI = "__SVC_AI__";
+
+class AIError extends Error {
+  constructor(status, code, message, details) {
+    super(message);
+    this.name = "AIError";
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+function ai(binding) {
+  return Object.freeze({
+    async chat(body) {
+      if (body && body.stream) throw new TypeError("env.ai.chat() answers whole; stream with env.ai.fetch()");
+      // The HTTP call through the entrypoint's fetch (its body passed through, not copied by RPC).
+      const answer = await binding.fetch("https://ai/v1/chat/completions", {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+      });
+      const result = await answer.json().catch(() => null);
+      if (answer.ok && result) return result;
+      throw new AIError(answer.status, (result && result.code) || "svc_unavailable",
+                        (result && result.message) || `svc answered ${answer.status}`, (result && result.details) || null);
+    },
+    fetch(input, init) {
+      const request = typeof input === "string" && input.startsWith("/") ? new Request(`https://ai${input}`, init)
+        : new Request(input, init);
+      return binding.fetch(request);
+    },
+    AIError,
   });
 }
 

@@ -4,8 +4,8 @@ the due ones; and one order (`certificate.issue`), run with nothing of the store
 
 from __future__ import annotations
 
-from svc.adapters.acme.port import AcmeError
-from svc.domains.certificates import queries, service
+from svc.adapters.acme.port import AcmeError, AcmeErrorKind
+from svc.domains.certificates import ocsp, queries, service
 from svc.domains.certificates.settings import CertificateSettings
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
@@ -19,11 +19,39 @@ ORDER_LEASE = service.ORDER_LEASE
 def register(registry: JobRegistry, settings: Settings) -> None:
     registry.cycle(JobKind.certificate_cycle, CertificateSettings().certificate_check_seconds, cycle)
     registry.handler(JobKind.certificate_issue, issue)
+    registry.handler(JobKind.certificate_ocsp, staple)
 
 
 @use_case(Tx.WRITE)
 async def cycle(run: JobRun) -> None:
+    await schedule_ocsp(run.uow)
     await converge(run.uow)
+
+
+async def schedule_ocsp(uow: UnitOfWork) -> int:
+    """A job for each certificate whose OCSP answer is due (its row leased meanwhile)."""
+    now = utcnow()
+    due = await queries.ocsp_due(uow.session, now)
+    for row in due:
+        row.ocsp_refresh_at = now + ORDER_LEASE
+        uow.enqueue(JobKind.certificate_ocsp, {"name": row.name})
+    return len(due)
+
+
+@use_case(Tx.READ_THEN_WRITE)  # the responder is asked with nothing of the store held
+async def staple(run: JobRun) -> None:
+    name = str(run.payload["name"])
+    row = await queries.certificate(run.session, name)
+    if row is None or row.fullchain is None:
+        return
+    fullchain = row.fullchain
+    await run.uow.close_reads()
+    try:
+        stapled, error = await ocsp.fetch(fullchain, now=utcnow()), None
+    except ocsp.OcspError as exc:
+        stapled, error = None, exc
+    await run.uow.begin_write()
+    await service.record_ocsp(run.uow, name, fullchain, stapled, error)
 
 
 async def converge(uow: UnitOfWork) -> int:
@@ -38,6 +66,9 @@ async def converge(uow: UnitOfWork) -> int:
     wildcard = service.wildcard_name(ctx.settings)
     if wildcard is not None:
         wanted[wildcard] = CertificateKind.wildcard
+    console = service.console_name(ctx.settings)
+    if console is not None:
+        wanted[console] = CertificateKind.console
     held = {row.name: row for row in await queries.certificates(session)}
     for name, row in held.items():
         if name not in wanted:
@@ -67,6 +98,11 @@ async def issue(run: JobRun) -> None:
     await run.uow.close_reads()
     acme = await service.acme_for(run.ctx)
     if acme is None:
+        return
+    forbidden = await service.caa_refusal(run.ctx, acme, name)
+    if forbidden is not None:
+        await run.uow.begin_write()
+        await service.record_failure(run.uow, name, AcmeError(AcmeErrorKind.caa, forbidden))
         return
     try:
         issued = await acme.issue([name], method, service.StoreSolver(run.ctx))

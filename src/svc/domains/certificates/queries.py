@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 
 from svc.kit.store_session import StoreSession
-from svc.models import AcmeAccount, AcmeChallenge, Certificate, Hostname, HostnameKind, HostnameStatus
+from svc.models import AcmeAccount, AcmeChallenge, Certificate, Hostname, HostnameKind, HostnameStatus, Org, Project
 
 
 async def account(session: StoreSession, directory_url: str) -> AcmeAccount | None:
@@ -60,3 +60,17 @@ async def named(session: StoreSession, names: list[str]) -> list[Certificate]:
     if not names:
         return []
     return list((await session.scalars(select(Certificate).where(Certificate.name.in_(names)))).all())
+
+
+async def host_owner(session: StoreSession, host: str) -> tuple[Org, str] | None:
+    """The org and project a custom hostname belongs to (whom to tell about its certificate)."""
+    row = (await session.execute(select(Org, Project.name).join(Project, Project.org_id == Org.id)
+                                 .join(Hostname, Hostname.project_id == Project.id)
+                                 .where(Hostname.host == host, Hostname.kind == HostnameKind.custom))).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+async def ocsp_due(session: StoreSession, now: datetime) -> list[Certificate]:
+    """Certificates whose OCSP answer is to be asked for (again)."""
+    return list((await session.scalars(select(Certificate).where(
+        Certificate.ocsp_refresh_at.is_not(None), Certificate.ocsp_refresh_at <= now))).all())

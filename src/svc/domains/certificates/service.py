@@ -21,8 +21,9 @@ from svc.adapters.acme.port import Acme, AcmeError, AcmeErrorKind, Issued, Metho
 from svc.adapters.edge.port import ServedCertificate
 from svc.adapters.nameserver.port import RRsetData
 from svc.context import AppContext
-from svc.domains.certificates import queries
+from svc.domains.certificates import caa, ocsp, queries
 from svc.domains.certificates.schemas import CertificateSummary, CertificateView
+from svc.domains.notifications import service as notifications
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus, JobKind
@@ -37,6 +38,8 @@ CHALLENGE_TTL = 60
 # A certificate's order is asked for once: its renew_at moves this far ahead until the order's
 # outcome sets the real one (a slow order is not asked for again by the next check).
 ORDER_LEASE = timedelta(minutes=15)
+# A certificate whose renewal still fails this close to its expiry is said to its owner (once).
+WARN_BEFORE = timedelta(days=14)
 
 
 def wildcard_name(settings: Settings) -> str | None:
@@ -47,7 +50,17 @@ def wildcard_name(settings: Settings) -> str | None:
     return f"*.{domain}"
 
 
-def _seal_context(name: str) -> str:
+def console_name(settings: Settings) -> str | None:
+    """SVC_PUBLIC_URL's host when it needs a certificate of its own (the edge fronts the dashboard
+    there, and the app domain's wildcard does not cover it)."""
+    host = settings.console_host()
+    wildcard = wildcard_name(settings)
+    if host is None or (wildcard is not None and host.partition(".")[2] == wildcard[2:]):
+        return None
+    return host
+
+
+def seal_context(name: str) -> str:
     return f"certificate/{name}"
 
 
@@ -69,6 +82,19 @@ async def acme_for(ctx: AppContext) -> Acme | None:
         uow.session.add(AcmeAccount(directory_url=url, created_at=utcnow(),
                                     sealed_key=ctx.keys.seal(acme.account_key_pem().encode(), context=f"acme/{url}")))
     return acme
+
+
+async def caa_refusal(ctx: AppContext, acme: Acme, name: str) -> str | None:
+    """Why the CAA records of `name` forbid svc's CA (caa.py), read before ordering; None: go on."""
+    resolver = ctx.adapters.resolver
+    if resolver is None:
+        return None
+    identities = [i.strip().lower() for i in ctx.settings.acme_caa_identities.split(",") if i.strip()]
+    try:
+        identities += [i for i in await acme.caa_identities() if i not in identities]
+    except AcmeError:
+        pass  # the CA does not answer: the order will say so
+    return await caa.refusal(resolver, name, tuple(identities))
 
 
 class StoreSolver:
@@ -128,12 +154,16 @@ async def record_issued(uow: UnitOfWork, name: str, issued: Issued, renew_at: da
     if row is None:
         return  # not wanted any more (its hostname went meanwhile)
     row.fullchain = issued.fullchain_pem
-    row.sealed_key = uow.ctx.keys.seal(issued.key_pem.encode(), context=_seal_context(name))
+    row.sealed_key = uow.ctx.keys.seal(issued.key_pem.encode(), context=seal_context(name))
     row.not_before, row.not_after, row.issuer = issued.not_before, issued.not_after, issued.issuer[:200]
     row.status = CertificateStatus.active
     row.last_error = None
     row.failures = 0
+    row.warned_at = None
     row.renew_at = renew_at
+    # A new certificate: the old one's OCSP answer is not its; ask its responder, if it names one.
+    row.ocsp_response = row.ocsp_valid_until = None
+    row.ocsp_refresh_at = utcnow() if ocsp.responder(issued.fullchain_pem) else None
     row.updated_at = utcnow()
     log.info("certificate for %s issued by %s, valid until %s", name, issued.issuer, issued.not_after.isoformat())
 
@@ -151,16 +181,38 @@ async def record_failure(uow: UnitOfWork, name: str, error: AcmeError) -> None:
     row.renew_at = max(error.retry_after or now, backoff(row.failures, now=now))
     row.updated_at = now
     log.warning("certificate for %s: %s (next try %s)", name, error.message, row.renew_at.isoformat())
+    if row.not_after is not None and now < row.not_after <= now + WARN_BEFORE and row.warned_at is None:
+        await _warn(uow, row)
+
+
+async def _warn(uow: UnitOfWork, row: Certificate) -> None:
+    """Tell the owner once that the certificate's renewal keeps failing and when it runs out: the
+    hostname's org (a notification and a mail to its admins); the operators by the log for svc's
+    own names (the wildcard, the console), which `svc admin certs` also shows."""
+    assert row.not_after is not None
+    row.warned_at = utcnow()
+    days = max(0, (row.not_after - row.warned_at).days)
+    owner = await queries.host_owner(uow.session, row.name) if row.kind == CertificateKind.host else None
+    message = (f"The certificate of {row.name} runs out in {days} days ({row.not_after:%Y-%m-%d %H:%M} UTC) and "
+               f"svc could not renew it: {row.last_error}. svc keeps trying; once it runs out, browsers refuse "
+               f"https for {row.name}.")
+    if owner is None:
+        log.error("%s", message)
+        return
+    org, project = owner
+    await notifications.mailed(uow, org, kind="certificate.expiring", project=project, message=message,
+                               subject=f"the certificate of {row.name} is not renewing", settings=uow.ctx.settings,
+                               data={"host": row.name, "notAfter": row.not_after.isoformat()})
 
 
 def key_pem(ctx: AppContext, row: Certificate) -> str:
     """The certificate's private key, for the edge only (never a response, a log line or an audit row)."""
     assert row.sealed_key is not None
-    return ctx.keys.unseal(row.sealed_key, context=_seal_context(row.name)).decode()
+    return ctx.keys.unseal(row.sealed_key, context=seal_context(row.name)).decode()
 
 
 def method_of(row: Certificate) -> Method:
-    return Method.dns01 if row.kind == CertificateKind.wildcard else Method.http01
+    return Method.dns01 if row.kind == CertificateKind.wildcard else Method.http01  # host, console
 
 
 class EdgeCertificates:
@@ -177,8 +229,34 @@ class EdgeCertificates:
     async def certificates(self) -> list[ServedCertificate]:
         async with unit_of_work(self.ctx, Tx.READ) as uow:
             rows = await queries.served(uow.session)
-        return [ServedCertificate(name=row.name, fullchain_pem=row.fullchain or "", key_pem=key_pem(self.ctx, row))
+        now = utcnow()
+        return [ServedCertificate(name=row.name, fullchain_pem=row.fullchain or "", key_pem=key_pem(self.ctx, row),
+                                  ocsp_der=row.ocsp_response if row.ocsp_valid_until and row.ocsp_valid_until > now
+                                  else None)
                 for row in rows]
+
+
+async def record_ocsp(uow: UnitOfWork, name: str, fullchain: str, stapled: ocsp.Stapled | None,
+                      error: ocsp.OcspError | None) -> None:
+    """The responder's answer for the certificate `name` still has (`fullchain`): kept to staple
+    (the edge follows), or why there is none, tried again in an hour (an answer still valid stays).
+    Revoked: no answer stapled any more, and a new certificate ordered at once."""
+    row = await queries.certificate(uow.session, name, lock=True)
+    if row is None or row.fullchain != fullchain:
+        return  # gone or renewed meanwhile: the new one asks for its own
+    now = utcnow()
+    if stapled is not None:
+        row.ocsp_response, row.ocsp_valid_until = stapled.der, stapled.valid_until
+        row.ocsp_refresh_at = stapled.refresh_at
+        row.updated_at = now  # the edge's version moves: it sends the answer to nginx
+        return
+    log.warning("certificate for %s: no OCSP answer to staple: %s", name, error)
+    row.ocsp_refresh_at = now + ocsp.RETRY
+    if error is not None and error.revoked:
+        row.ocsp_response = row.ocsp_valid_until = None
+        row.renew_at = now
+        row.last_error = str(error)[:1000]
+        row.updated_at = now
 
 
 # --- for the hostnames area ---

@@ -5,14 +5,14 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from svc.domains.credentials.sshkeys import MAX_KEY_TEXT, PUBLIC_KEY_FORMAT, PUBLIC_KEY_PATTERN
-from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
+from svc.kit.api import WHOLE_NUMBER, ApiInput, ApiModel, Timestamp, trimmed
 
 CredentialName = Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
 
 
 class AccessTokenCreate(ApiInput):
     name: CredentialName
-    expires_in_days: Annotated[int, Field(ge=1, le=3650, strict=True)] | None = Field(
+    expires_in_days: Annotated[int, Field(ge=1, le=3650, strict=True), WHOLE_NUMBER] | None = Field(
         default=None, description="Days until the token stops working; omitted or null: it never expires")
 
 

@@ -15,6 +15,7 @@ from svc.domains.databases import operations, schemas, service
 from svc.domains.projects.schemas import Operation as OperationView
 from svc.domains.projects.schemas import OperationStarted
 from svc.domains.workers import service as workers
+from svc.domains.workers.schemas import RUNTIME_PROJECT_ID
 from svc.errors import AppError, envelope
 from svc.uow import runs
 
@@ -29,7 +30,6 @@ runtime_router = api_router(include_in_schema=False)
 _BASE = "/v1/orgs/{orgSlug}/projects/{projectName}/database"
 TokenUserPath = Annotated[str, Path(alias="tokenUser", max_length=63)]
 OpIdPath = Annotated[str, Path(alias="opId", max_length=64)]
-PROJECT_ID = r"^[A-Za-z0-9_-]{1,40}$"
 
 
 @router.get(_BASE, response_model=schemas.DatabaseState, operation_id="getDatabase")
@@ -122,7 +122,7 @@ def _no_store(body: Any, status: int = 200) -> Response:
 @runtime_router.post("/v1/runtime/projects/{projectId}/db")
 @runs(service.run_query)
 async def runtime_query(body: schemas.RuntimeQuery, uow: Uow, ctx: Ctx,
-                        project_id: str = Path(alias="projectId", pattern=PROJECT_ID),
+                        project_id: str = Path(alias="projectId", pattern=RUNTIME_PROJECT_ID),
                         token: str | None = Header(default=None, alias="X-Svc-Runtime-Token")) -> dict[str, Any]:
     workers.check_runtime_token(ctx, token)
     return await service.run_query(uow, project_id, body)

@@ -12,7 +12,7 @@ from svc.auth.roles import OrgAccess, OrgNotFound, at_least
 from svc.domains.audit.service import record
 from svc.domains.identity import service as identity
 from svc.domains.identity.schemas import OrgMembership
-from svc.domains.orgs import errors, queries
+from svc.domains.orgs import errors, plans, queries
 from svc.errors import Forbidden
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -23,7 +23,12 @@ from svc.uow import UnitOfWork
 
 
 def project_limit(settings: Settings, plan: str) -> int:
-    return settings.pro_project_limit if plan == Plan.pro else settings.free_project_limit
+    return plans.limits(settings, plan).projects
+
+
+# What each plan allows (plans.py), for the areas with a limit.
+limits_of = plans.limits
+every_plan = plans.every
 
 
 def membership_view(org: Org, role: str, settings: Settings) -> OrgMembership:
@@ -185,6 +190,10 @@ async def set_plan(uow: UnitOfWork, *, slug: str, plan: Plan, settings: Settings
 
 
 # --- what other areas ask of orgs ---
+
+async def org_by_slug(uow: UnitOfWork, slug: str) -> Org | None:
+    return await queries.org_by_slug(uow.session, slug)
+
 
 async def lock_org(uow: UnitOfWork, org_id: str) -> None:
     """Serialise rule checks that span rows of one org (a plan limit, the pending-invite cap)."""

@@ -255,3 +255,7 @@ async def delete_project_row(session: StoreSession, project_id: str) -> None:
     """Teardown's last phase: the project and everything keyed to it in the store."""
     await queries.delete_project(session, project_id)
 
+
+async def count_in_org(uow: UnitOfWork, org_id: str) -> int:
+    """How many projects the org has (for plan limits told after a downgrade)."""
+    return await queries.count_in_org(uow.session, org_id)

@@ -13,12 +13,12 @@ from fastapi.responses import JSONResponse
 
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.workers import schemas, service
+from svc.domains.workers.schemas import RUNTIME_PROJECT_ID
 from svc.uow import runs
 
 router = api_router(include_in_schema=False)
 
 KEY = r"^[A-Za-z0-9_.:-]{1,200}$"
-PROJECT_ID = r"^[A-Za-z0-9_-]{1,40}$"
 
 
 @router.get("/v1/runtime/workers/{key}")
@@ -34,7 +34,7 @@ async def runtime_worker(uow: Uow, ctx: Ctx, key: str = Path(pattern=KEY),
 @router.post("/v1/runtime/projects/{projectId}/logs", status_code=204)
 @runs(service.record_runtime_logs)
 async def runtime_logs(body: schemas.RuntimeLogLines, uow: Uow, ctx: Ctx,
-                       project_id: str = Path(alias="projectId", pattern=PROJECT_ID),
+                       project_id: str = Path(alias="projectId", pattern=RUNTIME_PROJECT_ID),
                        token: str | None = Header(default=None, alias="X-Svc-Runtime-Token")) -> Response:
     service.check_runtime_token(ctx, token)
     await service.record_runtime_logs(uow, project_id, body)

@@ -8,6 +8,9 @@ from pydantic import Field
 
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 
+# A project's id in the runtime's routes (/v1/runtime/projects/{projectId}/...): every area's.
+RUNTIME_PROJECT_ID = r"^[A-Za-z0-9_-]{1,40}$"
+
 
 class RuntimeWorker(ApiModel):
     """A worker as the dispatcher loads it (adapters/workers/dispatcher.js): its modules, its

@@ -13,6 +13,8 @@
 -- Flags: the kind + 16 when the host has a worker (its key and upstream follow the directory in
 -- the entry's value) + 32 x the access generation.
 
+local lines = require("svc_lines")
+
 local M = {}
 local routes = ngx.shared.svc_routes
 -- The check cache (nil when it is off): allowed answers of the access check, by check_key().
@@ -52,43 +54,12 @@ end
 
 -- At start and reload (init_by_lua): the snapshot, then the changes since.
 function M.load(...)
-    for _, path in ipairs({...}) do
-        local file = io.open(path, "rb")
-        if file then
-            for line in file:lines() do
-                local ok, err = apply(line)
-                if not ok then
-                    ngx.log(ngx.ERR, "svc routes, ", path, ": ", err)
-                end
-            end
-            file:close()
-        end
-    end
+    lines.load(apply, "svc routes", {...})
 end
 
 -- The control server's POST /routes: apply each line; answers how many.
 function M.update()
-    ngx.req.read_body()
-    local body = ngx.req.get_body_data()
-    if not body then
-        local path = ngx.req.get_body_file()
-        if path then
-            local file = assert(io.open(path, "rb"))
-            body = file:read("*a")
-            file:close()
-        end
-    end
-    local count = 0
-    for line in (body or ""):gmatch("[^\n]+") do
-        local ok, err = apply(line)
-        if not ok then
-            ngx.status = 400
-            ngx.say(err)
-            return ngx.exit(400)
-        end
-        count = count + 1
-    end
-    ngx.say(count)
+    return lines.update(apply)
 end
 
 -- The check cache's key for this request (svc's nginx module computes the same: module/), from
@@ -129,7 +100,9 @@ function M.check()
         if checks and var.svc_check_unkeyed == "" then
             local key = check_key(var.host, var.svc_gen, var.svc_root)
             if key then
-                checks:set(key, true, M.check_seconds)
+                -- The value is the answer's expiry (unix seconds), which svc's module keeps to
+                -- in its memo of the answers (module/).
+                checks:set(key, ngx.time() + M.check_seconds, M.check_seconds)
             end
         end
         return

@@ -46,6 +46,7 @@ int ngx_http_lua_ffi_shdict_get(ngx_shm_zone_t *zone, u_char *key, size_t key_le
     int *is_stale, char **err);
 
 #define SVC_SHDICT_TSTRING 4  /* LUA_TSTRING */
+#define SVC_SHDICT_TNUMBER 3  /* LUA_TNUMBER */
 #define SVC_KINDS 16
 #define SVC_WORKER 16
 #define SVC_GENERATIONS 32
@@ -72,6 +73,22 @@ typedef struct {
 } svc_slot_t;
 
 static svc_slot_t  *svc_slots;
+
+/* A worker's memo of the check cache's allowed answers, in its own memory. The dictionary's read
+ * hashes the whole key (host, generation, root, cookie: ~300 bytes) with a CRC32 a nibble at a
+ * time, ~1 us a protected request here (perf: 13% of the worker's time); this finds the same
+ * answer with MurmurHash2 and one memcmp of the whole key. An entry holds until the expiry the
+ * access check wrote as the dictionary's value, never longer than there. */
+#define SVC_MEMO_SLOTS 4096
+
+typedef struct {
+    time_t   expires;
+    size_t   len;
+    size_t   size;
+    u_char  *key;
+} svc_memo_t;
+
+static svc_memo_t  svc_memo[SVC_MEMO_SLOTS];
 static ngx_event_t  svc_flush_event;
 static ngx_connection_t  svc_flush_connection;
 
@@ -286,19 +303,39 @@ svc_checked(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf, ngx_st
         p = ngx_cpymem(p, hex, 32);
     }
     {
-        u_char   buf[8], *value = buf;
-        size_t   value_len = sizeof(buf);
-        int      type, stale, rc;
-        double   num;
-        char    *err;
+        u_char       buf[8], *value = buf;
+        size_t       value_len = sizeof(buf), key_len = p - key;
+        int          type, stale, rc;
+        double       num;
+        char        *err;
+        time_t       now = ngx_time();
+        svc_memo_t  *memo = &svc_memo[ngx_murmur_hash2(key, key_len) % SVC_MEMO_SLOTS];
 
-        rc = ngx_http_lua_ffi_shdict_get(svc_check_zone, key, p - key, &type, &value, &value_len, &num,
+        if (memo->key != NULL && memo->len == key_len && memo->expires > now
+            && ngx_memcmp(memo->key, key, key_len) == 0)
+        {
+            return 1;
+        }
+        rc = ngx_http_lua_ffi_shdict_get(svc_check_zone, key, key_len, &type, &value, &value_len, &num,
                                          &flags, 0, &stale, &err);
         if (value != buf) {
             free(value);
         }
-        /* Lua's `true`: any value found is an allowed answer. */
-        return rc == NGX_OK && type != 0 /* LUA_TNIL */;
+        if (rc != NGX_OK || type != SVC_SHDICT_TNUMBER || (time_t) num <= now) {
+            return 0;
+        }
+        /* An allowed answer, until the expiry the access check wrote: kept in the memo as long. */
+        if (memo->key == NULL || memo->size < key_len) {
+            ngx_free(memo->key);
+            memo->key = ngx_alloc(key_len, r->connection->log);
+            memo->size = memo->key != NULL ? key_len : 0;
+        }
+        if (memo->key != NULL) {
+            ngx_memcpy(memo->key, key, key_len);
+            memo->len = key_len;
+            memo->expires = (time_t) num;
+        }
+        return 1;
     }
 }
 

@@ -1,0 +1,59 @@
+"""AI upstreams (port.py): any OpenAI-compatible API (openai.py), one per lane of the catalog, and
+a fake one that is a real HTTP server (fake.py)."""
+
+from __future__ import annotations
+
+from pydantic import SecretStr
+
+from svc.adapters.ai.fake import FakeUpstream
+from svc.adapters.ai.openai import OpenAICompatible
+from svc.adapters.ai.port import Upstream
+from svc.settings import Settings
+
+__all__ = ["FakeUpstream", "build_upstreams", "describe", "start_fake_upstream"]
+
+LANES = ("frontier", "value")
+
+
+def _lanes(settings: Settings) -> tuple[tuple[str, str | None, SecretStr | None], ...]:
+    """Each lane of the catalog with its upstream's URL and key, as set."""
+    return (("frontier", settings.ai_frontier_url, settings.ai_frontier_key),
+            ("value", settings.ai_value_url, settings.ai_value_key))
+
+
+def build_upstreams(settings: Settings) -> dict[str, Upstream]:
+    """The upstream of each lane whose URL and key are set (SVC_AI_FRONTIER_URL/_KEY,
+    SVC_AI_VALUE_URL/_KEY); a lane without one answers 503."""
+    found: dict[str, Upstream] = {}
+    for lane, url, key in _lanes(settings):
+        if url and key is not None:
+            found[lane] = OpenAICompatible(base_url=url, api_key=key.get_secret_value(),
+                                           timeout_seconds=settings.ai_timeout_seconds)
+    return found
+
+
+async def start_fake_upstream(settings: Settings, found: dict[str, Upstream]) -> FakeUpstream | None:
+    """SVC_AI_FAKE (development): the fake upstream on a free port, and every lane without an
+    upstream pointed at it (in `found`). None when every lane has one."""
+    missing = [lane for lane in LANES if lane not in found]
+    if not settings.ai_fake or not missing:
+        return None
+    fake = FakeUpstream()
+    await fake.start()
+    for lane in missing:
+        found[lane] = OpenAICompatible(base_url=fake.url, api_key=fake.api_key,
+                                       timeout_seconds=settings.ai_timeout_seconds)
+    return fake
+
+
+def describe(settings: Settings) -> str:
+    """The banner's ai line: where each lane's calls go."""
+    said = []
+    for lane, url, key in _lanes(settings):
+        if url and key is not None:
+            said.append(f"{lane} lane at {url}")
+        elif settings.ai_fake:
+            said.append(f"{lane} lane on a fake upstream in this process (development: its model echoes)")
+        else:
+            said.append(f"{lane} lane off (SVC_AI_{lane.upper()}_URL and _KEY)")
+    return "; ".join(said)

@@ -1,0 +1,52 @@
+"""Billing (port.py): Polar through its SDK (polar.py), and a fake Polar that is a real HTTP server
+(fake.py), which `svc serve` runs itself with SVC_BILLING=fake."""
+
+from __future__ import annotations
+
+import secrets
+
+from pydantic import SecretStr
+
+from svc.adapters.billing.fake import FakePolar
+from svc.adapters.billing.polar import PolarBilling
+from svc.adapters.billing.port import BillingProvider
+from svc.settings import Settings
+
+__all__ = ["FakePolar", "build_billing", "off_reason", "start_fake_billing"]
+
+
+def build_billing(settings: Settings) -> BillingProvider | None:
+    """Polar with SVC_BILLING=polar and its token and product; None otherwise (fake: started later)."""
+    if settings.billing != "polar" or off_reason(settings) is not None:
+        return None
+    assert settings.polar_access_token is not None and settings.polar_product_id is not None
+    return PolarBilling(access_token=settings.polar_access_token.get_secret_value(),
+                        product_id=settings.polar_product_id, sandbox=settings.billing_sandbox,
+                        timeout_seconds=settings.billing_timeout_seconds,
+                        credit_product_id=settings.polar_credit_product_id)
+
+
+def off_reason(settings: Settings) -> str | None:
+    """Why billing is off, in the banner's words (None: it is on)."""
+    if settings.billing == "off":
+        return "off (SVC_BILLING=off): plans are set by the operator with `svc admin plan`"
+    if settings.billing_webhook_secret is None and settings.billing == "polar":
+        return "off: SVC_BILLING=polar needs SVC_BILLING_WEBHOOK_SECRET (Polar's webhook secret)"
+    if settings.billing == "polar" and (settings.polar_access_token is None or not settings.polar_product_id):
+        return "off: SVC_BILLING=polar needs SVC_POLAR_ACCESS_TOKEN and SVC_POLAR_PRODUCT_ID"
+    return None
+
+
+async def start_fake_billing(settings: Settings, hook_url: str) -> tuple[FakePolar, PolarBilling, Settings]:
+    """The fake Polar on a free port, svc's Polar client pointed at it, and the settings with its
+    webhook secret (made for this run when none is set)."""
+    if settings.billing_webhook_secret is None:
+        made = SecretStr("whsec_" + secrets.token_urlsafe(24))
+        settings = settings.model_copy(update={"billing_webhook_secret": made})
+    assert settings.billing_webhook_secret is not None
+    fake = FakePolar(webhook_secret=settings.billing_webhook_secret.get_secret_value(), hook_url=hook_url)
+    await fake.start()
+    client = PolarBilling(access_token=fake.access_token, product_id=fake.product_id, sandbox=True,
+                          base_url=fake.url, timeout_seconds=settings.billing_timeout_seconds,
+                          credit_product_id=fake.credit_product_id)
+    return fake, client, settings

@@ -1,0 +1,139 @@
+"""The billing provider port (port.py) on Polar, with its official SDK (polar-sdk, API version
+2026-10). Production or sandbox by setting; `base_url` points it at another server speaking Polar's
+API (the fake, fake.py). Every call is bounded (SVC_BILLING_TIMEOUT_SECONDS): a provider that does
+not answer is BillingUnavailable, never a hung request."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from polar import PolarClientError, PolarError, PolarNetworkError
+from polar.v2026_10 import PolarAsync
+from polar.v2026_10 import outputs as polar
+
+from svc.adapters.billing.port import (
+    BillingRejected,
+    BillingUnavailable,
+    ChargeDeclined,
+    Checkout,
+    CustomerSession,
+    NoSuchCustomer,
+    Subscription,
+    parse_time,
+    subscription_of,
+)
+
+
+class PolarBilling:
+    name = "polar"
+
+    def __init__(self, *, access_token: str, product_id: str, sandbox: bool, base_url: str | None = None,
+                 timeout_seconds: float = 8.0, credit_product_id: str | None = None) -> None:
+        self.sandbox = sandbox
+        self.product_id = product_id
+        # A one-time product whose price svc sets per purchase (a tier of AI credit).
+        self.credit_product_id = credit_product_id
+        self.sells_credit = bool(credit_product_id)
+        self._client = PolarAsync(access_token, environment="sandbox" if sandbox else "production",
+                                  base_url=base_url, timeout=timeout_seconds)
+        where = base_url or ("Polar's sandbox" if sandbox else "Polar")
+        self.description = f"{where} (product {product_id})"
+
+    async def checkout(self, *, org_slug: str, email: str | None, success_url: str) -> Checkout:
+        try:
+            made = await self._client.checkouts.create(
+                products=[self.product_id], external_customer_id=org_slug, metadata={"orgSlug": org_slug},
+                success_url=success_url, customer_email=email)
+        except PolarError as exc:
+            raise _error(exc) from None
+        return Checkout(id=made.id, url=made.url)
+
+    async def credit_checkout(self, *, org_slug: str, email: str | None, cents: int, metadata: dict[str, Any],
+                              success_url: str) -> Checkout:
+        product = self._credit_product()
+        try:
+            made = await self._client.checkouts.create(
+                products=[product], prices={product: [{"amount_type": "fixed", "price_amount": cents,
+                                                       "price_currency": "usd"}]},
+                external_customer_id=org_slug, metadata=metadata, success_url=success_url, customer_email=email)
+        except PolarError as exc:
+            raise _error(exc) from None
+        return Checkout(id=made.id, url=made.url)
+
+    async def charge(self, *, customer_id: str, cents: int, metadata: dict[str, Any]) -> str:
+        # Polar's off-session charge: a draft order, then its finalize, which charges the
+        # customer's default payment method at once (402 when declined or it needs the customer).
+        try:
+            draft = await self._client.orders.create(customer_id=customer_id, product_id=self._credit_product(),
+                                                     amount=cents, metadata=metadata)
+            paid = await self._client.orders.finalize(draft.id)
+        except PolarClientError as exc:
+            if exc.status_code == 402:
+                raise ChargeDeclined(f"Polar could not charge the saved payment method: {exc.error}") from None
+            raise _error(exc) from None
+        except PolarError as exc:
+            raise _error(exc) from None
+        return paid.id
+
+    def _credit_product(self) -> str:
+        if not self.credit_product_id:
+            raise BillingRejected("no product for AI credit is configured (SVC_POLAR_CREDIT_PRODUCT_ID)")
+        return self.credit_product_id
+
+    async def customer_session(self, *, external_id: str, return_url: str | None) -> CustomerSession:
+        try:
+            made = await self._client.customer_sessions.create(external_customer_id=external_id,
+                                                               return_url=return_url)
+        except PolarError as exc:
+            raise _error(exc) from None
+        expires = parse_time(made.expires_at) or datetime.now(UTC) + timedelta(hours=1)
+        return CustomerSession(token=made.token, portal_url=made.customer_portal_url, expires_at=expires)
+
+    async def set_cancel(self, subscription_id: str, cancel: bool) -> Subscription:
+        try:
+            updated = await self._client.subscriptions.update(subscription_id, cancel_at_period_end=cancel)
+        except PolarError as exc:
+            raise _error(exc) from None
+        return _subscription(updated)
+
+    async def subscription(self, subscription_id: str) -> Subscription | None:
+        try:
+            return _subscription(await self._client.subscriptions.get(subscription_id))
+        except PolarClientError as exc:
+            if exc.status_code == 404:
+                return None
+            raise _error(exc) from None
+        except PolarError as exc:
+            raise _error(exc) from None
+
+    async def subscriptions_of(self, external_id: str) -> list[Subscription]:
+        try:
+            found = await self._client.subscriptions.list(external_customer_id=external_id, limit=100)
+        except PolarError as exc:
+            raise _error(exc) from None
+        subs = [_subscription(item) for item in found.items]
+        return sorted(subs, key=lambda s: s.modified_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+
+    async def aclose(self) -> None:
+        await self._client.__aexit__()
+
+
+def _subscription(sub: polar.Subscription) -> Subscription:
+    """The SDK's subscription in the port's terms (the same reading as a webhook's: subscription_of)."""
+    return subscription_of({
+        "id": sub.id, "status": sub.status, "customer_id": sub.customer_id, "metadata": dict(sub.metadata),
+        "customer": {"id": sub.customer.id, "external_id": sub.customer.external_id},
+        "current_period_end": sub.current_period_end, "cancel_at_period_end": sub.cancel_at_period_end,
+        "modified_at": sub.modified_at, "created_at": sub.created_at})
+
+
+def _error(exc: PolarError) -> Exception:
+    """The SDK's failure in the port's terms: 4xx refused in Polar's words, else unavailable."""
+    if isinstance(exc, PolarNetworkError) or (isinstance(exc, PolarClientError) and exc.status_code == 429):
+        return BillingUnavailable(exc.message)
+    if isinstance(exc, PolarClientError):
+        if exc.status_code == 404:
+            return NoSuchCustomer(f"Polar has no such customer or subscription: {exc.error}")
+        return BillingRejected(f"Polar refused the request ({exc.status_code}): {exc.error}")
+    return BillingUnavailable(exc.message)

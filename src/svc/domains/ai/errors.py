@@ -1,0 +1,53 @@
+"""AI's failures: one type each (the gateway's are what a worker's env.ai call meets)."""
+
+from __future__ import annotations
+
+from svc.errors import AppError, BadRequest, Conflict, Forbidden, NotFound, ServiceUnavailable
+
+
+class UnknownModel(BadRequest):
+    code = "unknown_model"
+    default_message = "The model is not in this svc's catalog (GET /v1/ai/models): there is no pass-through"
+
+
+class NotGranted(Forbidden):
+    code = "ai_not_granted"
+    default_message = "This project may not call env.ai: an org member grants it (POST .../ai)"
+
+
+class NotDeclared(Forbidden):
+    code = "ai_not_declared"
+    default_message = "The live deployment's svc.json does not declare \"ai\": true"
+
+
+class OverCap(AppError):
+    status = 429
+    code = "ai_cap_exceeded"
+    default_message = "The call would pass one of the project's AI caps"
+
+
+class InsufficientCredit(AppError):
+    status = 402
+    code = "insufficient_credit"
+    default_message = "The org's AI credit does not cover this call's worst case: buy credit to go on"
+
+
+class Unavailable(ServiceUnavailable):
+    code = "ai_unavailable"
+    default_message = "This svc has no upstream for the model's lane (SVC_AI_FRONTIER_URL/_KEY, SVC_AI_VALUE_URL/_KEY)"
+
+
+class UpstreamFailed(AppError):
+    status = 502
+    code = "ai_upstream_error"
+    default_message = "The model's provider failed; nothing was charged"
+
+
+class ProjectGone(NotFound):
+    default_message = "No such project"
+
+
+class NoPaymentMethod(Conflict):
+    code = "no_payment_method"
+    default_message = ("No payment method is stored for this org: buy credit once (svc ai topup), then turn auto "
+                       "top-up on")

@@ -1,0 +1,255 @@
+"""SQL for AI: grants, the org's credit row, and the ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Table, bindparam, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from svc.db import dialect_insert, is_postgres
+from svc.kit.store_session import StoreSession
+from svc.models import AICredit, AIGrant, AILedgerEntry, AIReservation, AIUsage, Org, Project
+
+
+async def grant(session: StoreSession, project_id: str) -> AIGrant | None:
+    return await session.get(AIGrant, project_id)
+
+
+async def remove_grant(session: StoreSession, project_id: str) -> bool:
+    removed = await session.execute(delete(AIGrant).where(AIGrant.project_id == project_id)
+                                    .execution_options(synchronize_session=False))
+    assert isinstance(removed, CursorResult)
+    return removed.rowcount > 0
+
+
+_CREDIT = select(AICredit).where(AICredit.org_id == bindparam("org_id"))
+_CREDIT_HELD = _CREDIT.with_for_update()
+
+
+async def credit(session: StoreSession, org_id: str, *, lock: bool = False) -> AICredit | None:
+    """The org's credit row; `lock`: held until the transaction ends (FOR UPDATE on PostgreSQL)."""
+    return (await session.scalars(_CREDIT_HELD if lock else _CREDIT, {"org_id": org_id})).first()
+
+
+async def ensure_credit(session: StoreSession, org_id: str, now: datetime) -> None:
+    """The org's credit row, made at 0 the first time an amount moves."""
+    await session.execute(dialect_insert(session, AICredit.__table__).values(
+        org_id=org_id, balance_micro_cents=0, reserved_micro_cents=0, autotopup_enabled=False, updated_at=now)
+        .on_conflict_do_nothing(index_elements=["org_id"]))
+
+
+async def add_entry(session: StoreSession, *, org_id: str, kind: str, micro_cents: int, now: datetime,
+                    project_id: str | None = None, model: str | None = None, input_tokens: int | None = None,
+                    output_tokens: int | None = None, order_id: str | None = None, note: str | None = None) -> int:
+    """A ledger row and the balance it moves, in the one transaction: the ledger sums to the balance."""
+    await ensure_credit(session, org_id, now)
+    entry = AILedgerEntry(org_id=org_id, kind=kind, micro_cents=micro_cents, created_at=now, project_id=project_id,
+                          model=model, input_tokens=input_tokens, output_tokens=output_tokens, order_id=order_id,
+                          note=note[:500] if note else None)
+    session.add(entry)
+    await session.execute(update(AICredit).where(AICredit.org_id == org_id).values(
+        balance_micro_cents=AICredit.balance_micro_cents + micro_cents, updated_at=now))
+    await session.flush()
+    return entry.ledger_id
+
+
+async def spent_since(session: StoreSession, project_id: str, since: datetime) -> int:
+    """What the project's calls cost since `since` (a positive number of micro-cents)."""
+    total = await session.scalar(select(func.coalesce(func.sum(AILedgerEntry.micro_cents), 0)).where(
+        AILedgerEntry.project_id == project_id, AILedgerEntry.kind == "call", AILedgerEntry.created_at >= since))
+    return -int(total or 0)
+
+
+async def entries(session: StoreSession, org_id: str, *, limit: int, before: int | None) -> list[AILedgerEntry]:
+    statement = select(AILedgerEntry).where(AILedgerEntry.org_id == org_id)
+    if before is not None:
+        statement = statement.where(AILedgerEntry.ledger_id < before)
+    return list((await session.scalars(statement.order_by(AILedgerEntry.ledger_id.desc()).limit(limit))).all())
+
+
+async def project_names(session: StoreSession, project_ids: set[str]) -> dict[str, str]:
+    if not project_ids:
+        return {}
+    rows = await session.execute(select(Project.id, Project.name).where(Project.id.in_(sorted(project_ids))))
+    return {project_id: name for project_id, name in rows}
+
+
+async def has_order(session: StoreSession, order_id: str) -> bool:
+    """Whether the provider's order was credited (the ledger's order_id is unique)."""
+    return await session.scalar(select(AILedgerEntry.ledger_id).where(AILedgerEntry.order_id == order_id)) is not None
+
+
+async def stale_reservations(session: StoreSession, before: datetime) -> list[AIReservation]:
+    """Holds of calls that started before `before`: a crash left them (a live call settles sooner)."""
+    return list((await session.scalars(select(AIReservation).where(AIReservation.created_at < before)
+                                       .order_by(AIReservation.org_id))).all())
+
+
+async def spend_by_day(session: StoreSession, org_id: str, since: datetime) -> list[tuple[str, str | None, int]]:
+    """What the org's calls cost since `since`, by UTC day and project: (YYYY-MM-DD, project id, micro-cents)."""
+    day = func.date(AILedgerEntry.created_at)
+    rows = await session.execute(
+        select(day, AILedgerEntry.project_id, func.sum(AILedgerEntry.micro_cents))
+        .where(AILedgerEntry.org_id == org_id, AILedgerEntry.kind == "call", AILedgerEntry.created_at >= since)
+        .group_by(day, AILedgerEntry.project_id))
+    return [(str(d)[:10], project, -int(total or 0)) for d, project, total in rows.all()]
+
+
+async def org_spent_since(session: StoreSession, org_id: str, since: datetime) -> int:
+    total = await session.scalar(select(func.coalesce(func.sum(AILedgerEntry.micro_cents), 0)).where(
+        AILedgerEntry.org_id == org_id, AILedgerEntry.kind == "call", AILedgerEntry.created_at >= since))
+    return -int(total or 0)
+
+
+async def last_ledger_id(session: StoreSession, org_id: str) -> int:
+    found = await session.scalar(select(func.max(AILedgerEntry.ledger_id)).where(AILedgerEntry.org_id == org_id))
+    return int(found or 0)
+
+
+async def topped_up_since(session: StoreSession, org_id: str, after: int) -> bool:
+    return await session.scalar(select(AILedgerEntry.ledger_id).where(
+        AILedgerEntry.org_id == org_id, AILedgerEntry.ledger_id > after,
+        AILedgerEntry.kind.in_(("topup", "autotopup"))).limit(1)) is not None
+
+
+# The gateway's two reads, built once (each call only binds its values): they run on every call.
+_SUBJECT = (select(Project.state, Project.manifest, Org.id, Org.plan, AIGrant.project_id)
+            .join(Org, Org.id == Project.org_id).outerjoin(AIGrant, AIGrant.project_id == Project.id)
+            .where(Project.id == bindparam("project_id")))
+_COUNTS = select(
+    # Calls settled in the last minute: at most maxCallsPerMinute rows (ix_ai_ledger_project_id_created_at).
+    select(func.count()).select_from(AILedgerEntry).where(
+        AILedgerEntry.project_id == bindparam("project_id"), AILedgerEntry.created_at >= bindparam("minute_ago"),
+        AILedgerEntry.kind == "call").scalar_subquery(),
+    select(func.count()).select_from(AIReservation).where(
+        AIReservation.project_id == bindparam("project_id"),
+        AIReservation.created_at >= bindparam("minute_ago")).scalar_subquery(),
+    select(func.coalesce(func.sum(AIReservation.micro_cents), 0)).where(
+        AIReservation.project_id == bindparam("project_id")).scalar_subquery(),
+    # A day's spend by minute: at most 1,440 rows, however many calls.
+    select(func.coalesce(func.sum(AIUsage.micro_cents), 0)).where(
+        AIUsage.project_id == bindparam("project_id"), AIUsage.minute >= bindparam("day_ago")).scalar_subquery())
+
+
+@dataclass(frozen=True)
+class CallSubject:
+    """What a gateway call needs of its project and org (plain values: no ORM objects on the hot path)."""
+
+    active: bool
+    manifest: dict[str, Any]
+    org_id: str
+    plan: str
+    granted: bool
+
+
+async def call_subject(session: StoreSession, project_id: str) -> CallSubject | None:
+    """A gateway call's project, its org, and whether it is granted: one statement."""
+    row = (await session.execute(_SUBJECT, {"project_id": project_id})).first()
+    if row is None:
+        return None
+    return CallSubject(active=row[0] == "active", manifest=row[1] or {}, org_id=row[2], plan=row[3],
+                       granted=row[4] is not None)
+
+
+_AMOUNTS_HELD = (select(AICredit.balance_micro_cents, AICredit.reserved_micro_cents)
+                 .where(AICredit.org_id == bindparam("org_id")).with_for_update())
+
+
+async def amounts_held(session: StoreSession, org_id: str) -> tuple[int, int] | None:
+    """The org's balance and what calls in flight hold, its credit row held until the transaction
+    ends: every reservation of the org takes its turn here."""
+    row = (await session.execute(_AMOUNTS_HELD, {"org_id": org_id})).first()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+_RESERVE = insert(cast(Table, AIReservation.__table__))
+_HOLD = (update(AICredit).where(AICredit.org_id == bindparam("credit_of"))
+         .values(reserved_micro_cents=AICredit.reserved_micro_cents + bindparam("held"),
+                 updated_at=bindparam("now")).execution_options(synchronize_session=False))
+
+
+async def hold(session: StoreSession, *, reservation_id: str, org_id: str, project_id: str, micro_cents: int,
+               now: datetime) -> None:
+    """A call's worst case held back from the org's balance, as a reservation row."""
+    await session.execute(_RESERVE, {"id": reservation_id, "org_id": org_id, "project_id": project_id,
+                                     "micro_cents": micro_cents, "created_at": now})
+    await session.execute(_HOLD, {"credit_of": org_id, "held": micro_cents, "now": now})
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The org's credit as a settlement left it: what auto top-up and the low-balance notice read."""
+
+    before: int
+    after: int
+    autotopup: bool
+    threshold: int | None
+
+
+_SETTLING = (select(AICredit.balance_micro_cents, AICredit.autotopup_enabled, AICredit.autotopup_stopped,
+                    AICredit.autotopup_threshold_micro_cents)
+             .where(AICredit.org_id == bindparam("org_id")).with_for_update())
+_UNHOLD = (update(AICredit).where(AICredit.org_id == bindparam("credit_of"))
+           .values(balance_micro_cents=AICredit.balance_micro_cents + bindparam("moved"),
+                   reserved_micro_cents=AICredit.reserved_micro_cents - bindparam("held"),
+                   updated_at=bindparam("now")).execution_options(synchronize_session=False))
+_UNRESERVE = (delete(AIReservation).where(AIReservation.id == bindparam("reservation_id"))
+              .execution_options(synchronize_session=False))
+_ENTRY = insert(cast(Table, AILedgerEntry.__table__))
+
+
+async def settle(session: StoreSession, *, org_id: str, reservation_id: str, held: int, now: datetime,
+                 entry: dict[str, Any] | None) -> Settled:
+    """A call's hold let go and, when it cost something, its ledger row (`entry`: kind "call",
+    negative micro_cents) with the balance it moves: one transaction, the credit row held."""
+    row = (await session.execute(_SETTLING, {"org_id": org_id})).one()
+    await session.execute(_UNRESERVE, {"reservation_id": reservation_id})
+    moved = 0
+    if entry is not None:
+        await session.execute(_ENTRY, {"order_id": None, "note": None, **entry, "org_id": org_id, "created_at": now})
+        moved = int(entry["micro_cents"])
+    await session.execute(_UNHOLD, {"credit_of": org_id, "moved": moved, "held": held, "now": now})
+    return Settled(before=int(row[0]), after=int(row[0]) + moved, autotopup=bool(row[1]) and not row[2],
+                   threshold=row[3])
+
+
+async def call_counts(session: StoreSession, project_id: str, minute_ago: datetime,
+                      day_ago: datetime) -> tuple[int, int, int]:
+    """For a gateway call's caps, in one statement: the project's calls in the last minute (settled
+    or in flight), what its calls in flight hold, and what its calls cost since `day_ago` (whole
+    minutes: the minute `day_ago` falls in counts whole, so a cap is never passed, at worst
+    reached up to a minute early)."""
+    row = (await session.execute(_COUNTS, {"project_id": project_id, "minute_ago": minute_ago,
+                                           "day_ago": minute_of(day_ago)})).one()
+    return int(row[0] or 0) + int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
+
+
+def minute_of(when: datetime) -> datetime:
+    return when.replace(second=0, microsecond=0)
+
+
+def _usage_upsert(insert: Any) -> Any:
+    statement = insert(AIUsage.__table__).values(
+        project_id=bindparam("project_id"), minute=bindparam("minute"), calls=1,
+        micro_cents=bindparam("micro_cents"))
+    return statement.on_conflict_do_update(
+        index_elements=["project_id", "minute"],
+        set_={"calls": AIUsage.__table__.c.calls + 1,
+              "micro_cents": AIUsage.__table__.c.micro_cents + statement.excluded.micro_cents})
+
+
+# One call more in a project's minute, in each store's spelling of ON CONFLICT (built once: every call runs it).
+_USAGE = {"postgresql": _usage_upsert(postgresql.insert), "sqlite": _usage_upsert(sqlite.insert)}
+
+
+async def add_usage(session: StoreSession, project_id: str, micro_cents: int, now: datetime) -> None:
+    """One call in the project's minute of `now` (in the transaction of its ledger row)."""
+    await session.execute(_USAGE["postgresql" if is_postgres(session) else "sqlite"],
+                          {"project_id": project_id, "minute": minute_of(now), "micro_cents": micro_cents})
+
+
+async def purge_usage(session: StoreSession, before: datetime) -> None:
+    await session.execute(delete(AIUsage).where(AIUsage.minute < before).execution_options(synchronize_session=False))

@@ -1,0 +1,30 @@
+"""The billing area's jobs: the daily reconcile. Webhooks get lost (the first complaint about
+every billing integration): each paying org's subscription is read from the provider and a drift
+(a plan the webhooks never changed) is repaired and logged as such."""
+
+from __future__ import annotations
+
+from svc.domains.billing import queries, service
+from svc.domains.billing.settings import BillingSettings
+from svc.jobs.registry import JobRegistry, JobRun
+from svc.models import JobKind
+from svc.settings import Settings
+from svc.uow import Tx, use_case
+
+
+def register(registry: JobRegistry, settings: Settings) -> None:
+    registry.cycle(JobKind.billing_reconcile_cycle, BillingSettings().billing_reconcile_seconds, cycle)
+    registry.handler(JobKind.billing_reconcile, reconcile)
+
+
+@use_case(Tx.WRITE)
+async def cycle(run: JobRun) -> None:
+    if run.ctx.adapters.billing is None:
+        return
+    for org_id in await queries.paying_orgs(run.session):
+        run.uow.enqueue(JobKind.billing_reconcile, {"org_id": org_id})
+
+
+@use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
+async def reconcile(run: JobRun) -> None:
+    await service.reconcile_org(run.uow, str(run.payload["org_id"]))

@@ -1,0 +1,128 @@
+"""env.ai end to end: a real `svc serve` (edge, workerd) whose AI lanes point at the fake upstream
+(a real HTTP server in this process). The chat example (examples/chat) calls the model through
+env.ai.chat() and streams through env.ai.fetch(); the grant reaches the running worker with no
+redeploy, svc's refusals reach the worker as AIError codes, and the worker never sees a key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from svc.adapters.ai import FakeUpstream
+from svc.adapters.ai.fake import count_tokens
+from svc.adapters.workers.workerd import find_workerd
+from tests.support.bundles import site
+from tests.support.serve import Server, svc_serve
+from tests.workers.test_serve import Project, until_steady
+
+pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "chat"
+SYSTEM = "You answer in one short paragraph."
+MINI_IN, MINI_OUT = 15_000_000, 60_000_000  # openai/gpt-4o-mini, micro-cents a million tokens
+
+
+def chat_bundle() -> bytes:
+    files = {str(p.relative_to(EXAMPLE)): p.read_bytes() for p in EXAMPLE.rglob("*")
+             if p.is_file() and p.name != "svc.json"}
+    return site(files, svc_json=json.loads((EXAMPLE / "svc.json").read_text()))
+
+
+@pytest.fixture(scope="module")
+async def upstream() -> AsyncIterator[FakeUpstream]:
+    fake = FakeUpstream(api_key="sk-the-operators-own")
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture(scope="module")
+async def server(tmp_path_factory: pytest.TempPathFactory, upstream: FakeUpstream) -> AsyncIterator[Server]:
+    async with svc_serve(tmp_path_factory.mktemp("envai"), SVC_WORKER_PROCESSES="1",
+                         SVC_AI_FRONTIER_URL=upstream.url, SVC_AI_FRONTIER_KEY=upstream.api_key,
+                         SVC_AI_VALUE_URL=upstream.url, SVC_AI_VALUE_KEY=upstream.api_key) as running:
+        yield running
+
+
+@pytest.fixture
+async def project(server: Server) -> AsyncIterator[Project]:
+    async with httpx.AsyncClient(base_url=server.api, timeout=30) as http:
+        r = await http.post("/v1/auth/dev/login", json={"subject": "chatter"})
+        auth = {"authorization": f"Bearer {r.json()['token']}"}
+        r = await http.post("/v1/orgs/chatter/projects", json={"name": "site"}, headers=auth)
+        assert r.status_code == 201, r.text
+        yield Project(server=server, http=http, owner="chatter", auth=auth, host=r.json()["hostname"])
+
+
+async def _credit(server: Server, amount: str) -> None:
+    from tests.cli.conftest import clean_env, run_in_process
+
+    env = clean_env() | {"SVC_DATA_DIR": str(server.data_dir)}
+    ran = await asyncio.to_thread(run_in_process, ["admin", "credit", "--json", "chatter", amount, "--reason",
+                                                   "test"], env)
+    assert ran.code == 0, ran.out
+
+
+async def _post(project: Project, path: str, body: object) -> httpx.Response:
+    async with httpx.AsyncClient(timeout=30) as client:
+        return await client.post(f"http://127.0.0.1:{project.server.edge_port}{path}", json=body,
+                                 headers={"host": project.host})
+
+
+async def test_the_chat_example_calls_the_model_through_env_ai(project: Project, upstream: FakeUpstream) -> None:
+    assert (await project.deploy(chat_bundle())).status_code == 201
+    # Not granted: the worker has no env.ai.
+    before = await _post(project, "/api/chat", {"message": "hello"})
+    assert before.status_code == 503 and "svc ai grant" in before.json()["error"]
+
+    r = await project.http.post(f"{project.base}/ai", headers=project.auth)
+    assert r.status_code == 200, r.text
+    # Granted, no credit yet: svc's refusal reaches the worker as an AIError with its code.
+    broke = await _post(project, "/api/chat", {"message": "hello"})
+    assert broke.status_code == 402 and broke.json()["code"] == "insufficient_credit", broke.text
+    assert upstream.state.calls == []
+
+    await _credit(project.server, "+$1")
+    answer = await _post(project, "/api/chat", {"message": "hello there"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["reply"] == "echo: hello there"
+    assert upstream.state.calls[-1]["max_tokens"] == 300
+
+    async with httpx.AsyncClient(timeout=30) as client:
+        async with client.stream("POST", f"http://127.0.0.1:{project.server.edge_port}/api/stream",
+                                 json={"message": "stream this"}, headers={"host": project.host}) as streamed:
+            assert streamed.status_code == 200
+            assert streamed.headers["content-type"].startswith("text/event-stream")
+            events = [line.removeprefix("data: ") async for line in streamed.aiter_lines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    text = "".join(c["delta"].get("content") or "" for e in events[:-1] for c in json.loads(e)["choices"])
+    assert text == "echo: stream this"
+
+    # The worker was charged the exact usage of both calls, and saw no key on the way.
+    prompts = [count_tokens([{"role": "system", "content": SYSTEM}, {"role": "user", "content": m}])
+               for m in ("hello there", "stream this")]
+    costs = [-(-(p * MINI_IN + 3 * MINI_OUT) // 1_000_000) for p in prompts]
+    for _ in range(300):  # an answer goes back before its settlement lands (milliseconds)
+        ledger = (await project.http.get("/v1/orgs/chatter/ai/ledger", headers=project.auth)).json()["entries"]
+        if len([e for e in ledger if e["kind"] == "call"]) == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert [e["microCents"] for e in ledger if e["kind"] == "call"] == [-costs[1], -costs[0]]
+    credit = (await project.http.get("/v1/orgs/chatter/ai/credit", headers=project.auth)).json()
+    assert credit["balanceMicroCents"] == 100_000_000 - sum(costs)
+    assert upstream.api_key not in project.server.log.read_text()
+
+    # The steady path (the shard's own process) has env.ai as the loading path has it.
+    await until_steady(project)
+    steady = await _post(project, "/api/chat", {"message": "steady"})
+    assert steady.status_code == 200 and steady.json()["reply"] == "echo: steady", steady.text
+
+    # Revoked: the running worker loses env.ai at once.
+    assert (await project.http.delete(f"{project.base}/ai", headers=project.auth)).status_code == 204
+    after = await _post(project, "/api/chat", {"message": "hello"})
+    assert after.status_code == 503

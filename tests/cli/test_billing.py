@@ -1,0 +1,49 @@
+"""`svc billing status|upgrade|portal|cancel|resume` against a real `svc serve` with the fake Polar
+(SVC_BILLING=fake: a real HTTP server in the serving process, its webhooks back over HTTP):
+upgrade waits for the payment's webhook, cancel and resume, the portal's link, refusals in words."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import httpx
+
+from tests.cli.conftest import Cli, Result, uniq
+
+
+def test_upgrade_waits_for_the_webhook_then_cancel_resume_portal(billing_server: tuple[str, Path],
+                                                                tmp_path: Path) -> None:
+    url_, log = billing_server
+    assert "billing:   a fake Polar in this process (development; test card 4242 4242 4242 4242)" in log.read_text()
+    cli = Cli(url_, tmp_path / "me")
+    slug = uniq("paying")
+    cli.login(uniq("owner"))
+    cli.ok("orgs", "create", slug)
+    status = cli.ok("billing", "status", "--org", slug, "--json").json()
+    assert (status["plan"], status["enabled"], status["sandbox"]) == ("free", True, True)
+    said = cli.ok("billing", "status", "--org", slug).out
+    assert f"{slug} is on the free plan (3 projects" in said
+    cli.fails("not_pro", "billing", "cancel", "--org", slug)
+
+    # A checkout to pay (not waited for), then `upgrade` waiting while the payment goes through.
+    url = cli.ok("billing", "upgrade", "--org", slug, "--no-browser", "--no-wait", "--json").json()["url"]
+    waited: list[Result] = []
+    waiting = threading.Thread(target=lambda: waited.append(
+        cli("billing", "upgrade", "--org", slug, "--no-browser", "--timeout", "60", "--json")))
+    waiting.start()
+    paid = httpx.post(url, data={"email": "ada@example.com", "card": "4242 4242 4242 4242"}, timeout=10)
+    assert paid.status_code == 303, paid.text
+    waiting.join(timeout=90)
+    assert waited and waited[0].code == 0, waited and waited[0].err
+    assert waited[0].json()["plan"] == "pro"
+    assert "renews on" in cli.ok("billing", "status", "--org", slug).out
+
+    cancelled = cli.ok("billing", "cancel", "--org", slug, "--json").json()
+    assert cancelled["plan"] == "pro" and cancelled["cancelAtPeriodEnd"] is True
+    assert "cancelled at the end of the period" in cli.ok("billing", "status", "--org", slug).out
+    resumed = cli.ok("billing", "resume", "--org", slug, "--json").json()
+    assert resumed["cancelAtPeriodEnd"] is False
+    portal = cli.ok("billing", "portal", "--org", slug, "--no-browser", "--json").json()["url"]
+    assert "/portal?token=" in portal and httpx.get(portal, timeout=10).status_code == 200
+    cli.fails("already_pro", "billing", "upgrade", "--org", slug, "--no-browser", "--no-wait")
