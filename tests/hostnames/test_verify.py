@@ -72,7 +72,12 @@ async def test_own_zone_proves_and_links(hsvc: Svc, pdns: Pdns) -> None:
                                         json={"records": ["elsewhere.example.net."]}), 409, "managed_rrset")
     assert_error(await t.bob.client.delete(f"{ACME_ZONES}/example.com/rrsets/www/CNAME"), 409, "managed_rrset")
 
-    # A name that already holds the owner's records keeps them: no link, still proven by the zone.
+    # A name that already holds the owner's records keeps them: no link, still proven by the zone,
+    # once the zone's delegation check (after its first sync) has seen the public DNS delegate it.
+    async def delegated() -> bool:
+        return bool((await t.vic.client.get(f"{ACME_ZONES}/example.com")).json()["delegated"])
+
+    await until(delegated, "example.com delegated")
     r = await t.bob.client.put(f"{ACME_ZONES}/example.com/rrsets/shop/A", json={"records": ["192.0.2.7"]})
     assert r.status_code == 200
     assert (await t.bob.client.post(H, json={"name": "shop.example.com"})).status_code == 200

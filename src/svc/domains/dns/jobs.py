@@ -23,8 +23,9 @@ on purpose: an external PowerDNS may serve the operator's own zones, and the nam
 which zones svc made. A zone deleted in svc is removed by its own sync job, retried for about a day
 (changes.py SYNC_MAX_ATTEMPTS).
 
-`dns.delegation` (a cycle, and a job a new zone enqueues for itself): asks the public DNS whether it
-delegates a zone to svc's nameservers (delegation.py), for the zones checked longest ago.
+`dns.delegation` (a cycle, and a job a new zone's first sync enqueues, once svc serves it): asks the
+public DNS whether it delegates a zone to svc's nameservers (delegation.py), for the zones checked
+longest ago.
 """
 
 from __future__ import annotations
@@ -217,6 +218,8 @@ async def sync(run: JobRun) -> None:
         # meanwhile: then this job's deletion is moot, and the new zone's own sync ran).
         return
     generation, zone_id = zone.generation, zone.id
+    # Its first sync: the zone is served from now on, and only now can the public DNS answer for it.
+    first = zone.synced_generation == 0
     full = zone.full_sync_generation > zone.synced_generation
     changes = None if full else await _changes(run.session, zone)
     want = await desired_of(run.session, zone) if full else None
@@ -247,6 +250,10 @@ async def sync(run: JobRun) -> None:
         await queries.clear_pending(session, zone_id, changes.keys)
     if current.generation > generation:
         enqueue_sync(run.uow, name, zone_id)  # changes that came while this one was sending
+    if first and not run.ctx.settings.trust_own_zones:
+        # A new zone's delegation is checked once svc's nameservers serve it: before, a resolver
+        # that follows the delegation is refused, and the check could not tell.
+        run.uow.enqueue(JobKind.dns_delegation, {"zone_id": zone_id}, max_attempts=1)
 
 
 @use_case(Tx.READ_THEN_WRITE)

@@ -30,7 +30,7 @@ from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
-from svc.models import DnssecState, JobKind, ManagedBy, RRset, Zone
+from svc.models import DnssecState, ManagedBy, RRset, Zone
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
@@ -214,9 +214,7 @@ async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
         RRset(zone_id=zone.id, name=canonical, type="NS", ttl=records.DEFAULT_TTL, records=ns,
               managed_by=ManagedBy.system, updated_at=now),
     ])
-    zone_changed(uow, zone)
-    if not settings.trust_own_zones:
-        uow.enqueue(JobKind.dns_delegation, {"zone_id": zone.id}, max_attempts=1)
+    zone_changed(uow, zone)  # its first sync enqueues its delegation check (jobs.sync)
     await record(session, "dns.zone.create", actor=access.principal.user, org=access.org, target=canonical,
                  data={"zone": canonical, **({"tookOver": len(now_held)} if now_held else {})})
     await session.flush()
