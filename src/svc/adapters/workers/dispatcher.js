@@ -76,7 +76,7 @@ export class Database extends WorkerEntrypoint {
 // completions through svc's gateway, which checks the grant and the caps, holds the worst case
 // against the org's credit, calls the model's provider with svc's key (never in the worker) and
 // charges the exact cost (docs/ai.md). fetch() takes OpenAI's request as an OpenAI client sends it
-// (streamed answers pass through as they come); the wrapper's env.ai.chat() is made on it.
+// (streamed answers pass through as they come); env.ai.chat() is on chat() below.
 export class AI extends WorkerEntrypoint {
   async fetch(request) {
     const path = new URL(request.url).pathname;
@@ -90,6 +90,14 @@ export class AI extends WorkerEntrypoint {
     }
     return this.env.SVC.fetch(this.url(), { method: "POST", headers: { "content-type": "application/json" },
                                             body: request.body });
+  }
+
+  // env.ai.chat(): the whole answer as an RPC result (no body streamed across the isolates, each
+  // way: a millisecond less per call than through fetch(), bench/ai.py).
+  async chat(body) {
+    const answer = await this.env.SVC.fetch(this.url(), { method: "POST", headers: { "content-type": "application/json" },
+                                                          body: JSON.stringify(body) });
+    return { status: answer.status, result: await answer.json().catch(() => null) };
   }
 
   url() {

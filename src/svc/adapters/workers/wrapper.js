@@ -164,14 +164,10 @@ function ai(binding) {
   return Object.freeze({
     async chat(body) {
       if (body && body.stream) throw new TypeError("env.ai.chat() answers whole; stream with env.ai.fetch()");
-      // The HTTP call through the entrypoint's fetch (its body passed through, not copied by RPC).
-      const answer = await binding.fetch("https://ai/v1/chat/completions", {
-        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-      });
-      const result = await answer.json().catch(() => null);
-      if (answer.ok && result) return result;
-      throw new AIError(answer.status, (result && result.code) || "svc_unavailable",
-                        (result && result.message) || `svc answered ${answer.status}`, (result && result.details) || null);
+      const { status, result } = await binding.chat(body);
+      if (status === 200 && result) return result;
+      throw new AIError(status, (result && result.code) || "svc_unavailable",
+                        (result && result.message) || `svc answered ${status}`, (result && result.details) || null);
     },
     fetch(input, init) {
       const request = typeof input === "string" && input.startsWith("/") ? new Request(`https://ai${input}`, init)
