@@ -23,6 +23,8 @@ from svc.adapters.idp import build_identity_provider
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
 from svc.adapters.nameserver import build_nameserver, nameserver_plan, start_nameserver
+from svc.adapters.registrar import build_registrar, start_fake_registrar
+from svc.adapters.registrar import off_reason as registrar_off_reason
 from svc.adapters.resolver import build_resolver
 from svc.adapters.workers import start_runtime
 from svc.areas import AREAS
@@ -64,9 +66,12 @@ def default_adapters(settings: Settings) -> Adapters:
     billing_off = billing_off_reason(settings)
     if billing_off is not None:
         off["billing"] = billing_off
+    registrar_off = registrar_off_reason(settings)
+    if registrar_off is not None:
+        off["registrar"] = registrar_off
     return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings),
                     nameserver=build_nameserver(settings), acme=acme_factory(settings), billing=build_billing(settings),
-                    ai=build_upstreams(settings), off=off)
+                    ai=build_upstreams(settings), registrar=build_registrar(settings), off=off)
 
 
 def build_registry(settings: Settings) -> JobRegistry:
@@ -210,7 +215,11 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         database = None
         fake_billing = None
         fake_ai = None
+        fake_registrar = None
         try:
+            if settings.registrar == "fake" and ctx.adapters.registrar is None:
+                # A fake registrar in this process (development; SVC_REGISTRAR_URL names an outside one).
+                fake_registrar, ctx.adapters.registrar = await start_fake_registrar(settings)
             # A fake AI upstream in this process (SVC_AI_FAKE, development) for lanes without one.
             fake_ai = await start_fake_upstream(settings, ctx.adapters.ai)
             if settings.billing == "fake" and ctx.adapters.billing is None:
@@ -260,6 +269,11 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 await database.stop()
             if fake_ai is not None:
                 await fake_ai.stop()
+            if fake_registrar is not None:
+                registrar, ctx.adapters.registrar = ctx.adapters.registrar, None
+                if registrar is not None:
+                    await registrar.aclose()
+                await fake_registrar.stop()
             if fake_billing is not None:
                 billing, ctx.adapters.billing = ctx.adapters.billing, None
                 if billing is not None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
     from svc.adapters.nameserver.port import Nameserver
+    from svc.adapters.registrar.port import Registrar
     from svc.adapters.resolver.port import Resolver
     from svc.adapters.workers.port import WorkerRuntime
     from svc.kit.crypto import Keyring
@@ -55,6 +56,9 @@ class Adapters:
     # The billing provider (Polar, or the fake Polar `svc serve` runs with SVC_BILLING=fake); None:
     # billing is off (the billing routes answer 501 billing_off; plans come from `svc admin plan`).
     billing: BillingProvider | None = None
+    # The registrar domains are bought through (DNSimple, or the fake `svc serve` runs with
+    # SVC_REGISTRAR=fake); None: buying and checking answer 503 registrar_not_configured.
+    registrar: Registrar | None = None
     # The AI upstream of each lane ("frontier", "value") that has one configured.
     ai: dict[str, Upstream] = field(default_factory=dict)
     # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's

@@ -186,6 +186,16 @@ class Settings(BaseSettings):
     # message, a token a word) for each lane without a URL, so env.ai works with no provider.
     ai_fake: bool = False
     polar_product_id: str | None = None
+    # The registrar domains are bought through (docs/domains.md): "off" (buying and checking answer
+    # 503 registrar_not_configured), "fake" (svc runs a fake registrar itself, for development; or,
+    # with SVC_REGISTRAR_URL, talks to one already running) or "dnsimple" (DNSimple's API v2 with
+    # SVC_REGISTRAR_TOKEN and SVC_DNSIMPLE_ACCOUNT_ID; SVC_REGISTRAR_SANDBOX for its sandbox).
+    registrar: Literal["off", "fake", "dnsimple"] = "off"
+    registrar_url: str | None = None
+    registrar_token: SecretStr | None = None
+    registrar_sandbox: bool = False
+    registrar_timeout_seconds: float = Field(default=15.0, gt=0, le=120)
+    dnsimple_account_id: str | None = None
     # A one-time product for AI credit, its price set per purchase (docs/ai.md): without it, buying
     # credit answers 501 billing_off.
     polar_credit_product_id: str | None = None

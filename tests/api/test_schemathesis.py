@@ -41,6 +41,8 @@ from svc.adapters.billing import FakePolar
 from svc.adapters.billing.polar import PolarBilling
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster
+from svc.adapters.registrar import FakeRegistrar
+from svc.adapters.registrar.client import RegistrarClient
 from svc.domains.credentials.sshkeys import PUBLIC_KEY_FORMAT
 from tests.api.fuzz import BASE_URL, ServerErrors, World, build_world, is_error_envelope, loop_session, public_keys
 from tests.support.api import Svc
@@ -169,6 +171,10 @@ async def test_every_operation_survives_schemathesis(dns_svc: Svc, project_clust
     svc.ctx.adapters.billing = PolarBilling(access_token=fake.access_token, product_id=fake.product_id,
                                             credit_product_id=fake.credit_product_id,
                                             sandbox=True, base_url=fake.url, timeout_seconds=5)
+    # Domains against the fake registrar (a real HTTP server), so its routes run their code too.
+    registrar = FakeRegistrar()
+    await registrar.start()
+    svc.ctx.adapters.registrar = RegistrarClient(registrar.url, registrar.api_key, timeout_seconds=5)
     doc = (await svc.anon.get("/v1/openapi.json")).json()
     schema = schemathesis.openapi.from_dict(doc)
     operations: list[Operation] = []
@@ -204,6 +210,9 @@ async def test_every_operation_survives_schemathesis(dns_svc: Svc, project_clust
         await svc.ctx.adapters.billing.aclose()
         svc.ctx.adapters.billing = None
         await fake.stop()
+        await svc.ctx.adapters.registrar.aclose()
+        svc.ctx.adapters.registrar = None
+        await registrar.stop()
     findings += [f"{label}: {a.refused} of {a.measured} schema-valid cases with real path values refused as "
                  f"invalid: the document allows what the API refuses; the first:\n{a.example}"
                  for label, a in accepted.items()

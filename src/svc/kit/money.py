@@ -7,6 +7,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 PER_DOLLAR = 100_000_000
+PER_CENT = PER_DOLLAR // 100
 _DOLLARS = re.compile(r"^([+-]?)\$(\d{1,9}(?:\.\d{1,8})?)$")
 _MICRO = re.compile(r"^[+-]?\d{1,18}$")
 

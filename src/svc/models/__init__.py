@@ -7,6 +7,7 @@ from svc.models.billing import BillingAccount, BillingEvent
 from svc.models.certificates import AcmeAccount, AcmeChallenge, Certificate
 from svc.models.databases import DatabaseGeneration, DatabaseToken, ProjectDatabase
 from svc.models.dns import PendingChange, RRset, Zone
+from svc.models.domain_names import Domain, DomainEvent
 from svc.models.invites import Invite
 from svc.models.jobs import Cycle, Job
 from svc.models.mail import OutboundMail
@@ -21,6 +22,8 @@ from svc.models.states import (
     CertificateStatus,
     DatabaseOpPhase,
     DnssecState,
+    DomainSource,
+    DomainStatus,
     GenerationKind,
     HostnameKind,
     HostnameStatus,
@@ -63,6 +66,10 @@ __all__ = [
     "DatabaseToken",
     "Deployment",
     "DnssecState",
+    "Domain",
+    "DomainEvent",
+    "DomainSource",
+    "DomainStatus",
     "EdgeState",
     "GenerationKind",
     "Hostname",

@@ -55,6 +55,23 @@ class HostnameStatus(StrEnum):
     active = "active"
 
 
+class DomainStatus(StrEnum):
+    """A domain (decisions.md): a purchase walks the first four in order; expired and
+    transferred_out come from the registrar (a sync)."""
+
+    pending_payment = "pending_payment"
+    registering = "registering"
+    setting_ns = "setting_ns"
+    active = "active"
+    expired = "expired"
+    transferred_out = "transferred_out"
+
+
+class DomainSource(StrEnum):
+    purchase = "purchase"
+    imported = "import"
+
+
 class OperationKind(StrEnum):
     teardown = "teardown"
     # A project's database (domains/databases/operations.py).
@@ -146,6 +163,9 @@ class JobKind(StrEnum):
     # ({"org_id"}); the cycle that lets go the holds of calls a crash left in flight.
     ai_autotopup = "ai.autotopup"
     ai_release_cycle = "ai.release_cycle"
+    # The registrar's view of every domain, read back (expiry, lock, NS; gone: transferred_out),
+    # and the notice 30 days before an expiry that auto-renew will not cover.
+    domains_sync_cycle = "domains.sync_cycle"
 
 
 class CertificateStatus(StrEnum):

@@ -501,3 +501,24 @@ def claim(uow: UnitOfWork, org_id: str, name: str) -> delegation.Claim:
 async def claim_proven(uow: UnitOfWork, wanted: delegation.Claim) -> bool:
     """Whether the public DNS answers the claim's TXT (call with nothing of the store held)."""
     return await delegation.proven(resolver(uow.ctx), wanted)
+
+
+# --- for the domains area (a bought or imported domain gets its zone here) ---
+
+def canonical_zone_name(text: str, *, field: str = "name") -> str:
+    """A zone name as written -> "example.com." (a 400 naming `field` otherwise)."""
+    return records.zone_name(text, field=field)
+
+
+async def held_by_another_org(uow: UnitOfWork, access: OrgAccess, name: str) -> bool:
+    """Another org holds a zone of this name, or one overlapping it."""
+    return bool(await _held_elsewhere(uow.session, access, records.zone_name(name)))
+
+
+async def mark_delegated(uow: UnitOfWork, org_id: str, name: str) -> None:
+    """The org's zone counts as delegated: svc set the domain's NS at the registrar itself (a
+    purchase), so no check of the public DNS has to find it first."""
+    zone = await queries.zone_by_name(uow.session, records.zone_name(name), lock=True)
+    if zone is not None and zone.org_id == org_id:
+        zone.delegated, zone.delegation_checked_at, zone.delegation_seen = True, utcnow(), None
+        await uow.session.flush()

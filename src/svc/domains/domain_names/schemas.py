@@ -1,0 +1,118 @@
+"""Request and response bodies of the domains area, as decisions.md spells them."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from svc.kit.api import ApiInput, ApiModel, Timestamp
+
+_PHONE = re.compile(r"^\+\d{1,3}\.\d{4,14}$")
+_COUNTRY = re.compile(r"^[A-Z]{2}$")
+# A registrant's email: one @, something on each side, a dot in the domain, no spaces.
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class CheckRequest(ApiInput):
+    names: list[str] = Field(min_length=1, max_length=20, description="Names to price, as written (example.com)")
+
+
+class CheckResult(ApiModel):
+    name: str
+    available: bool
+    price_cents: int | None = Field(description="A registration's price for a year, in cents; null when not for sale")
+    renewal_cents: int | None = Field(description="A year's renewal, in cents")
+
+
+class CheckResults(ApiModel):
+    results: list[CheckResult]
+
+
+class ContactIn(ApiInput):
+    """The registrant: passed to the registrar, never stored by svc. The registrar's verification
+    email goes to `email`."""
+
+    name: str = Field(min_length=1, max_length=200)
+    email: str = Field(min_length=3, max_length=254)
+    phone: str = Field(min_length=6, max_length=20, description="+<country code>.<number>, as +1.5555551234")
+    street: str = Field(min_length=1, max_length=200)
+    city: str = Field(min_length=1, max_length=100)
+    postal_code: str = Field(min_length=1, max_length=20)
+    country: str = Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2, as US")
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, v: str) -> str:
+        if not _EMAIL.match(v):
+            raise ValueError("must be an email address (name@example.com)")
+        return v
+
+    @field_validator("phone")
+    @classmethod
+    def _phone(cls, v: str) -> str:
+        if not _PHONE.match(v):
+            raise ValueError("must be +<country code>.<number>, as +1.5555551234")
+        return v
+
+    @field_validator("country")
+    @classmethod
+    def _country(cls, v: str) -> str:
+        if not _COUNTRY.match(v.upper()):
+            raise ValueError("must be a two-letter country code (ISO 3166-1), as US")
+        return v.upper()
+
+
+class PurchaseRequest(ApiInput):
+    name: str = Field(min_length=1, max_length=260)
+    years: int = Field(default=1, ge=1, le=10)
+    contact: ContactIn
+
+
+class ImportRequest(ApiInput):
+    name: str = Field(min_length=1, max_length=260)
+
+
+class RenewRequest(ApiInput):
+    years: int = Field(ge=1, le=10)
+
+
+class AutoRenewRequest(ApiInput):
+    enabled: bool
+
+
+class LockRequest(ApiInput):
+    locked: bool
+
+
+class Domain(ApiModel):
+    name: str
+    status: Literal["pending_payment", "registering", "setting_ns", "active", "expired", "transferred_out"]
+    source: Literal["purchase", "import"]
+    expires_at: Timestamp | None
+    locked: bool
+    auto_renew: bool
+    nameservers: list[str]
+    last_error: str | None = Field(default=None, description="Why a purchase stopped where it is, in words")
+    notice: str | None = Field(default=None, description="What a person should know of this answer, in words: "
+                                                         "where the registrar's email went, that the "
+                                                         "registrar-side auto-renew stays on")
+
+
+class DomainList(ApiModel):
+    domains: list[Domain]
+
+
+class HistoryLine(ApiModel):
+    at: Timestamp
+    action: str
+    detail: str
+
+
+class DomainDetail(Domain):
+    history: list[HistoryLine]
+
+
+class AuthCode(ApiModel):
+    code: str

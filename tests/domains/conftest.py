@@ -1,0 +1,38 @@
+"""svc (both stores) with its worker, the shared real PowerDNS, and a fake registrar of its own
+(a real HTTP server) that the tests drive and read (its ledger, its registrations)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from svc.adapters.registrar import FakeRegistrar
+from svc.app import default_adapters
+from svc.settings import Settings
+from tests.support.api import Svc, running_svc
+from tests.support.pdns import Pdns, clear_zones
+
+CONTACT = {"name": "Alice Example", "email": "alice@example.net", "phone": "+1.5555551234",
+           "street": "1 Main St", "city": "Springfield", "postalCode": "12345", "country": "US"}
+
+
+@pytest.fixture
+async def registrar() -> AsyncIterator[FakeRegistrar]:
+    fake = FakeRegistrar()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.stop()
+
+
+@pytest.fixture
+async def dsvc(dns_settings: Settings, pdns: Pdns, registrar: FakeRegistrar) -> AsyncIterator[Svc]:
+    await clear_zones(pdns)
+    settings = dns_settings.model_copy(update={"registrar": "fake", "registrar_url": registrar.url,
+                                               "registrar_timeout_seconds": 2.0})
+    adapters = default_adapters(settings)
+    adapters.nameserver = pdns.nameserver
+    async with running_svc(settings, adapters) as running:
+        yield running

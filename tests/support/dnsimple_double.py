@@ -1,0 +1,417 @@
+"""A small stateful test double of DNSimple's API v2, answering with the shapes of DNSimple's docs and
+fixtures (docs/notes/registrar-apis.md): the `data` envelope, `{"message", "errors"}` refusals, the
+X-RateLimit-* headers, 201/202/204 where the docs say so. It is served as an httpx.MockTransport
+(`transport()`) or as an ASGI app (`app`, for httpx.ASGITransport or a real server).
+
+Where DNSimple's words are not documented (a name somebody else holds, a premium price missing, a
+pending registration registered twice) the double says something plausible; the adapter never
+depends on those words. Documented words are used verbatim: "TLD .PINEAPPLE is not supported", the
+card_declined payment refusal, the too-early renewal, "quota exceeded", "Authentication failed".
+
+Control, for the tests and the shared registrar contract suite:
+- `decline_next()`: the next registration or renewal meets a declined card;
+- `take(name)`: somebody else registers the name;
+- `transfer_away(name)`: the domain leaves the account;
+- `fail_next(status, body=None)`: the next request answers that status (with `body`, that raw text
+  instead of DNSimple's JSON);
+- `pend_next(polls)`: the next registration or renewal answers 202, and completes after that many
+  more requests about its domain;
+- `set_price(...)`, `make_premium(...)`, `expire(name, at)`, `add_domain(...)`.
+What happened: `charges` (the money DNSimple took), `registrations`, `renewals`, `contacts`,
+`auth_emails`, `requests`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+TOKEN = "dnsimple-test-token"
+ACCOUNT = "1010"
+DNSIMPLE_NS = ["ns1.dnsimple.com", "ns2.dnsimple.com", "ns3.dnsimple.com", "ns4.dnsimple.com"]
+PRICES = {"com": Decimal("14.00"), "net": Decimal("16.00"), "org": Decimal("12.50"), "dev": Decimal("15.00"),
+          "io": Decimal("39.00"), "test": Decimal("10.00")}
+CARD_DECLINED = ("We were unable to authorize the payment for this purchase on your card. Payment gateway returned "
+                 "error code: card_declined (generic_decline).")
+INVOICES = ("This action cannot be completed because you have purchase invoices that need to be paid for: "
+            "12345-1010. Please retry the payment following these instructions "
+            "https://support.dnsimple.com/articles/account-invoice-history/#retrying.")
+FAILURES = {401: "Authentication failed", 402: INVOICES, 404: "Not Found", 429: "quota exceeded"}
+CONTACT_REQUIRED = ("first_name", "last_name", "address1", "city", "state_province", "postal_code", "country",
+                    "email", "phone")
+
+Answer = tuple[int, Any, dict[str, str]]
+
+
+def _stamp(t: datetime | None) -> str | None:
+    return None if t is None else t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class DnsimpleDouble:
+    def __init__(self, *, token: str = TOKEN, account_id: str = ACCOUNT,
+                 now: Callable[[], datetime] | None = None) -> None:
+        self.token = token
+        self.account_id = account_id
+        self._now = now or (lambda: datetime.now(UTC).replace(microsecond=0))
+        self.domains: dict[str, dict[str, Any]] = {}
+        self.contacts: dict[int, dict[str, Any]] = {}
+        self.registrations: list[dict[str, Any]] = []
+        self.renewals: list[dict[str, Any]] = []
+        self.charges: list[dict[str, Any]] = []
+        self.auth_emails: list[str] = []
+        self.requests: list[tuple[str, str]] = []
+        self.taken: set[str] = set()
+        self.prices: dict[str, tuple[Decimal, Decimal]] = {}  # name or tld -> (registration, renewal)
+        self.premium: set[str] = set()
+        self._ids = 100
+        self._decline = False
+        self._pend: int | None = None
+        self._fail: list[tuple[int, str | None]] = []
+        self._remaining = 2400
+        self.app = Starlette(routes=[Route("/{path:path}", self._asgi, methods=["GET", "POST", "PUT", "DELETE"])])
+
+    # --- control ---
+
+    def decline_next(self) -> None:
+        self._decline = True
+
+    def take(self, name: str) -> None:
+        self.taken.add(name.lower())
+
+    def transfer_away(self, name: str) -> None:
+        self.domains.pop(name.lower(), None)
+        self.taken.add(name.lower())
+
+    def fail_next(self, status: int, body: str | None = None) -> None:
+        self._fail.append((status, body))
+
+    def expire(self, name: str, expires_at: datetime) -> None:
+        """The registry's expiry moved (the registrar is the source of truth for it)."""
+        domain = self.domains[name.lower()]
+        domain["expires"] = expires_at
+        domain["state"] = "expired" if expires_at < self._now() else "registered"
+
+    def pend_next(self, polls: int = 1) -> None:
+        self._pend = polls
+
+    def set_price(self, name_or_tld: str, registration: str, renewal: str | None = None) -> None:
+        self.prices[name_or_tld.lower()] = (Decimal(registration), Decimal(renewal or registration))
+
+    def make_premium(self, name: str, price: str) -> None:
+        self.premium.add(name.lower())
+        self.set_price(name, price)
+
+    def add_domain(self, name: str, *, state: str = "registered", registrant_id: int | None = None,
+                   years: int = 1) -> dict[str, Any]:
+        """A domain already in the account (registered outside these tests, or a hosted zone)."""
+        now = self._now()
+        domain = {"id": self._id(), "account_id": int(self.account_id), "registrant_id": registrant_id,
+                  "name": name, "unicode_name": name, "state": state, "auto_renew": False, "private_whois": False,
+                  "expires": now + timedelta(days=365 * years) if state != "hosted" else None, "locked": True,
+                  "nameservers": list(DNSIMPLE_NS), "created_at": now, "updated_at": now}
+        self.domains[name] = domain
+        return domain
+
+    # --- transports ---
+
+    def transport(self) -> httpx.MockTransport:
+        def handler(request: httpx.Request) -> httpx.Response:
+            status, body, headers = self.answer(request.method, request.url.path, request.headers, request.content)
+            return httpx.Response(status, content=_encode(body), headers=headers)
+
+        return httpx.MockTransport(handler)
+
+    async def _asgi(self, request: Request) -> Response:
+        status, body, headers = self.answer(request.method, request.url.path, request.headers, await request.body())
+        return Response(_encode(body), status_code=status, headers=headers)
+
+    # --- the API ---
+
+    def answer(self, method: str, path: str, headers: Any, body: bytes) -> Answer:
+        self.requests.append((method, path))
+        self._remaining = max(0, self._remaining - 1)
+        status, payload, extra = self._route(method, path, headers, body)
+        reset = int((self._now() + timedelta(hours=1)).timestamp())
+        out = {"X-RateLimit-Limit": "2400", "X-RateLimit-Remaining": str(self._remaining),
+               "X-RateLimit-Reset": str(reset), **extra}
+        if status != 204 and not isinstance(payload, str):
+            out["Content-Type"] = "application/json; charset=utf-8"
+        return status, payload, out
+
+    def _route(self, method: str, path: str, headers: Any, raw: bytes) -> Answer:
+        if self._fail:
+            status, text = self._fail.pop(0)
+            extra = {"X-RateLimit-Remaining": "0"} if status == 429 else {}
+            return status, text if text is not None else {"message": FAILURES.get(status, "Server Error")}, extra
+        if headers.get("authorization") != f"Bearer {self.token}":
+            return 401, {"message": "Authentication failed"}, {}
+        try:
+            body = json.loads(raw, parse_float=Decimal) if raw else None
+        except ValueError:
+            return 400, {"message": "Invalid JSON body"}, {}
+        if path == "/v2/whoami" and method == "GET":
+            return 200, {"data": {"user": None, "account": {"id": int(self.account_id)}}}, {}
+        prefix = f"/v2/{self.account_id}/"
+        if not path.startswith(prefix):
+            return 404, {"message": "Not Found"}, {}
+        rest = path[len(prefix):]
+        if rest == "contacts" and method == "POST":
+            return self._create_contact(body)
+        if m := re.fullmatch(r"contacts/(\d+)", rest):
+            contact = self.contacts.get(int(m[1]))
+            return (200, {"data": contact}, {}) if contact else (404, {"message": "Contact not found"}, {})
+        if m := re.fullmatch(r"domains/([^/]+)", rest):
+            self._advance(m[1])
+            domain = self.domains.get(m[1])
+            if domain is None:
+                return 404, {"message": f"Domain `{m[1]}` not found"}, {}
+            return 200, {"data": self._domain(domain)}, {}
+        m = re.fullmatch(r"registrar/domains/([^/]+)/([a-z_]+)(?:/(\d+))?", rest)
+        if m is None:
+            return 404, {"message": "Not Found"}, {}
+        name, what, ident = m[1], m[2], m[3]
+        self._advance(name)
+        handler = getattr(self, f"_{what}_{method.lower()}", None)
+        if handler is None:
+            return 404, {"message": "Not Found"}, {}
+        result: Answer = handler(name, body, int(ident) if ident else None)
+        return result
+
+    # --- contacts and domains ---
+
+    def _create_contact(self, body: Any) -> Answer:
+        body = body if isinstance(body, dict) else {}
+        errors: dict[str, list[str]] = {}
+        for field in CONTACT_REQUIRED:
+            if not str(body.get(field) or "").strip():
+                errors.setdefault(field, []).append("can't be blank")
+        if body.get("email") and "@" not in str(body["email"]):
+            errors.setdefault("email", []).append("is an invalid email address")
+        if body.get("phone") and not re.fullmatch(r"\+\d{1,3}\.?\d{4,14}", str(body["phone"])):
+            errors.setdefault("phone", []).append("is probably not a phone number")
+        if errors:
+            return 400, {"message": "Validation failed", "errors": errors}, {}
+        now = _stamp(self._now())
+        contact = {"id": self._id(), "account_id": int(self.account_id), "label": body.get("label"),
+                   "first_name": body["first_name"], "last_name": body["last_name"],
+                   "organization_name": None, "job_title": None, "address1": body["address1"], "address2": None,
+                   "city": body["city"], "state_province": body["state_province"],
+                   "postal_code": body["postal_code"], "country": body["country"], "email": body["email"],
+                   "phone": body["phone"], "fax": None, "created_at": now, "updated_at": now}
+        self.contacts[contact["id"]] = contact
+        return 201, {"data": contact}, {}
+
+    def _domain(self, d: dict[str, Any]) -> dict[str, Any]:
+        expires = d["expires"]
+        return {"id": d["id"], "account_id": d["account_id"], "registrant_id": d["registrant_id"], "name": d["name"],
+                "unicode_name": d["unicode_name"], "state": d["state"], "auto_renew": d["auto_renew"],
+                "private_whois": d["private_whois"], "expires_on": expires.date().isoformat() if expires else None,
+                "expires_at": _stamp(expires), "created_at": _stamp(d["created_at"]),
+                "updated_at": _stamp(d["updated_at"])}
+
+    def _held(self, name: str) -> dict[str, Any] | None:
+        domain = self.domains.get(name)
+        return domain if domain is not None and domain["state"] in ("registered", "expired") else None
+
+    def _price(self, name: str) -> tuple[Decimal, Decimal] | None:
+        tld = name.rsplit(".", 1)[-1]
+        return self.prices.get(name) or self.prices.get(tld) or ((PRICES[tld],) * 2 if tld in PRICES else None)
+
+    # --- check and prices ---
+
+    def _unsupported(self, name: str) -> Answer:
+        return 400, {"message": f"TLD .{name.rsplit('.', 1)[-1].upper()} is not supported"}, {}
+
+    def _check_get(self, name: str, body: Any, ident: int | None) -> Answer:
+        if self._price(name) is None:
+            return self._unsupported(name)
+        available = name not in self.taken and not self._blocked(name)
+        return 200, {"data": {"domain": name, "available": available, "premium": name in self.premium}}, {}
+
+    def _prices_get(self, name: str, body: Any, ident: int | None) -> Answer:
+        price = self._price(name)
+        if price is None:
+            return self._unsupported(name)
+        return 200, {"data": {"domain": name, "premium": name in self.premium, "trustee_service": False,
+                              "registration_price": price[0], "renewal_price": price[1], "transfer_price": price[1],
+                              "restore_price": price[1] * 4, "trustee_service_price": Decimal("0.0")}}, {}
+
+    # --- registrations ---
+
+    def _registrations_post(self, name: str, body: Any, ident: int | None) -> Answer:
+        price = self._price(name)
+        if price is None:
+            return self._unsupported(name)
+        body = body if isinstance(body, dict) else {}
+        registrant = body.get("registrant_id")
+        if not isinstance(registrant, int) or registrant not in self.contacts:
+            return 400, {"message": "Validation failed", "errors": {"registrant_id": ["can't be blank"]}}, {}
+        if name in self.taken or self._blocked(name):
+            return 400, {"message": f"The domain {name} is not available for registration", "errors": {}}, {}
+        if name in self.premium and body.get("premium_price") != f"{price[0]:.2f}":
+            return 400, {"message": f"{name} is a premium domain: confirm its price with premium_price"}, {}
+        if self._decline:
+            self._decline = False
+            return 400, {"message": CARD_DECLINED, "errors": {}}, {}
+        pend, self._pend = self._pend, None
+        domain = self.add_domain(name, state="hosted" if pend else "registered", registrant_id=registrant)
+        domain["auto_renew"] = body.get("auto_renew") is True
+        domain["private_whois"] = body.get("whois_privacy") is True
+        now = _stamp(self._now())
+        registration = {"id": self._id(), "domain_id": domain["id"], "registrant_id": registrant, "period": 1,
+                        "state": "new" if pend else "registered", "auto_renew": domain["auto_renew"],
+                        "whois_privacy": domain["private_whois"], "created_at": now, "updated_at": now}
+        self.registrations.append({**registration, "name": name, "polls_left": pend or 0})
+        if not pend:
+            self._charge(name, "domain-registration", price[0])
+        return (202 if pend else 201), {"data": registration}, {}
+
+    def _registrations_get(self, name: str, body: Any, ident: int | None) -> Answer:
+        made = next((r for r in self.registrations if r["id"] == ident and r["name"] == name), None)
+        if made is None:
+            return 404, {"message": "Domain registration not found"}, {}
+        return 200, {"data": {k: v for k, v in made.items() if k not in ("name", "polls_left")}}, {}
+
+    def _blocked(self, name: str) -> bool:
+        """Held in the account, or being registered: not for sale (a hosted zone alone still is)."""
+        pending = any(r["name"] == name and r["state"] in ("new", "registering") for r in self.registrations)
+        return pending or self._held(name) is not None
+
+    def _advance(self, name: str) -> None:
+        """A pending registration or renewal moves on with every request about its domain."""
+        for made in self.registrations:
+            if made["name"] == name and made["state"] in ("new", "registering"):
+                made["polls_left"] -= 1
+                made["state"] = "registering"
+                if made["polls_left"] <= 0 and name in self.domains:
+                    made["state"] = "registered"
+                    domain = self.domains[name]
+                    domain["state"] = "registered"
+                    domain["expires"] = self._now() + timedelta(days=365)
+                    self._charge(name, "domain-registration", (self._price(name) or (Decimal(0),))[0])
+        for made in self.renewals:
+            if made["name"] == name and made["state"] in ("new", "renewing"):
+                made["polls_left"] -= 1
+                made["state"] = "renewing"
+                if made["polls_left"] <= 0:
+                    made["state"] = "renewed"
+                    self._renew(name, made["period"])
+
+    # --- renewals ---
+
+    def _renewals_post(self, name: str, body: Any, ident: int | None) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        period = body.get("period") if isinstance(body, dict) else None
+        if not isinstance(period, int) or not 1 <= period <= 9:
+            return 400, {"message": "Validation failed", "errors": {"period": ["is not a valid period"]}}, {}
+        if domain["expires"] + timedelta(days=365 * period) > self._now() + timedelta(days=365 * 10 + 3):
+            return 400, {"message": f"{name} may not be renewed at this time", "errors": {}}, {}
+        if self._decline:
+            self._decline = False
+            return 400, {"message": CARD_DECLINED, "errors": {}}, {}
+        pend, self._pend = self._pend, None
+        now = _stamp(self._now())
+        renewal = {"id": self._id(), "domain_id": domain["id"], "period": period,
+                   "state": "new" if pend else "renewed", "created_at": now, "updated_at": now}
+        self.renewals.append({**renewal, "name": name, "polls_left": pend or 0})
+        if not pend:
+            self._renew(name, period)
+        return (202 if pend else 201), {"data": renewal}, {}
+
+    def _renewals_get(self, name: str, body: Any, ident: int | None) -> Answer:
+        made = next((r for r in self.renewals if r["id"] == ident and r["name"] == name), None)
+        if made is None:
+            return 404, {"message": "Domain renewal not found"}, {}
+        return 200, {"data": {k: v for k, v in made.items() if k not in ("name", "polls_left")}}, {}
+
+    def _renew(self, name: str, period: int) -> None:
+        domain = self.domains[name]
+        domain["expires"] += timedelta(days=365 * period)
+        domain["state"] = "registered"
+        self._charge(name, "domain-renewal", (self._price(name) or (Decimal(0), Decimal(0)))[1] * period)
+
+    # --- delegation, lock, auto-renewal, transfer out ---
+
+    def _delegation_get(self, name: str, body: Any, ident: int | None) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        return 200, {"data": domain["nameservers"]}, {}
+
+    def _delegation_put(self, name: str, body: Any, ident: int | None) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        if not isinstance(body, list) or not body or not all(isinstance(n, str) and n for n in body):
+            return 400, {"message": "Validation failed", "errors": {"name_servers": ["are invalid"]}}, {}
+        domain["nameservers"] = list(body)
+        return 200, {"data": domain["nameservers"]}, {}
+
+    def _transfer_lock_get(self, name: str, body: Any, ident: int | None) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        return 200, {"data": {"enabled": domain["locked"]}}, {}
+
+    def _transfer_lock_post(self, name: str, body: Any, ident: int | None) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        domain["locked"] = True
+        return 201, {"data": {"enabled": True}}, {}
+
+    def _transfer_lock_delete(self, name: str, body: Any, ident: int | None) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        domain["locked"] = False
+        return 200, {"data": {"enabled": False}}, {}
+
+    def _auto_renewal(self, name: str, enabled: bool) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        domain["auto_renew"] = enabled
+        return 204, None, {}
+
+    def _auto_renewal_put(self, name: str, body: Any, ident: int | None) -> Answer:
+        return self._auto_renewal(name, True)
+
+    def _auto_renewal_delete(self, name: str, body: Any, ident: int | None) -> Answer:
+        return self._auto_renewal(name, False)
+
+    def _authorize_transfer_out_post(self, name: str, body: Any, ident: int | None) -> Answer:
+        domain = self._held(name)
+        if domain is None:
+            return 400, {"message": f"{name} cannot be transferred out", "errors": {}}, {}
+        domain["locked"] = False
+        self.auth_emails.append(name)
+        return 204, None, {}
+
+    # --- bookkeeping ---
+
+    def _charge(self, name: str, product: str, amount: Decimal) -> None:
+        self.charges.append({"domain": name, "product_type": product, "amount": amount})
+
+    def _id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+
+def _encode(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body, default=lambda d: float(d) if isinstance(d, Decimal) else str(d)).encode()
