@@ -55,6 +55,7 @@ bench: setup
 	$(BIN)/python bench/worker.py
 	$(BIN)/python bench/webhooks.py
 	$(BIN)/python bench/ai.py
+	$(BIN)/python bench/domains.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

@@ -59,7 +59,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="package")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
-    async with svc_serve(tmp_path_factory.mktemp("dashboard")) as running:
+    # With the fake registrar svc runs itself (SVC_REGISTRAR=fake), as `make run` does.
+    async with svc_serve(tmp_path_factory.mktemp("dashboard"), SVC_REGISTRAR="fake") as running:
         yield running
 
 

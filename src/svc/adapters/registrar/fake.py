@@ -21,7 +21,9 @@ Its API, under /v1 (JSON; `Authorization: Bearer <api key>`; every error is
 For the tests, `/_fake/...` (no key): override a name's price, let somebody else take a name, move a
 domain out of the account, set its expiry, queue failures of a step (declined, rejected, 500, no
 answer, done but the answer lost, garbage, taken just before), and read the ledger, the
-registrations and the calls. The same actions are methods of FakeRegistrar, for tests in this process."""
+registrations and the calls, and make every API call wait (`POST /_fake/latency {"ms"}`: a real
+registrar's pace, for benchmarks; reset ends it). The same actions are methods of FakeRegistrar, for
+tests in this process."""
 
 from __future__ import annotations
 
@@ -110,6 +112,8 @@ class FakeRegistrar:
 
         async def endpoint(request: Request) -> Response:
             started, state = time.monotonic(), self.state  # a reset meanwhile starts a log of its own
+            if state.latency_ms:
+                await asyncio.sleep(state.latency_ms / 1000)
             answer = await self._answer(step, handler, request)
             state.calls.append({"step": step, "at": iso(datetime.now(UTC)), "status": answer.status_code,
                                      "durationMs": round((time.monotonic() - started) * 1000)})
@@ -238,6 +242,11 @@ class FakeRegistrar:
         (somebody else takes the name just before)."""
         self.state.queue(step, Failure(mode, field, message), times)
 
+    def set_latency(self, ms: float) -> None:
+        """Every API call from now on is answered after `ms` milliseconds (0: at once), within its
+        durationMs in the call log."""
+        self.state.latency_ms = float(ms)
+
     def release(self) -> None:
         """Let go of the calls held to time out (those to come are held again)."""
         self._release.set()
@@ -283,6 +292,11 @@ class FakeRegistrar:
                           field=_text(body, "field"), message=_text(body, "message"))
             elif action == "release":
                 self.release()
+            elif action == "latency":
+                ms = body.get("ms")
+                if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not 0 <= ms <= HOLD_SECONDS * 1000:
+                    raise Refusal(400, "bad_request", "ms must be a number of milliseconds from 0 to 60000", "ms")
+                self.set_latency(ms)
             elif action == "transferred-away":
                 self.transferred_away(need_name(body.get("name")))
             elif action == "expire":

@@ -145,6 +145,7 @@ class RegistrarState:
     ledger: list[dict[str, Any]] = field(default_factory=list)
     failures: dict[str, list[Failure]] = field(default_factory=dict)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    latency_ms: float = 0.0  # how long every API call waits before it is answered (a real registrar's pace)
 
     # --- prices and availability ---
 

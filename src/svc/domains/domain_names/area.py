@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from svc.domains.domain_names import jobs, router
-from svc.manifest import Area, OrgHolding
+from pathlib import Path
+
+from svc.domains.domain_names import jobs, pages, router
+from svc.manifest import Area, NavLink, OrgHolding
 from svc.models import Domain
+from svc.web.dashboard import Place
 
 AREA = Area(
     name="domain_names",
     routers=(router.router,),
+    pages=(pages.router,),
+    templates=Path(__file__).parent / "templates",
+    nav=(NavLink(Place.org, "Domains", "/domains", order=22),),
     jobs=jobs.register,
     holdings=(OrgHolding("domains", Domain, Domain.name),),
     hints={"registrar_not_configured": "The operator of this svc sets SVC_REGISTRAR (docs/domains.md); a domain "
