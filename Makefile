@@ -24,6 +24,8 @@ setup: $(BIN)/.synced
 run: export SVC_TRUST_OWN_ZONES ?= true
 # And env.ai answers from a fake model in svc's process for each lane without a provider's URL.
 run: export SVC_AI_FAKE ?= true
+# And domains are bought from a fake registrar svc runs itself (nothing to sign up for).
+run: export SVC_REGISTRAR ?= fake
 run: setup
 	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT)
 
