@@ -35,7 +35,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import httpx
-from harness import ApiClient, Server, children, machine, pct, wait_for_server
+from harness import PINNED, ApiClient, Server, machine, pct, pin, wait_for_server
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -104,20 +104,8 @@ def serve_svc(port_file: Path, data_dir: Path, upstream: str) -> None:
 
 # svc (and the edge and workerd it runs) on core 0; this process and the upstream on core 1: the
 # scheduler moving them about doubled the figures from one run to the next.
-PINNED = (os.cpu_count() or 1) >= 2 and hasattr(os, "sched_setaffinity")
 SVC_CORE, LOAD_CORE = 0, 1
 
-
-def pin(pid: int, core: int) -> None:
-    """The process, its threads and every process below it, on `core`."""
-    if not PINNED:
-        return
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        subprocess.run(["taskset", "-a", "-p", "-c", str(core), str(p)], check=False, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        todo += children(p)
 
 
 def start(args: list[str], port_file: Path, core: int) -> tuple[subprocess.Popen[bytes], str]:

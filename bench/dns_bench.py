@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -50,7 +49,7 @@ import dns.query
 import dns.rcode
 import dns.rdatatype
 import httpx
-from harness import machine, wait_for_server
+from harness import free_dns_port, machine, wait_for_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ORG = "bench"
@@ -121,20 +120,6 @@ def instrument(jobs: Any, adapter: Any, stages_file: Path) -> None:
 
 
 # --- the client side -------------------------------------------------------------------------------
-
-def free_dns_port() -> int:
-    """A port free for both TCP and UDP on 127.0.0.1 (DNS binds both)."""
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            tcp.bind(("127.0.0.1", 0))
-            port = int(tcp.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-                return port
-    sys.exit("no port free for both TCP and UDP")
 
 
 class Resolver:

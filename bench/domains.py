@@ -33,7 +33,6 @@ import asyncio
 import functools
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import children, machine, pct, wait_for_server
+from harness import PINNED, free_dns_port, machine, pct, pin, wait_for_server
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -116,20 +115,8 @@ def instrument(stages: Path) -> None:
 
 
 # svc (and its PowerDNS) on core 0; this process and the fake registrar on core 1.
-PINNED = (os.cpu_count() or 1) >= 2 and hasattr(os, "sched_setaffinity")
 SVC_CORE, LOAD_CORE = 0, 1
 
-
-def pin(pid: int, core: int) -> None:
-    """The process, its threads and every process below it, on `core`."""
-    if not PINNED:
-        return
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        subprocess.run(["taskset", "-a", "-p", "-c", str(core), str(p)], check=False, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        todo += children(p)
 
 
 def start(args: list[str], port_file: Path, core: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -142,20 +129,6 @@ def start(args: list[str], port_file: Path, core: int, log: Path) -> tuple[subpr
     pin(proc.pid, core)  # again: the PowerDNS it started meanwhile
     return proc, base
 
-
-def free_dns_port() -> int:
-    """A port free for both TCP and UDP on 127.0.0.1 (DNS binds both)."""
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            tcp.bind(("127.0.0.1", 0))
-            port = int(tcp.getsockname()[1])
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                try:
-                    udp.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-                return port
-    sys.exit("no port free for both TCP and UDP")
 
 
 # --- the measurements ---

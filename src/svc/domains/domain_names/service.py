@@ -5,8 +5,9 @@ renew, auto-renew, lock, auth code, sync. The registrar is asked with nothing of
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
+from typing import TypeVar
 
 from svc.adapters.registrar.port import (
     NameUnavailable,
@@ -29,6 +30,8 @@ from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
 from svc.models import Domain, DomainEvent, DomainSource, DomainStatus
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
+
+T = TypeVar("T")
 
 AUTO_RENEW_STAYS_ON = ("The registrar-side auto-renew stays on whatever this says: svc renews (or lets the domain "
                        "lapse) by this setting, and the registrar may still renew it at expiry.")
@@ -199,18 +202,26 @@ def _day(when: datetime | None) -> str:
     return when.date().isoformat() if when else "unknown"
 
 
-@use_case(Tx.READ_THEN_WRITE)
-async def renew(uow: UnitOfWork, access: OrgAccess, name: str, years: int) -> schemas.Domain:
+async def _at_registrar(uow: UnitOfWork, access: OrgAccess, name: str,
+                        call: Callable[[Registrar, Domain], Awaitable[T]]) -> tuple[str, T]:
+    """A registrar-side change of the org's purchased domain, asked with nothing of the store held:
+    (the domain's id, the registrar's answer). Gone from the registrar's account: transferred_out."""
     reg, domain = await _registered(uow, access, name)
-    domain_id, domain_name_, since = domain.id, domain.name, domain.expires_at
+    domain_id = domain.id
     await uow.close_reads()
-    # The key names the expiry the renewal starts from: a resend after a lost answer is charged
-    # once, and the next renewal (from the new expiry) is a new charge.
     try:
         with asked(reg):
-            answer = await reg.renew(domain_name_, years=years, key=f"{domain_id}:renew:{_day(since)}:{years}")
+            return domain_id, await call(reg, domain)
     except NotInAccount:
         raise await _gone(uow.ctx, domain_id) from None
+
+
+@use_case(Tx.READ_THEN_WRITE)
+async def renew(uow: UnitOfWork, access: OrgAccess, name: str, years: int) -> schemas.Domain:
+    # The key names the expiry the renewal starts from: a resend after a lost answer is charged
+    # once, and the next renewal (from the new expiry) is a new charge.
+    domain_id, answer = await _at_registrar(uow, access, name, lambda reg, d: reg.renew(
+        d.name, years=years, key=f"{d.id}:renew:{_day(d.expires_at)}:{years}"))
     done = await _written(uow, domain_id, answer, "renew", f"Renewed for {years} year(s): now until "
                           f"{_day(answer.expires_at)}", access, {"years": years})
     return view(done)
@@ -218,14 +229,7 @@ async def renew(uow: UnitOfWork, access: OrgAccess, name: str, years: int) -> sc
 
 @use_case(Tx.READ_THEN_WRITE)
 async def set_auto_renew(uow: UnitOfWork, access: OrgAccess, name: str, enabled: bool) -> schemas.Domain:
-    reg, domain = await _registered(uow, access, name)
-    domain_id, domain_name_ = domain.id, domain.name
-    await uow.close_reads()
-    try:
-        with asked(reg):
-            answer = await reg.set_auto_renew(domain_name_, enabled)
-    except NotInAccount:
-        raise await _gone(uow.ctx, domain_id) from None
+    domain_id, answer = await _at_registrar(uow, access, name, lambda reg, d: reg.set_auto_renew(d.name, enabled))
     done = await _written(uow, domain_id, answer, "auto_renew", f"Auto-renew turned {'on' if enabled else 'off'}",
                           access, {"enabled": enabled})
     return view(done, notice=AUTO_RENEW_STAYS_ON)
@@ -233,14 +237,7 @@ async def set_auto_renew(uow: UnitOfWork, access: OrgAccess, name: str, enabled:
 
 @use_case(Tx.READ_THEN_WRITE)
 async def set_lock(uow: UnitOfWork, access: OrgAccess, name: str, locked: bool) -> schemas.Domain:
-    reg, domain = await _registered(uow, access, name)
-    domain_id, domain_name_ = domain.id, domain.name
-    await uow.close_reads()
-    try:
-        with asked(reg):
-            answer = await reg.set_lock(domain_name_, locked)
-    except NotInAccount:
-        raise await _gone(uow.ctx, domain_id) from None
+    domain_id, answer = await _at_registrar(uow, access, name, lambda reg, d: reg.set_lock(d.name, locked))
     said = "Transfer lock on" if locked else "Transfer lock off: the domain can be transferred away"
     return view(await _written(uow, domain_id, answer, "lock", said, access, {"locked": locked}))
 
@@ -249,14 +246,7 @@ async def set_lock(uow: UnitOfWork, access: OrgAccess, name: str, locked: bool) 
 async def auth_code(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.AuthCode:
     """The transfer-out code: handed to the caller only, never recorded (history and audit say
     that it was asked for, not what it is)."""
-    reg, domain = await _registered(uow, access, name)
-    domain_id, domain_name_ = domain.id, domain.name
-    await uow.close_reads()
-    try:
-        with asked(reg):
-            code = await reg.auth_code(domain_name_)
-    except NotInAccount:
-        raise await _gone(uow.ctx, domain_id) from None
+    domain_id, code = await _at_registrar(uow, access, name, lambda reg, d: reg.auth_code(d.name))
     await _written(uow, domain_id, None, "auth_code", "The auth code was asked for (a transfer out may follow)",
                    access, {})
     return schemas.AuthCode(code=code)
