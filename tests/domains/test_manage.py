@@ -109,3 +109,14 @@ async def test_not_configured(settings: Settings) -> None:
         assert_error(await t.alice.client.post(D, json={"name": "a.com", "contact": CONTACT}), 503,
                      "registrar_not_configured")
         assert_error(await t.alice.client.post(f"{D}/import", json={"name": "a.com"}), 503, "dns_not_configured")
+
+
+async def test_no_dns_no_purchase(settings: Settings, registrar: FakeRegistrar) -> None:
+    """A registrar without svc's DNS: checking works, buying is refused before anything is charged."""
+    with_registrar = settings.model_copy(update={"registrar": "fake", "registrar_url": registrar.url})
+    async with running_svc(with_registrar, default_adapters(with_registrar)) as svc:
+        t = await make_team(svc)
+        assert (await t.bob.client.post(f"{D}/check", json={"names": ["a.com"]})).status_code == 200
+        assert_error(await t.alice.client.post(D, json={"name": "a.com", "contact": CONTACT}), 503,
+                     "dns_not_configured")
+        assert registrar.ledger() == []
