@@ -8,24 +8,27 @@ deploy from end to end) run `svc` as a subprocess (`Cli.process`, run_process)."
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 
+from svc.adapters.registrar import FakeRegistrar
 from svc.cli.main import main as svc_main
-from tests.support.pdns import free_dns_port
+from tests.support.pdns import Pdns, clear_zones, free_dns_port
 from tests.support.ports import free_port
 
 BIN = Path(sys.executable).parent
@@ -108,6 +111,77 @@ def billing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
     workdir = tmp_path_factory.mktemp("svc-billing")
     with running_server(workdir, log_level="info", billing="fake", ai_fake="true") as url:
         yield url, workdir / "server.log"
+
+
+T = TypeVar("T")
+
+
+class ThreadedRegistrar:
+    """The fake registrar (svc.adapters.registrar.fake) on an event loop of its own thread: the CLI
+    runs in the test's thread and holds it while a command runs, and svc (a subprocess) calls the
+    registrar meanwhile. Its helpers run on that loop (release() sets one of its asyncio events)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="fake-registrar", daemon=True)
+        self.thread.start()
+        self.fake = FakeRegistrar()
+        self.url = self._run(self.fake.start())
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=60)
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        async def call() -> T:
+            return fn()
+
+        return self._run(call())
+
+    def fail(self, step: str, mode: str, **options: Any) -> None:
+        """FakeRegistrar.fail: the next call(s) of `step` fail so."""
+        self._call(lambda: self.fake.fail(step, mode, **options))
+
+    def release(self) -> None:
+        """Let go of the calls held (mode timeout or lost)."""
+        self._call(self.fake.release)
+
+    def ledger(self) -> list[dict[str, Any]]:
+        return self._call(self.fake.ledger)
+
+    def domains(self) -> list[dict[str, Any]]:
+        return self._call(self.fake.domains)
+
+    def charges(self, name: str) -> tuple[int, int]:
+        """(cents charged, cents refunded) for `name` in the ledger."""
+        lines = [e for e in self.ledger() if e["name"] == name]
+        return (sum(e["amountCents"] for e in lines if e["kind"] == "charge"),
+                sum(e["amountCents"] for e in lines if e["kind"] == "refund"))
+
+    def close(self) -> None:
+        try:
+            self._run(self.fake.stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=30)
+            self.loop.close()
+
+
+@pytest.fixture(scope="module")
+async def domains_server(pdns: Pdns, tmp_path_factory: pytest.TempPathFactory) \
+        -> AsyncIterator[tuple[str, ThreadedRegistrar]]:
+    """`svc serve` driving the session's PowerDNS (its zones cleared first) with a fake registrar
+    (ThreadedRegistrar, SVC_REGISTRAR_URL) whose calls time out after a second: the domains tests."""
+    await clear_zones(pdns)
+    registrar = ThreadedRegistrar()
+    managed = pdns.running.managed
+    settings = {"pdns_api_url": managed.api_url, "pdns_api_key": managed.api_key(),
+                "nameservers": pdns.settings.nameservers, "hostmaster": pdns.settings.hostmaster,
+                "registrar": "fake", "registrar_url": registrar.url, "registrar_timeout_seconds": "1"}
+    try:
+        with running_server(tmp_path_factory.mktemp("svc-domains"), **settings) as url:
+            yield url, registrar
+    finally:
+        registrar.close()
 
 
 @dataclass
