@@ -8,23 +8,38 @@ pending registration registered twice) the double says something plausible; the 
 depends on those words. Documented words are used verbatim: "TLD .PINEAPPLE is not supported", the
 card_declined payment refusal, the too-early renewal, "quota exceeded", "Authentication failed".
 
-Control, for the tests and the shared registrar contract suite:
-- `decline_next()`: the next registration or renewal meets a declined card;
-- `take(name)`: somebody else registers the name;
+Control, for the tests and the shared registrar contract suite (tests/registrar/conftest.py):
+- `decline_next(reason=None)`: the next registration or renewal meets a declined card (`reason`:
+  the payment gateway's error code in DNSimple's words, instead of card_declined);
+- `take(name)`: somebody else registers the name; `take_next()`: somebody else registers the name
+  of the next registration just before it arrives;
 - `transfer_away(name)`: the domain leaves the account;
-- `fail_next(status, body=None)`: the next request answers that status (with `body`, that raw text
-  instead of DNSimple's JSON);
+- `fail_next(status, body=None, request=None)`: the next request answers that status (with `body`,
+  that raw text instead of DNSimple's JSON); with `request`, a regular expression matched against
+  "METHOD path" (the path after /v2/{account}/, e.g. r"POST registrar/domains/[^/]+/registrations"),
+  the next request that matches;
+- `hold_next(request=None, done=False)`: the next (matching) request is held until `release()`:
+  before anything is done (answered 503 when let go), or with done=True after the work is done (the
+  answer is lost to a client that gave up). The transport honours the client's read timeout the way
+  a network transport does (MockTransport alone ignores it), so a held request times out;
 - `pend_next(polls)`: the next registration or renewal answers 202, and completes after that many
   more requests about its domain;
-- `set_price(...)`, `make_premium(...)`, `expire(name, at)`, `add_domain(...)`.
+- `set_price(...)`, `make_premium(...)`, `expire(name, at)`, `add_domain(...)`; `price(name)` reads.
 What happened: `charges` (the money DNSimple took), `registrations`, `renewals`, `contacts`,
-`auth_emails`, `requests`."""
+`auth_emails`, `requests`.
+
+Registry rules it keeps as DNSimple relays them: a contact's country is two upper-case letters (the
+documented ISO 3166-1 alpha-2), and a delegation names 2 to 13 nameservers (400, as documented for
+nameservers that "cannot be changed")."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -48,8 +63,23 @@ INVOICES = ("This action cannot be completed because you have purchase invoices 
 FAILURES = {401: "Authentication failed", 402: INVOICES, 404: "Not Found", 429: "quota exceeded"}
 CONTACT_REQUIRED = ("first_name", "last_name", "address1", "city", "state_province", "postal_code", "country",
                     "email", "phone")
+HOLD_SECONDS = 60.0  # a held request is let go after this at the latest (release() ends it sooner)
 
 Answer = tuple[int, Any, dict[str, str]]
+
+
+@dataclass(frozen=True)
+class _Trap:
+    """What the next request matching `request` meets instead of the API: a status (and raw body),
+    or a hold before or after the work."""
+
+    request: str | None
+    status: int | None = None
+    body: str | None = None
+    hold: str | None = None  # "before" | "after"
+
+    def matches(self, method: str, rest: str) -> bool:
+        return self.request is None or re.fullmatch(self.request, f"{method} {rest}") is not None
 
 
 def _stamp(t: datetime | None) -> str | None:
@@ -73,26 +103,47 @@ class DnsimpleDouble:
         self.prices: dict[str, tuple[Decimal, Decimal]] = {}  # name or tld -> (registration, renewal)
         self.premium: set[str] = set()
         self._ids = 100
-        self._decline = False
+        self._decline: str | None = None  # the refusal's words, while a decline is queued
+        self._take_next = False
         self._pend: int | None = None
-        self._fail: list[tuple[int, str | None]] = []
+        self._traps: list[_Trap] = []
+        self._release = asyncio.Event()
         self._remaining = 2400
         self.app = Starlette(routes=[Route("/{path:path}", self._asgi, methods=["GET", "POST", "PUT", "DELETE"])])
 
     # --- control ---
 
-    def decline_next(self) -> None:
-        self._decline = True
+    def decline_next(self, reason: str | None = None) -> None:
+        self._decline = CARD_DECLINED if reason is None else CARD_DECLINED.replace(
+            "card_declined (generic_decline)", reason)
 
     def take(self, name: str) -> None:
         self.taken.add(name.lower())
+
+    def take_next(self) -> None:
+        """Somebody else registers the next registration's name just before it arrives."""
+        self._take_next = True
 
     def transfer_away(self, name: str) -> None:
         self.domains.pop(name.lower(), None)
         self.taken.add(name.lower())
 
-    def fail_next(self, status: int, body: str | None = None) -> None:
-        self._fail.append((status, body))
+    def fail_next(self, status: int, body: str | None = None, request: str | None = None) -> None:
+        self._traps.append(_Trap(request, status=status, body=body))
+
+    def hold_next(self, request: str | None = None, *, done: bool = False) -> None:
+        self._traps.append(_Trap(request, hold="after" if done else "before"))
+
+    def unspent(self) -> list[str]:
+        """What a test queued that no request has met yet (traps, a decline, a take)."""
+        queued = [f"{f'hold {t.hold}' if t.hold else t.status} on {t.request or 'any request'}" for t in self._traps]
+        flags = {"decline": self._decline is not None, "take": self._take_next, "pend": self._pend is not None}
+        return queued + [flag for flag, on in flags.items() if on]
+
+    def release(self) -> None:
+        """Let go of the requests held (those to come are held again)."""
+        self._release.set()
+        self._release = asyncio.Event()
 
     def expire(self, name: str, expires_at: datetime) -> None:
         """The registry's expiry moved (the registrar is the source of truth for it)."""
@@ -106,9 +157,13 @@ class DnsimpleDouble:
     def set_price(self, name_or_tld: str, registration: str, renewal: str | None = None) -> None:
         self.prices[name_or_tld.lower()] = (Decimal(registration), Decimal(renewal or registration))
 
-    def make_premium(self, name: str, price: str) -> None:
+    def make_premium(self, name: str, price: str, renewal: str | None = None) -> None:
         self.premium.add(name.lower())
-        self.set_price(name, price)
+        self.set_price(name, price, renewal)
+
+    def price(self, name: str) -> tuple[Decimal, Decimal] | None:
+        """The name's (registration, renewal) price in dollars; None when its TLD is not sold."""
+        return self._price(name.lower())
 
     def add_domain(self, name: str, *, state: str = "registered", registrant_id: int | None = None,
                    years: int = 1) -> dict[str, Any]:
@@ -124,22 +179,37 @@ class DnsimpleDouble:
     # --- transports ---
 
     def transport(self) -> httpx.MockTransport:
-        def handler(request: httpx.Request) -> httpx.Response:
-            status, body, headers = self.answer(request.method, request.url.path, request.headers, request.content)
+        async def handler(request: httpx.Request) -> httpx.Response:
+            status, body, headers = await self.answer(request.method, request.url.path, request.headers,
+                                                      request.content)
             return httpx.Response(status, content=_encode(body), headers=headers)
 
-        return httpx.MockTransport(handler)
+        return _TimedTransport(handler)
 
     async def _asgi(self, request: Request) -> Response:
-        status, body, headers = self.answer(request.method, request.url.path, request.headers, await request.body())
+        status, body, headers = await self.answer(request.method, request.url.path, request.headers,
+                                                  await request.body())
         return Response(_encode(body), status_code=status, headers=headers)
 
     # --- the API ---
 
-    def answer(self, method: str, path: str, headers: Any, body: bytes) -> Answer:
+    async def answer(self, method: str, path: str, headers: Any, body: bytes) -> Answer:
         self.requests.append((method, path))
         self._remaining = max(0, self._remaining - 1)
-        status, payload, extra = self._route(method, path, headers, body)
+        prefix = f"/v2/{self.account_id}/"
+        trap = self._sprung(method, path[len(prefix):] if path.startswith(prefix) else path)
+        payload: Any
+        if trap is not None and trap.hold == "before":
+            await self._hold()
+            status, payload, extra = 503, {"message": "Service Unavailable"}, {}  # let go; nothing was done
+        elif trap is not None and trap.status is not None:
+            status = trap.status
+            extra = {"X-RateLimit-Remaining": "0"} if status == 429 else {}
+            payload = trap.body if trap.body is not None else {"message": FAILURES.get(status, "Server Error")}
+        else:
+            status, payload, extra = self._route(method, path, headers, body)
+            if trap is not None:  # held after the work: done, the answer lost to a client that gave up
+                await self._hold()
         reset = int((self._now() + timedelta(hours=1)).timestamp())
         out = {"X-RateLimit-Limit": "2400", "X-RateLimit-Remaining": str(self._remaining),
                "X-RateLimit-Reset": str(reset), **extra}
@@ -147,11 +217,18 @@ class DnsimpleDouble:
             out["Content-Type"] = "application/json; charset=utf-8"
         return status, payload, out
 
+    def _sprung(self, method: str, rest: str) -> _Trap | None:
+        """The first trap queued for this request, taken off the queue."""
+        for index, trap in enumerate(self._traps):
+            if trap.matches(method, rest):
+                return self._traps.pop(index)
+        return None
+
+    async def _hold(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._release.wait(), HOLD_SECONDS)
+
     def _route(self, method: str, path: str, headers: Any, raw: bytes) -> Answer:
-        if self._fail:
-            status, text = self._fail.pop(0)
-            extra = {"X-RateLimit-Remaining": "0"} if status == 429 else {}
-            return status, text if text is not None else {"message": FAILURES.get(status, "Server Error")}, extra
         if headers.get("authorization") != f"Bearer {self.token}":
             return 401, {"message": "Authentication failed"}, {}
         try:
@@ -198,6 +275,8 @@ class DnsimpleDouble:
             errors.setdefault("email", []).append("is an invalid email address")
         if body.get("phone") and not re.fullmatch(r"\+\d{1,3}\.?\d{4,14}", str(body["phone"])):
             errors.setdefault("phone", []).append("is probably not a phone number")
+        if body.get("country") and not re.fullmatch(r"[A-Z]{2}", str(body["country"])):
+            errors.setdefault("country", []).append("is not a valid ISO 3166-1 alpha-2 country code")
         if errors:
             return 400, {"message": "Validation failed", "errors": errors}, {}
         now = _stamp(self._now())
@@ -251,6 +330,9 @@ class DnsimpleDouble:
         price = self._price(name)
         if price is None:
             return self._unsupported(name)
+        if self._take_next:
+            self._take_next = False
+            self.taken.add(name)
         body = body if isinstance(body, dict) else {}
         registrant = body.get("registrant_id")
         if not isinstance(registrant, int) or registrant not in self.contacts:
@@ -259,9 +341,9 @@ class DnsimpleDouble:
             return 400, {"message": f"The domain {name} is not available for registration", "errors": {}}, {}
         if name in self.premium and body.get("premium_price") != f"{price[0]:.2f}":
             return 400, {"message": f"{name} is a premium domain: confirm its price with premium_price"}, {}
-        if self._decline:
-            self._decline = False
-            return 400, {"message": CARD_DECLINED, "errors": {}}, {}
+        if self._decline is not None:
+            refusal, self._decline = self._decline, None
+            return 400, {"message": refusal, "errors": {}}, {}
         pend, self._pend = self._pend, None
         domain = self.add_domain(name, state="hosted" if pend else "registered", registrant_id=registrant)
         domain["auto_renew"] = body.get("auto_renew") is True
@@ -317,9 +399,9 @@ class DnsimpleDouble:
             return 400, {"message": "Validation failed", "errors": {"period": ["is not a valid period"]}}, {}
         if domain["expires"] + timedelta(days=365 * period) > self._now() + timedelta(days=365 * 10 + 3):
             return 400, {"message": f"{name} may not be renewed at this time", "errors": {}}, {}
-        if self._decline:
-            self._decline = False
-            return 400, {"message": CARD_DECLINED, "errors": {}}, {}
+        if self._decline is not None:
+            refusal, self._decline = self._decline, None
+            return 400, {"message": refusal, "errors": {}}, {}
         pend, self._pend = self._pend, None
         now = _stamp(self._now())
         renewal = {"id": self._id(), "domain_id": domain["id"], "period": period,
@@ -355,6 +437,9 @@ class DnsimpleDouble:
             return 404, {"message": f"Domain `{name}` not found"}, {}
         if not isinstance(body, list) or not body or not all(isinstance(n, str) and n for n in body):
             return 400, {"message": "Validation failed", "errors": {"name_servers": ["are invalid"]}}, {}
+        if not 2 <= len(body) <= 13:
+            return 400, {"message": f"The nameservers of {name} cannot be changed: the registry requires from 2 "
+                                    f"to 13 nameservers", "errors": {}}, {}
         domain["nameservers"] = list(body)
         return 200, {"data": domain["nameservers"]}, {}
 
@@ -392,8 +477,10 @@ class DnsimpleDouble:
         return self._auto_renewal(name, False)
 
     def _authorize_transfer_out_post(self, name: str, body: Any, ident: int | None) -> Answer:
+        if name not in self.domains:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
         domain = self._held(name)
-        if domain is None:
+        if domain is None:  # a hosted zone: nothing to transfer
             return 400, {"message": f"{name} cannot be transferred out", "errors": {}}, {}
         domain["locked"] = False
         self.auth_emails.append(name)
@@ -407,6 +494,20 @@ class DnsimpleDouble:
     def _id(self) -> int:
         self._ids += 1
         return self._ids
+
+
+class _TimedTransport(httpx.MockTransport):
+    """MockTransport with the client's read timeout, as a network transport has it: a request the
+    double holds longer is an httpx.ReadTimeout (MockTransport alone would wait for ever)."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts = request.extensions.get("timeout")
+        read = timeouts.get("read") if isinstance(timeouts, dict) else None
+        try:
+            async with asyncio.timeout(read):
+                return await super().handle_async_request(request)
+        except TimeoutError:
+            raise httpx.ReadTimeout("the DNSimple double held its answer", request=request) from None
 
 
 def _encode(body: Any) -> bytes:
