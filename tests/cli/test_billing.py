@@ -5,6 +5,7 @@ upgrade waits for the payment's webhook, cancel and resume, the portal's link, r
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -28,10 +29,18 @@ def test_upgrade_waits_for_the_webhook_then_cancel_resume_portal(billing_server:
 
     # A checkout to pay (not waited for), then `upgrade` waiting while the payment goes through.
     url = cli.ok("billing", "upgrade", "--org", slug, "--no-browser", "--no-wait", "--json").json()["url"]
+    fake = url.split("/checkout/")[0]
+    before = {c["id"] for c in httpx.get(f"{fake}/_fake/checkouts", timeout=10).json()["checkouts"]}
     waited: list[Result] = []
     waiting = threading.Thread(target=lambda: waited.append(
         cli("billing", "upgrade", "--org", slug, "--no-browser", "--timeout", "60", "--json")))
     waiting.start()
+    # Paid once the waiting `upgrade` has opened its own checkout: paid before, the org would be pro
+    # already when it asks (already_pro), which is right, and not what this test is about.
+    deadline = time.monotonic() + 60
+    while not {c["id"] for c in httpx.get(f"{fake}/_fake/checkouts", timeout=10).json()["checkouts"]} - before:
+        assert time.monotonic() < deadline and waiting.is_alive(), waited and waited[0].err
+        time.sleep(0.05)
     paid = httpx.post(url, data={"email": "ada@example.com", "card": "4242 4242 4242 4242"}, timeout=10)
     assert paid.status_code == 303, paid.text
     waiting.join(timeout=90)

@@ -14,7 +14,7 @@ from tests.web.conftest import look, sign_in
 async def test_search_buy_manage_import(server: Server, contexts, http) -> None:
     context = await contexts()
     page = await sign_in(context, server, "dora", next_path="/orgs/dora/domains")
-    await expect(page.get_by_role("heading", name="Domains", level=1)).to_be_visible()
+    await expect(page.get_by_role("heading", name="Domain names", level=1)).to_be_visible()
     await page.get_by_label("Names").fill("dora-shop.com dora.pineapple")
     await page.get_by_role("button", name="Search").click()
     results = page.locator("table.domain-results")

@@ -14,7 +14,7 @@ AREA = Area(
     routers=(router.router,),
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
-    nav=(NavLink(Place.org, "Domains", "/domains", order=22),),
+    nav=(NavLink(Place.org, "Domain names", "/domains", order=22),),
     jobs=jobs.register,
     holdings=(OrgHolding("domains", Domain, Domain.name),),
     hints={"registrar_not_configured": "The operator of this svc sets SVC_REGISTRAR (docs/domains.md); a domain "

@@ -43,7 +43,7 @@ def _url(access: OrgAccess, name: str) -> str:
 async def _list_page(request: Request, access: OrgAccess, uow: UnitOfWork, ctx: Ctx, *, results: Any = None,
                      q: str = "") -> Response:
     listed = await service.list_domains(uow, access)
-    return await render.render(request, "domain_names/domains.html", title="Domains", domains=listed.domains,
+    return await render.render(request, "domain_names/domains.html", title="Domain names", domains=listed.domains,
                                results=results, q=q, is_admin=access.role == Role.admin,
                                can_search=access.role != Role.viewer,
                                registrar_off=ctx.adapters.off.get("registrar") if ctx.adapters.registrar is None

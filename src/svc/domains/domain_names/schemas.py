@@ -64,14 +64,21 @@ class ContactIn(ApiInput):
         return v.upper()
 
 
+# The document states the canonical form (lowercase ASCII, one label under a TLD of letters);
+# names.py also takes uppercase, a trailing dot and unicode (IDNA), and words every refusal.
+_NAME_DOC = {"format": "idn-hostname", "pattern": r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.[a-z]{2,63}$"}
+_NAME_SAID = ("A registrable name, such as example.com (uppercase, a trailing dot and unicode are taken too; "
+              "a subdomain is not)")
+
+
 class PurchaseRequest(ApiInput):
-    name: str = Field(min_length=1, max_length=260)
+    name: str = Field(min_length=1, max_length=260, json_schema_extra=_NAME_DOC, description=_NAME_SAID)
     years: int = Field(default=1, ge=1, le=10)
     contact: ContactIn
 
 
 class ImportRequest(ApiInput):
-    name: str = Field(min_length=1, max_length=260)
+    name: str = Field(min_length=1, max_length=260, json_schema_extra=_NAME_DOC, description=_NAME_SAID)
 
 
 class RenewRequest(ApiInput):
