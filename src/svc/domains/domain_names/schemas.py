@@ -6,6 +6,7 @@ import re
 from typing import Literal
 
 from pydantic import Field, field_validator
+from pydantic.json_schema import JsonDict
 
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 
@@ -66,7 +67,7 @@ class ContactIn(ApiInput):
 
 # The document states the canonical form (lowercase ASCII, one label under a TLD of letters);
 # names.py also takes uppercase, a trailing dot and unicode (IDNA), and words every refusal.
-_NAME_DOC = {"format": "idn-hostname", "pattern": r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.[a-z]{2,63}$"}
+_NAME_DOC: JsonDict = {"format": "idn-hostname", "pattern": r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.[a-z]{2,63}$"}
 _NAME_SAID = ("A registrable name, such as example.com (uppercase, a trailing dot and unicode are taken too; "
               "a subdomain is not)")
 
