@@ -6,7 +6,7 @@ import re
 from typing import Literal
 
 from pydantic import Field, field_validator
-from pydantic.json_schema import JsonDict
+from pydantic.config import JsonDict
 
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 
