@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from svc.adapters.registrar import dnsimple as dnsimple_module
+from svc.adapters.registrar import dnsimple_contact
 from svc.adapters.registrar.dnsimple import AUTH_CODE_EMAILED, DnsimpleRegistrar
 from svc.adapters.registrar.port import (
     Contact,
@@ -465,7 +466,7 @@ async def test_outages_and_garbage_are_registrar_errors(answer: Any, words: str)
 
 
 def test_contact_values_in_dnsimple_terms() -> None:
-    phone = dnsimple_module._phone
+    phone = dnsimple_contact.phone
     assert phone("+14012345678") == "+1.4012345678"
     assert phone("+44 20 7946 0958") == "+44.2079460958"
     assert phone("+353 1 234 5678") == "+353.12345678"
@@ -473,8 +474,8 @@ def test_contact_values_in_dnsimple_terms() -> None:
     assert phone("+7 495 123-45-67") == "+7.4951234567"
     assert phone("+1.4012345678") == "+1.4012345678"
     assert phone("401 234 5678") == "401 234 5678"  # no country code: DNSimple judges it
-    assert dnsimple_module._split_name("  Ada   Lovelace ") == ("Ada", "Lovelace")
-    assert dnsimple_module._split_name("Ada") == ("Ada", "Ada")
+    assert dnsimple_contact._split_name("  Ada   Lovelace ") == ("Ada", "Lovelace")
+    assert dnsimple_contact._split_name("Ada") == ("Ada", "Ada")
     assert dnsimple_module._cents(Decimal("0.125"), "p") == 13
     assert dnsimple_module._cents(20, "p") == 2000
     key_date = dnsimple_module._key_date

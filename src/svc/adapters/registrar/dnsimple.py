@@ -86,6 +86,9 @@ from urllib.parse import quote
 
 import httpx
 
+from svc.adapters.registrar.dnsimple_contact import contact_body
+from svc.adapters.registrar.dnsimple_contact import rejected as _rejected
+from svc.adapters.registrar.dnsimple_contact import words as _words
 from svc.adapters.registrar.port import (
     Contact,
     NameUnavailable,
@@ -96,30 +99,18 @@ from svc.adapters.registrar.port import (
     RegistrarRejected,
     Registration,
 )
+from svc.kit import money
 
 PRODUCTION_URL = "https://api.dnsimple.com"
 SANDBOX_URL = "https://api.sandbox.dnsimple.com"
 USER_AGENT = "svc-registrar/1"
 MAX_BODY = 1024 * 1024
-MAX_WORDS = 300
 REMEMBERED = 1000  # pending registrations / renewals kept in memory for resends
 _NAME = re.compile(r"(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9][a-z0-9-]{0,61}[a-z0-9]")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 PENDING = frozenset({"new", "registering", "renewing"})
 FAILED = frozenset({"failed", "cancelled"})
 HELD = frozenset({"registered", "expired"})
-# DNSimple's field names (contacts, registrations, renewals, delegation) in the port's terms.
-FIELDS = {
-    "first_name": "contact.name", "last_name": "contact.name", "address1": "contact.street",
-    "city": "contact.city", "state_province": "contact.city", "postal_code": "contact.postalCode",
-    "country": "contact.country", "email": "contact.email", "phone": "contact.phone",
-    "registrant_id": "contact", "period": "years", "premium_price": "amountCents",
-}
-# Country calling codes of one and two digits (ITU-T E.164); every other code has three, and no
-# code is a prefix of another, so the first digits of an international number say where it ends.
-_CC_ONE = frozenset({"1", "7"})
-_CC_TWO = frozenset("20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 "
-                    "60 61 62 63 64 65 66 81 82 84 86 90 91 92 93 94 95 98".split())
 AUTH_CODE_EMAILED = ("DNSimple has emailed the auth code to the domain's administrative contact (DNSimple never "
                      "shows it through its API); the domain's transfer lock is off")
 _NO_BODY: Any = object()
@@ -347,11 +338,7 @@ class DnsimpleRegistrar:
     async def _registrant(self, contact: Contact, label: str) -> int:
         """A registrant contact for this charge (one per charge: svc never stores contacts)."""
         if label not in self._contacts:
-            first, last = _split_name(contact.name)
-            body = {"label": label, "first_name": first, "last_name": last, "address1": contact.street.strip(),
-                    "city": contact.city.strip(), "state_province": contact.city.strip(),
-                    "postal_code": contact.postal_code.strip(), "country": contact.country.strip().upper(),
-                    "email": contact.email.strip(), "phone": _phone(contact.phone)}
+            body = contact_body(contact, label)
             answer = await self._call("POST", f"{self._account()}/contacts", "creating the registrant contact",
                                       body=body)
             _remember(self._contacts, label, _get(_object(answer.data, "the contact"), "id", int, "the contact"))
@@ -577,19 +564,6 @@ def _reset(header: str | None) -> str:
         return "the time in X-RateLimit-Reset"
 
 
-def _words(message: str) -> str:
-    text = " ".join(message.split())
-    return text if len(text) <= MAX_WORDS else text[: MAX_WORDS - 1] + "…"
-
-
-def _rejected(what: str, message: str, errors: dict[str, Any], field: str | None = None) -> RegistrarRejected:
-    """DNSimple's refusal in its words, its field errors spelled out (`phone: can't be blank, ...`)."""
-    details = "".join(f"; {key}: {', '.join(map(str, said)) if isinstance(said, list) else said}"
-                      for key, said in errors.items())
-    named = next((FIELDS[key] for key in errors if key in FIELDS), None)
-    return RegistrarRejected(_words(f"DNSimple refused {what}: {message}{details}"), field=named or field)
-
-
 # --- the port's values in DNSimple's terms ---
 
 
@@ -615,26 +589,4 @@ def _charge_of(charge_id: str) -> _Charge:
 
 
 def _dollars(cents: int) -> str:
-    return f"${cents // 100}.{cents % 100:02d}"
-
-
-def _split_name(name: str) -> tuple[str, str]:
-    words = name.split()
-    if not words:
-        raise RegistrarRejected("the registrant's name is empty", field="contact.name")
-    return (words[0], words[0]) if len(words) == 1 else (" ".join(words[:-1]), words[-1])
-
-
-def _phone(raw: str) -> str:
-    """+14012345678 / +1 (401) 234-5678 / 0044 20... -> +1.4012345678 (DNSimple's form). Anything else
-    is sent as given, for DNSimple to judge (its refusal names contact.phone)."""
-    compact = re.sub(r"[\s()/-]", "", raw)
-    if compact.startswith("00"):
-        compact = "+" + compact[2:]
-    if re.fullmatch(r"\+\d{1,3}\.\d{4,14}", compact):
-        return compact
-    if not re.fullmatch(r"\+\d{8,15}", compact):
-        return raw.strip()
-    digits = compact[1:]
-    size = 1 if digits[0] in _CC_ONE else 2 if digits[:2] in _CC_TWO else 3
-    return f"+{digits[:size]}.{digits[size:]}"
+    return money.dollars(cents * money.PER_CENT)

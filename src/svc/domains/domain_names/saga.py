@@ -31,7 +31,16 @@ from svc.domains.audit.service import record
 from svc.domains.dns import service as dns
 from svc.domains.domain_names import errors, queries, schemas
 from svc.domains.domain_names.names import domain_name
-from svc.domains.domain_names.service import apply_registration, asked, dollars, note, registrar, rejected, view
+from svc.domains.domain_names.service import (
+    apply_registration,
+    asked,
+    declined,
+    dollars,
+    note,
+    registrar,
+    rejected,
+    view,
+)
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import Domain, DomainSource, DomainStatus
@@ -142,8 +151,7 @@ async def _pay(ctx: AppContext, reg: Registrar, domain: Domain) -> Domain:
                                   key=f"{domain.id}:{domain.attempt}")
     except PaymentDeclined as exc:
         await _stopped(ctx, domain.id, f"Payment declined: {exc}")
-        raise errors.PaymentFailed(f"The registrar could not take the payment: {exc}. Nothing was registered; "
-                                   "send the request again once the payment method is fixed.") from None
+        raise declined(exc) from None
     except RegistrarError as exc:
         await _stopped(ctx, domain.id, f"The registrar failed before the payment: {exc}")
         raise errors.RegistrarFailed(f"The registrar failed: {exc}. Nothing was charged; send the request again.") \
@@ -181,8 +189,7 @@ async def _register(ctx: AppContext, reg: Registrar, domain: Domain, contact: Co
     except (Refused, NameUnavailable, PaymentDeclined) as exc:
         await _refund(ctx, reg, domain, exc)
         if isinstance(exc, PaymentDeclined):
-            raise errors.PaymentFailed(f"The registrar could not take the payment: {exc}. Nothing was registered; "
-                                       "send the request again once the payment method is fixed.") from None
+            raise declined(exc) from None
         if isinstance(exc, Refused):
             raise rejected(exc, refunded=True) from None
         raise errors.DomainUnavailable("The name was registered by somebody else meanwhile: the payment was "

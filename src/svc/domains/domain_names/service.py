@@ -67,11 +67,16 @@ def asked(reg: Registrar) -> Iterator[None]:
     except RegistrarError as exc:
         raise errors.RegistrarFailed(f"The registrar failed: {exc}") from None
     except PaymentDeclined as exc:
-        raise errors.PaymentFailed(f"The registrar could not take the payment: {exc}") from None
+        raise declined(exc) from None
     except Refused as exc:
         raise rejected(exc) from None
     except NameUnavailable as exc:
         raise errors.DomainUnavailable(f"The registrar says the name cannot be registered: {exc}") from None
+
+
+def declined(exc: PaymentDeclined) -> errors.PaymentFailed:
+    return errors.PaymentFailed(f"The registrar could not take the payment: {exc}. Nothing was registered; send "
+                                "the request again once the payment method is fixed.")
 
 
 def rejected(exc: Refused, *, refunded: bool = False) -> errors.RegistrarRejected:
