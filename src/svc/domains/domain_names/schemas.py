@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic.config import JsonDict
@@ -16,8 +16,6 @@ _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
-class CheckRequest(ApiInput):
-    names: list[str] = Field(min_length=1, max_length=20, description="Names to price, as written (example.com)")
 
 
 class CheckResult(ApiModel):
@@ -36,12 +34,14 @@ class ContactIn(ApiInput):
     email goes to `email`."""
 
     name: str = Field(min_length=1, max_length=200)
-    email: str = Field(min_length=3, max_length=254)
-    phone: str = Field(min_length=6, max_length=20, description="+<country code>.<number>, as +1.5555551234")
+    email: str = Field(min_length=3, max_length=254, json_schema_extra={"pattern": _EMAIL.pattern})
+    phone: str = Field(min_length=6, max_length=20, description="+<country code>.<number>, as +1.5555551234",
+                       json_schema_extra={"pattern": _PHONE.pattern})
     street: str = Field(min_length=1, max_length=200)
     city: str = Field(min_length=1, max_length=100)
     postal_code: str = Field(min_length=1, max_length=20)
-    country: str = Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2, as US")
+    country: str = Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2, as US",
+                         json_schema_extra={"pattern": "^[A-Za-z]{2}$"})
 
     @field_validator("email")
     @classmethod
@@ -70,6 +70,11 @@ class ContactIn(ApiInput):
 _NAME_DOC: JsonDict = {"format": "idn-hostname", "pattern": r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.[a-z]{2,63}$"}
 _NAME_SAID = ("A registrable name, such as example.com (uppercase, a trailing dot and unicode are taken too; "
               "a subdomain is not)")
+
+
+class CheckRequest(ApiInput):
+    names: list[Annotated[str, Field(min_length=1, max_length=260, json_schema_extra=_NAME_DOC)]] = Field(
+        min_length=1, max_length=20, description="Names to price, as written (example.com)")
 
 
 class PurchaseRequest(ApiInput):
