@@ -73,7 +73,8 @@ _NAME_SAID = ("A registrable name, such as example.com (uppercase, a trailing do
 
 
 class CheckRequest(ApiInput):
-    names: list[Annotated[str, Field(min_length=1, max_length=260, json_schema_extra=_NAME_DOC)]] = Field(
+    names: list[Annotated[str, Field(min_length=1, max_length=260, json_schema_extra=_NAME_DOC,
+                                     description=_NAME_SAID)]] = Field(
         min_length=1, max_length=20, description="Names to price, as written (example.com)")
 
 
