@@ -19,6 +19,8 @@ from svc.adapters.billing import build_billing, start_fake_billing
 from svc.adapters.billing import off_reason as billing_off_reason
 from svc.adapters.blobs import build_blob_store
 from svc.adapters.database import start_database
+from svc.adapters.git import build_git_node
+from svc.adapters.git import off_reason as git_off_reason
 from svc.adapters.idp import build_identity_provider
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.smtp import SmtpSender
@@ -69,9 +71,13 @@ def default_adapters(settings: Settings) -> Adapters:
     registrar_off = registrar_off_reason(settings)
     if registrar_off is not None:
         off["registrar"] = registrar_off
+    git_off = git_off_reason(settings)
+    if git_off is not None:
+        off["git"] = git_off
     return Adapters(mail=mail, idp=build_identity_provider(settings), blobs=build_blob_store(settings),
                     nameserver=build_nameserver(settings), acme=acme_factory(settings), billing=build_billing(settings),
-                    ai=build_upstreams(settings), registrar=build_registrar(settings), off=off)
+                    ai=build_upstreams(settings), registrar=build_registrar(settings), git=build_git_node(settings),
+                    off=off)
 
 
 def build_registry(settings: Settings) -> JobRegistry:

@@ -22,6 +22,7 @@ from svc.domains.operations.area import AREA as operations
 from svc.domains.orgs.area import AREA as orgs
 from svc.domains.projects.area import AREA as projects
 from svc.domains.ratelimits.area import AREA as ratelimits
+from svc.domains.repos.area import AREA as repos
 from svc.domains.secrets.area import AREA as secrets
 from svc.domains.workers.area import AREA as workers
 from svc.manifest import Area
@@ -29,5 +30,5 @@ from svc.manifest import Area
 AREAS: tuple[Area, ...] = (
     identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
     audit, dns, hostnames, mail, ratelimits, workers,
-    databases, certificates, billing, ai, domains,
+    databases, certificates, billing, ai, domains, repos,
 )

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from svc.adapters.blobs.port import BlobStore
     from svc.adapters.database.port import DatabaseNode
     from svc.adapters.edge.port import Edge
+    from svc.adapters.git.port import GitNode
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
     from svc.adapters.nameserver.port import Nameserver
@@ -59,6 +60,9 @@ class Adapters:
     # The registrar domains are bought through (DNSimple, or the fake `svc serve` runs with
     # SVC_REGISTRAR=fake); None: buying and checking answer 503 registrar_not_configured.
     registrar: Registrar | None = None
+    # The git node projects' repositories live on (local.py: this machine's disk and git CLI);
+    # None: git hosting is off or git is not installed (the repository routes answer 503).
+    git: GitNode | None = None
     # The AI upstream of each lane ("frontier", "value") that has one configured.
     ai: dict[str, Upstream] = field(default_factory=dict)
     # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's

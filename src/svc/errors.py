@@ -60,6 +60,18 @@ class Forbidden(AppError):
     default_message = "Your role in this org does not allow this"
 
 
+class TokenReadOnly(Forbidden):
+    code = "token_read_only"
+    default_message = ("This token is read-only: it can look (GET) but not change anything; use a token "
+                       "without the read-only limit, or a login session, to make changes")
+
+
+class TokenProjectLimited(Forbidden):
+    code = "token_project_limited"
+    default_message = ("This token is limited to one project: it cannot act on other projects or orgs, "
+                       "nor change anything outside its project")
+
+
 class NotFound(AppError):
     status = 404
     code = "not_found"

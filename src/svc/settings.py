@@ -195,6 +195,15 @@ class Settings(BaseSettings):
     registrar_token: SecretStr | None = None
     registrar_sandbox: bool = False
     registrar_timeout_seconds: float = Field(default=15.0, gt=0, le=120)
+
+    # Git hosting (docs/repos.md): repositories under SVC_DATA_DIR/git, served by the git CLI; off
+    # (or git not installed): the repository routes answer 503 git_unavailable.
+    git_enabled: bool = True
+    # The git SSH server's port (0: none, git over HTTPS only) and the address it binds; the host
+    # named in sshUrl (default: SVC_PUBLIC_URL's host).
+    ssh_port: int = Field(default=0, ge=0, le=65535)
+    ssh_host: str = "127.0.0.1"
+    ssh_public_host: str | None = None
     dnsimple_account_id: str | None = None
     # A one-time product for AI credit, its price set per purchase (docs/ai.md): without it, buying
     # credit answers 501 billing_off.

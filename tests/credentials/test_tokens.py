@@ -14,7 +14,7 @@ from svc.kit.tokens import new_personal_access_token, token_hash
 from svc.models import AccessToken, AuditEvent
 from tests.support.api import Svc, assert_error
 
-TOKEN_FIELDS = {"id", "name", "hint", "createdAt", "expiresAt", "revokedAt", "lastUsedAt"}
+TOKEN_FIELDS = {"id", "name", "hint", "createdAt", "expiresAt", "revokedAt", "lastUsedAt", "project", "readOnly"}
 
 
 async def test_token_lifecycle(svc: Svc, caplog: pytest.LogCaptureFixture) -> None:

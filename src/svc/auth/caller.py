@@ -15,6 +15,11 @@ class Principal:
     user: User
     kind: Literal["session", "pat"]
     credential_id: str
+    # A personal access token's limits (principal.py enforces them): the one project it may act on
+    # (and that project's org, which never changes), and whether it may only read.
+    project_id: str | None = None
+    project_org_id: str | None = None
+    read_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -11,11 +12,11 @@ from sqlalchemy import Select, bindparam, select
 from svc.auth.cache import AuthCache, detached_copy
 from svc.auth.caller import Principal, Resolved
 from svc.deps import READ_METHODS, request_session
-from svc.errors import SessionRequired, Unauthorized
+from svc.errors import SessionRequired, TokenProjectLimited, TokenReadOnly, Unauthorized
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.kit.tokens import PAT_PREFIX, pat_checksum_ok, token_hash
-from svc.models import AccessToken, Membership, Org, User, UserSession
+from svc.models import AccessToken, Membership, Org, Project, User, UserSession
 
 
 def bearer_token(request: Request) -> str | None:
@@ -27,15 +28,18 @@ def bearer_token(request: Request) -> str | None:
 
 
 # Built once: every request runs one of these, and building a statement costs more than running it.
-# Only the credential's id and validity are read; the user is the one ORM object a request needs.
+# Only the credential's id, validity and (a PAT's) limits are read; the user is the one ORM object a
+# request needs. A PAT limited to a project carries that project's org (a project never moves).
 AnySelect = Select[*tuple[Any, ...]]
 
 _SESSION_BY_HASH: AnySelect = (
     select(UserSession.id, UserSession.expires_at, User).join(User, User.id == UserSession.user_id)
     .where(UserSession.token_hash == bindparam("digest")))
 _PAT_BY_HASH: AnySelect = (
-    select(AccessToken.id, AccessToken.expires_at, User, AccessToken.revoked_at)
-    .join(User, User.id == AccessToken.user_id).where(AccessToken.token_hash == bindparam("digest")))
+    select(AccessToken.id, AccessToken.expires_at, User, AccessToken.revoked_at, AccessToken.project_id,
+           Project.org_id, AccessToken.read_only)
+    .join(User, User.id == AccessToken.user_id).outerjoin(Project, Project.id == AccessToken.project_id)
+    .where(AccessToken.token_hash == bindparam("digest")))
 
 
 def _with_org(stmt: AnySelect) -> AnySelect:
@@ -73,8 +77,7 @@ async def resolve(session: StoreSession, token: str, org_slug: str | None = None
     resolved, expires_at = await _resolve(session, token, digest, org_slug)
     if cache is not None and resolved is not None:
         principal = resolved.principal
-        copy = Resolved(Principal(user=detached_copy(principal.user), kind=principal.kind,
-                                  credential_id=principal.credential_id),
+        copy = Resolved(replace(principal, user=detached_copy(principal.user)),
                         None if resolved.org is None else detached_copy(resolved.org), resolved.role)
         cache.store(generation, digest, org_slug, copy, expires_at)
     return resolved
@@ -100,9 +103,14 @@ async def _resolve(session: StoreSession, token: str, digest: str,
     credential_id, expires_at, user = row[0], row[1], row[2]
     if expires_at is not None and expires_at <= now:
         return None, None
-    if is_pat and row[3] is not None:  # revoked
-        return None, None
-    principal = Principal(user=user, kind="pat" if is_pat else "session", credential_id=credential_id)
+    if is_pat:
+        revoked_at, project_id, project_org_id, read_only = row[3], row[4], row[5], row[6]
+        if revoked_at is not None:
+            return None, None
+        principal = Principal(user=user, kind="pat", credential_id=credential_id, project_id=project_id,
+                              project_org_id=project_org_id, read_only=bool(read_only))
+    else:
+        principal = Principal(user=user, kind="session", credential_id=credential_id)
     if org_slug is None:
         return Resolved(principal), expires_at
     org, role = row[-2], row[-1]
@@ -121,7 +129,52 @@ async def current_principal(request: Request) -> Principal:
     principal = await resolve_principal(request_session(request), token, cache=read_cache(request))
     if principal is None:
         raise Unauthorized("The token is invalid, expired or revoked")
+    check_limits(request, principal)
     return principal
+
+
+# --- a personal access token's limits ---------------------------------------------------------------
+#
+# Enforced where a request resolves who is calling, before any handler runs: here for the routes
+# outside an org (/v1/me..., /v1/orgs), auth/roles.py `org_access` for an org's path and
+# auth/projects.py `project_access` for a project's, the API's and the dashboard's alike.
+# - read-only: only GET, HEAD and OPTIONS; anything else is 403 token_read_only.
+# - limited to a project: changes only under /v1/orgs/{org}/projects/{project}/ of that project;
+#   reads of its own org's paths (the org, its project list) and outside any org (/v1/me); any other
+#   org or project, even one that does not exist, is 403 token_project_limited.
+
+
+def writes(request: Request) -> bool:
+    return request.method not in READ_METHODS
+
+
+def check_limits(request: Request, principal: Principal) -> None:
+    """A request outside any org: a limited token may read only."""
+    if not writes(request):
+        return
+    if principal.read_only:
+        raise TokenReadOnly()
+    if principal.project_id is not None:
+        raise TokenProjectLimited()
+
+
+def check_org_limits(request: Request, principal: Principal, org: Org | None, *, in_project: bool) -> None:
+    """A request on an org's path (`org`: None when there is no such org or the caller is not a
+    member); `in_project`: under one of its projects, which `check_project_limit` then checks."""
+    if principal.read_only and writes(request):
+        raise TokenReadOnly()
+    if principal.project_id is None:
+        return
+    if org is None or org.id != principal.project_org_id:
+        raise TokenProjectLimited("This token is limited to one project, in another org")
+    if not in_project and writes(request):
+        raise TokenProjectLimited("This token is limited to one project: it cannot change the org")
+
+
+def check_project_limit(principal: Principal, project_id: str | None) -> None:
+    """The project in the path (`project_id`: None when the org has no such project)."""
+    if principal.project_id is not None and project_id != principal.project_id:
+        raise TokenProjectLimited("This token is limited to one project, not this one")
 
 
 async def session_principal(principal: Annotated[Principal, Depends(current_principal)]) -> Principal:

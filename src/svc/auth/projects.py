@@ -12,13 +12,14 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 from sqlalchemy import select
 
-from svc.auth.roles import OrgAccess, require_role
+from svc.auth.principal import check_project_limit
+from svc.auth.roles import PROJECT_PARAM, OrgAccess, require_role
 from svc.deps import READ_METHODS, request_session
 from svc.errors import Conflict, NotFound
 from svc.kit.store_session import StoreSession
 from svc.models import Project, ProjectState, Role
 
-ProjectNamePath = Annotated[str, Path(alias="projectName", max_length=64)]
+ProjectNamePath = Annotated[str, Path(alias=PROJECT_PARAM, max_length=64)]
 
 
 class ProjectNotFound(NotFound):
@@ -50,6 +51,8 @@ async def project_access(request: Request, access: OrgAccess, project_name: str)
     rollback, secrets, access policy, a second delete) is 409 op_in_flight. For the API and the
     dashboard alike."""
     project = await project_by_name(request_session(request), access.org.id, project_name)
+    # A token limited to another project learns nothing of this one, not even whether it exists.
+    check_project_limit(access.principal, None if project is None else project.id)
     if project is None:
         raise ProjectNotFound()
     if project.state != ProjectState.active and request.method not in READ_METHODS:

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 
 from svc.auth.caller import Principal
-from svc.auth.principal import bearer_token, read_cache, resolve
+from svc.auth.principal import bearer_token, check_org_limits, read_cache, resolve
 from svc.deps import request_session
 from svc.errors import Forbidden, NotFound, Unauthorized
 from svc.models import Org, Role
@@ -44,6 +44,9 @@ def check_role(org: Org | None, role_name: str | None, principal: Principal, min
 
 
 OrgSlugPath = Annotated[str, Path(alias="orgSlug", max_length=64)]
+# The path parameter naming a project in an org's path (auth/projects.py), whose routes all check the
+# project there (`project_access`).
+PROJECT_PARAM = "projectName"
 
 
 async def org_access(request: Request, token: str | None, org_slug: str, minimum: Role) -> OrgAccess:
@@ -56,6 +59,8 @@ async def org_access(request: Request, token: str | None, org_slug: str, minimum
     resolved = await resolve(request_session(request), token, org_slug, cache=read_cache(request))
     if resolved is None:
         raise Unauthorized("The token is invalid, expired or revoked")
+    # A limited token's limits first: another org is 403 for it whether or not it exists.
+    check_org_limits(request, resolved.principal, resolved.org, in_project=PROJECT_PARAM in request.path_params)
     return check_role(resolved.org, resolved.role, resolved.principal, minimum)
 
 

@@ -26,6 +26,9 @@ class Credential:
     user_id: str | None = None
     subject: str | None = None
     expires_at: str | None = None
+    # The personal access token `svc git-credential` made for git over HTTPS (git never takes the
+    # session); gone with `svc logout`.
+    git_token: str | None = None
 
 
 def config_dir() -> Path:
@@ -59,7 +62,7 @@ def load(api_url: str) -> Credential | None:
     if not isinstance(entry, dict) or not isinstance(entry.get("token"), str) or not entry["token"]:
         return None
     return Credential(token=entry["token"], user_id=_str(entry.get("userId")), subject=_str(entry.get("subject")),
-                      expires_at=_str(entry.get("expiresAt")))
+                      expires_at=_str(entry.get("expiresAt")), git_token=_str(entry.get("gitToken")))
 
 
 def save(api_url: str, cred: Credential) -> Path:

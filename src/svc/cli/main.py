@@ -31,6 +31,8 @@ VERBS: dict[str, tuple[str, str, str]] = {
     "deployments": ("deploy", "deployments", "List a project's deployments, newest first."),
     "rollback": ("deploy", "rollback", "Make an earlier deployment live again."),
     "logs": ("logs", "logs", "Show a project's logs (its worker's output); --follow for new lines."),
+    "git-credential": ("git_credential", "git_credential", "git's credential helper for git over HTTPS (install: "
+                                                          "svc git-credential install)."),
 }
 # Every other module under svc.cli.commands is a group of commands named after it (`svc dns ...` is
 # commands/dns.py), with its Typer `app` and a `HELP` line for the list: an area's CLI module is

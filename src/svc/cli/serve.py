@@ -16,6 +16,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc.adapters.ai import describe as ai_lanes
 from svc.adapters.database import database_plan
+from svc.adapters.git import off_reason as git_off_reason
+from svc.adapters.git.port import SshPortInUse
 from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
 from svc.adapters.resolver import build_resolver
 from svc.adapters.workers import workerd_binary
@@ -50,7 +52,7 @@ class _StartupErrors:
     served by another svc, the edge or DNS port is taken) are kept from uvicorn, which would print a
     traceback: `error` holds the exception and serve() prints its line."""
 
-    EXPLAINED = (StoreInUse, EdgePortInUse, NameserverPortInUse)
+    EXPLAINED = (StoreInUse, EdgePortInUse, NameserverPortInUse, SshPortInUse)
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -97,6 +99,8 @@ def _startup_error(exc: Exception) -> str:
         return _edge_port_error(exc.address)
     if isinstance(exc, NameserverPortInUse):
         return _dns_port_error(exc.address)
+    if isinstance(exc, SshPortInUse):
+        return f"the git SSH port {exc.address} is in use; stop what uses it or choose another with SVC_SSH_PORT"
     return str(exc)
 
 
@@ -138,6 +142,16 @@ def _tls_summary(settings: Settings) -> str:
                 "reach (docs/tls.md)")
     return (f"on {host_port(local_address(settings.edge_host), settings.edge_tls_port)}, certificates from "
             f"{settings.acme_directory_url}")
+
+
+def _git_summary(settings: Settings, api_url: str) -> str:
+    """The banner's git line: where repositories are cloned from."""
+    off = git_off_reason(settings)
+    if off is not None:
+        return off
+    ssh = (f"SSH on {host_port(local_address(settings.ssh_host), settings.ssh_port)}" if settings.ssh_port
+           else "no SSH (set SVC_SSH_PORT to serve git over SSH)")
+    return f"over HTTPS at {api_url}/git/<org>/<project>/<repo>.git; {ssh}"
 
 
 def _billing_summary(settings: Settings, api_url: str) -> str:
@@ -230,6 +244,7 @@ def serve(
         console.print(f"databases: {escape(databases.summary)}")
     console.print(f"billing:   {escape(_billing_summary(settings, api_url))}")
     console.print(f"ai:        {escape(ai_lanes(settings))}")
+    console.print(f"git:       {escape(_git_summary(settings, api_url))}")
     if dns.mode == "off" and settings.dns_enabled:
         console.print(f"[bold red]dns:[/bold red]       {escape(dns.summary)}")
     else:

@@ -15,6 +15,7 @@ from svc.models.notifications import Notification
 from svc.models.orgs import Membership, Org, PersonalOrg
 from svc.models.projects import AccessGrant, Deployment, EdgeState, Hostname, Operation, Project, Secret
 from svc.models.ratelimits import RateCounter
+from svc.models.repos import RefUpdate, Repo, RepoRedirect, SshHostKey
 from svc.models.states import (
     PROTECTED_ACCESS_MODES,
     AccessMode,
@@ -34,6 +35,7 @@ from svc.models.states import (
     OperationKind,
     Plan,
     ProjectState,
+    RepoVisibility,
     Role,
     TeardownPhase,
     TerminalCode,
@@ -97,9 +99,14 @@ __all__ = [
     "ProjectState",
     "RRset",
     "RateCounter",
+    "RefUpdate",
+    "Repo",
+    "RepoRedirect",
+    "RepoVisibility",
     "Role",
     "SSHKey",
     "Secret",
+    "SshHostKey",
     "TeardownPhase",
     "TerminalCode",
     "TrafficMinute",

@@ -166,6 +166,9 @@ class JobKind(StrEnum):
     # The registrar's view of every domain, read back (expiry, lock, NS; gone: transferred_out),
     # and the notice 30 days before an expiry that auto-renew will not cover.
     domains_sync_cycle = "domains.sync_cycle"
+    # Repositories (domains/repos/jobs.py): the cycle that removes the disk copy of repositories
+    # deleted longer ago than the retention period.
+    repos_purge_cycle = "repos.purge_cycle"
 
 
 class CertificateStatus(StrEnum):
@@ -197,3 +200,9 @@ class ManagedBy(StrEnum):
     system = "system"
     # A custom hostname's CNAME to the fallback origin in the org's own zone (domains/dns/links.py).
     project = "project"
+
+
+class RepoVisibility(StrEnum):
+    private = "private"
+    # Clones and fetches without credentials; pushes still need a member's credential.
+    public = "public"

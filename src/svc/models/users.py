@@ -48,6 +48,10 @@ class AccessToken(Base):
     expires_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
     last_used_at: Mapped[datetime | None]
+    # A token for a machine (a CI system): limited to one project (CASCADE: the token goes with the
+    # project, never widening to every project) and/or to reading (clone and fetch, API reads).
+    project_id: Mapped[str | None] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    read_only: Mapped[bool] = mapped_column(default=False)
 
 
 class SSHKey(Base):

@@ -33,7 +33,23 @@ def _state(row: AccessToken) -> str:
 
 
 async def _token_rows(uow: Uow, principal: Principal) -> list[dict[str, Any]]:
-    return [{"row": r, "state": _state(r)} for r in reversed(await service.list_tokens(uow, principal.user))]
+    return [{"row": t.row, "project": t.project, "state": _state(t.row)}
+            for t in reversed(await service.list_tokens(uow, principal.user))]
+
+
+def _project_ref(value: str | None) -> dict[str, str] | str | None:
+    """The form's "org/project" choice as the API's {"org", "name"}; empty: not limited; anything
+    else as typed, for the model to refuse."""
+    if value is None:
+        return None
+    org, slash, name = value.partition("/")
+    return {"org": org, "name": name} if slash else value
+
+
+async def _page(request: Request, uow: Uow, principal: Principal, created: service.NewToken | None) -> Response:
+    return await render.render(request, "credentials/tokens.html", title="Access tokens", created=created,
+                               tokens=await _token_rows(uow, principal),
+                               projects=await service.projects_to_limit_to(uow, principal.user))
 
 
 def _whole_number(value: str | None) -> int | str | None:
@@ -45,21 +61,24 @@ def _whole_number(value: str | None) -> int | str | None:
 
 @router.get("/account/tokens")
 async def tokens_page(request: Request, principal: SignedIn, uow: Uow) -> Response:
-    return await render.render(request, "credentials/tokens.html", title="Access tokens",
-                               tokens=await _token_rows(uow, principal), created=None)
+    return await _page(request, uow, principal, None)
 
 
 @router.post("/account/tokens")
 async def create_token(request: Request, principal: SignedIn, uow: Uow) -> Response:
     form = await fields(request)
     body = parse(schemas.AccessTokenCreate, {"name": form.get("name", ""),
-                                             "expiresInDays": _whole_number(form.get("expiresInDays"))})
-    new = await service.create_token(uow, principal.user, name=body.name, expires_in_days=body.expires_in_days)
-    rows = await _token_rows(uow, principal)
+                                             "expiresInDays": _whole_number(form.get("expiresInDays")),
+                                             "project": _project_ref(form.get("project")),
+                                             # A checkbox is sent when ticked (its value "on"), absent otherwise.
+                                             "readOnly": "readOnly" in form})
+    new = await service.create_token(uow, principal.user, name=body.name, expires_in_days=body.expires_in_days,
+                                     project=body.project, read_only=body.read_only)
     # Shown in this answer only: never in a redirect's notice, a URL or a log.
     if render.is_htmx(request):
-        return await render.render_part(request, "credentials/_token_created.html", created=new, tokens=rows)
-    return await render.render(request, "credentials/tokens.html", title="Access tokens", created=new, tokens=rows)
+        return await render.render_part(request, "credentials/_token_created.html", created=new,
+                                        tokens=await _token_rows(uow, principal))
+    return await _page(request, uow, principal, new)
 
 
 @router.post("/account/tokens/{tokenId}/revoke")

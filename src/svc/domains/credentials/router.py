@@ -1,4 +1,5 @@
-"""HTTP only: /v1/me/tokens and /v1/me/ssh-keys. Creating either needs a session token."""
+"""HTTP only: /v1/me/tokens and /v1/me/ssh-keys. Creating either needs a session token. A token's
+limits (one project, read-only) are enforced where every request resolves its caller (svc.auth)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from fastapi import Path, Response
 from svc.auth.principal import CurrentPrincipal, SessionOnlyPrincipal
 from svc.deps import Uow, api_router
 from svc.domains.credentials import schemas, service
-from svc.models import AccessToken, SSHKey
+from svc.models import SSHKey
 
 router = api_router(tags=["credentials"])
 
@@ -17,9 +18,11 @@ TokenIdPath = Annotated[str, Path(alias="tokenId", max_length=64)]
 KeyIdPath = Annotated[str, Path(alias="keyId", max_length=64)]
 
 
-def _token(row: AccessToken) -> schemas.AccessToken:
+def _token(token: service.Token) -> schemas.AccessToken:
+    row = token.row
     return schemas.AccessToken(id=row.id, name=row.name, hint=row.hint + "…", created_at=row.created_at,
-                               expires_at=row.expires_at, revoked_at=row.revoked_at, last_used_at=row.last_used_at)
+                               expires_at=row.expires_at, revoked_at=row.revoked_at, last_used_at=row.last_used_at,
+                               project=token.project, read_only=row.read_only)
 
 
 def _key(row: SSHKey) -> schemas.SSHKey:
@@ -36,8 +39,9 @@ async def list_tokens(principal: CurrentPrincipal, uow: Uow) -> schemas.AccessTo
              operation_id="createAccessToken")
 async def create_token(body: schemas.AccessTokenCreate, principal: SessionOnlyPrincipal,
                        uow: Uow) -> schemas.AccessTokenCreated:
-    new = await service.create_token(uow, principal.user, name=body.name, expires_in_days=body.expires_in_days)
-    return schemas.AccessTokenCreated(**_token(new.row).model_dump(), token=new.plaintext)
+    new = await service.create_token(uow, principal.user, name=body.name, expires_in_days=body.expires_in_days,
+                                     project=body.project, read_only=body.read_only)
+    return schemas.AccessTokenCreated(**_token(new).model_dump(), token=new.plaintext)
 
 
 @router.delete("/v1/me/tokens/{tokenId}", status_code=204, response_class=Response,

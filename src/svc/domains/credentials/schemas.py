@@ -6,14 +6,40 @@ from pydantic import Field, StringConstraints
 
 from svc.domains.credentials.sshkeys import MAX_KEY_TEXT, PUBLIC_KEY_FORMAT, PUBLIC_KEY_PATTERN
 from svc.kit.api import WHOLE_NUMBER, ApiInput, ApiModel, Timestamp, trimmed
+from svc.kit.names import OrgSlug, ProjectName
 
 CredentialName = Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
+
+
+class TokenProjectRef(ApiInput):
+    """The one project a new token may act on."""
+
+    org: OrgSlug = Field(description="The project's org (its slug); you must be a member of it, in any role")
+    name: ProjectName = Field(description="The project's name in that org")
 
 
 class AccessTokenCreate(ApiInput):
     name: CredentialName
     expires_in_days: Annotated[int, Field(ge=1, le=3650, strict=True), WHOLE_NUMBER] | None = Field(
         default=None, description="Days until the token stops working; omitted or null: it never expires")
+    project: TokenProjectRef | None = Field(
+        default=None,
+        description="Limit the token to one project, e.g. {\"org\": \"acme\", \"name\": \"web\"}: it can then "
+                    "change only that project (under /v1/orgs/{org}/projects/{name}), read its org (the org, its "
+                    "project list) and your own account (/v1/me), and nothing of any other project or org "
+                    "(403 token_project_limited). A project that does not exist, or whose org you are not a "
+                    "member of: 404. Omitted or null: every project you can reach")
+    read_only: Annotated[bool, Field(strict=True)] = Field(
+        default=False,
+        description="true: the token can only read (GET, HEAD, OPTIONS); any other request is refused with 403 "
+                    "token_read_only. Default false")
+
+
+class TokenProject(ApiModel):
+    """The project a token is limited to."""
+
+    org: str = Field(description="The org's slug")
+    name: str = Field(description="The project's name")
 
 
 class AccessToken(ApiModel):
@@ -26,6 +52,9 @@ class AccessToken(ApiModel):
     expires_at: Timestamp | None
     revoked_at: Timestamp | None
     last_used_at: Timestamp | None = Field(description="Not tracked yet: always null")
+    project: TokenProject | None = Field(
+        description="The one project the token is limited to (as it is named now), or null: not limited to a project")
+    read_only: bool = Field(description="true: the token can only read")
 
 
 class AccessTokenCreated(AccessToken):

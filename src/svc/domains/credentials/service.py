@@ -13,12 +13,15 @@ from datetime import timedelta
 
 from sqlalchemy.exc import IntegrityError
 
-from svc.domains.credentials import errors, queries
+from svc.auth.projects import OperationInFlight, ProjectNotFound, project_by_name
+from svc.auth.roles import OrgNotFound
+from svc.domains.credentials import errors, queries, schemas
 from svc.domains.credentials.sshkeys import parse_public_key
+from svc.domains.orgs import service as orgs
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.tokens import PAT_PREFIX, new_personal_access_token, token_hash
-from svc.models import AccessToken, SSHKey, User
+from svc.models import AccessToken, Project, ProjectState, SSHKey, User
 from svc.uow import UnitOfWork
 
 MAX_ACTIVE_TOKENS = 100  # per user; revoked and expired tokens do not count
@@ -27,19 +30,51 @@ HINT_CHARS = 4  # random characters after the prefix kept as the hint
 
 
 @dataclass(frozen=True)
-class NewToken:
+class Token:
+    """A token as listed: its row and the project it is limited to, by its names as they are now."""
+
     row: AccessToken
+    project: schemas.TokenProject | None
+
+
+@dataclass(frozen=True)
+class NewToken(Token):
     plaintext: str
 
 
-async def list_tokens(uow: UnitOfWork, user: User) -> list[AccessToken]:
+async def list_tokens(uow: UnitOfWork, user: User) -> list[Token]:
     session = uow.session
-    return await queries.tokens_of(session, user.id)
+    return [Token(row, None if org is None or project is None else schemas.TokenProject(org=org, name=project))
+            for row, org, project in await queries.tokens_of(session, user.id)]
 
 
-async def create_token(uow: UnitOfWork, user: User, *, name: str, expires_in_days: int | None) -> NewToken:
+async def projects_to_limit_to(uow: UnitOfWork, user: User) -> list[schemas.TokenProject]:
+    """The projects a new token of the user's may be limited to: those of every org they are in."""
+    return [schemas.TokenProject(org=org, name=name)
+            for org, name in await queries.projects_of_member(uow.session, user.id)]
+
+
+async def _project(uow: UnitOfWork, user: User, ref: schemas.TokenProjectRef) -> Project:
+    """The project a token is to be limited to: it exists and the user is a member of its org (any
+    role; the token never does more than its user may). Otherwise 404, as its path would be."""
+    org = await orgs.org_by_slug(uow, ref.org)
+    if org is None or await orgs.role_in(uow, org.id, user.id) is None:
+        raise OrgNotFound()
+    project = await project_by_name(uow.session, org.id, ref.name)
+    if project is None:
+        raise ProjectNotFound()
+    if project.state != ProjectState.active:
+        raise OperationInFlight("The project is being deleted")
+    return project
+
+
+async def create_token(uow: UnitOfWork, user: User, *, name: str, expires_in_days: int | None,
+                       project: schemas.TokenProjectRef | None = None, read_only: bool = False) -> NewToken:
+    """A token acting as `user`; `project`: limited to that project, `read_only`: to reading.
+    Creating one needs a session (the routes' SessionOnlyPrincipal), so a token cannot mint a wider one."""
     session = uow.session
     now = utcnow()
+    limited_to = await _project(uow, user, project) if project is not None else None
     await queries.lock_user(session, user.id)
     active = await queries.active_token_count(session, user.id, now)
     if active >= MAX_ACTIVE_TOKENS:
@@ -49,10 +84,12 @@ async def create_token(uow: UnitOfWork, user: User, *, name: str, expires_in_day
         id=new_id("pat"), user_id=user.id, name=name, token_hash=token_hash(plaintext),
         hint=plaintext[: len(PAT_PREFIX) + HINT_CHARS], created_at=now,
         expires_at=now + timedelta(days=expires_in_days) if expires_in_days is not None else None,
-        revoked_at=None, last_used_at=None)
+        revoked_at=None, last_used_at=None, project_id=None if limited_to is None else limited_to.id,
+        read_only=read_only)
     session.add(row)
     await session.flush()
-    return NewToken(row=row, plaintext=plaintext)
+    shown = None if project is None else schemas.TokenProject(org=project.org, name=project.name)
+    return NewToken(row=row, project=shown, plaintext=plaintext)
 
 
 async def revoke_token(uow: UnitOfWork, user: User, token_id: str) -> None:

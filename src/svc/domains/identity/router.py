@@ -22,7 +22,8 @@ async def dev_login(body: schemas.DevLogin, uow: Uow, ctx: Ctx) -> schemas.Sessi
 async def get_config(ctx: Ctx) -> schemas.Config:
     s = ctx.settings
     return schemas.Config(service_name=s.service_name, public_url=s.public_url, api_url=s.public_url,
-                          app_domain=s.app_domain, identity_provider=s.idp_provider)
+                          app_domain=s.app_domain, identity_provider=s.idp_provider,
+                          ssh_port=ctx.adapters.git.ssh_port if ctx.adapters.git is not None else None)
 
 
 @router.get("/v1/me", response_model=schemas.Me, operation_id="getMe")

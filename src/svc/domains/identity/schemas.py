@@ -56,3 +56,5 @@ class Config(ApiModel):
     api_url: str
     app_domain: str
     identity_provider: str | None = Field(description="Name of the login provider, the {idp} path segment")
+    ssh_port: int | None = Field(default=None, description="The port of git over SSH (null: this svc serves git "
+                                                           "over HTTPS only)")

@@ -4,7 +4,8 @@ phase it was in; every phase is safe to run twice.
 
 Phases (svc.models.states.TeardownPhase):
 - routing: the project was unrouted when the operation started; the edge converges once more;
-- files: unpacked sites and stored bundles no other project uses (outside the store, nothing held);
+- files: unpacked sites and stored bundles no other project uses, and the git repositories' disk
+  copies (outside the store, nothing held);
 - grants: one-time access codes of the project's hostnames (before the hostnames go);
 - database: the project's database drained, its final generation kept (listed after), dropped;
 - metadata: the project row; its deployments, hostnames and secrets go with it (foreign keys
@@ -20,6 +21,7 @@ from svc.domains.deployments import service as deployments
 from svc.domains.hostnames import service as hostnames
 from svc.domains.operations import queries
 from svc.domains.projects import service as projects
+from svc.domains.repos import service as repos
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import JobKind, TeardownPhase, TerminalCode
@@ -45,8 +47,10 @@ async def teardown_step(run: JobRun) -> None:
     taken = None
     if phase is TeardownPhase.files:
         digests = await deployments.unshared_digests(run.uow, project_id)
+        repo_ids = await repos.project_repo_ids(run.uow, project_id)
         await run.uow.close_reads()
         await deployments.remove_artifacts(run.ctx, project_id, digests)
+        await repos.remove_disk_copies(run.ctx, repo_ids)
     elif phase is TeardownPhase.database:
         taken = await databases.teardown_take(run.uow, project_id)
     session = await run.uow.begin_write()

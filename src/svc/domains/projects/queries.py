@@ -11,7 +11,17 @@ from sqlalchemy import Row, Select, delete, func, or_, select, update
 from svc.adapters.edge.port import Route
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import Deployment, EdgeState, Hostname, HostnameKind, HostnameStatus, Org, Project, ProjectState
+from svc.models import (
+    AccessToken,
+    Deployment,
+    EdgeState,
+    Hostname,
+    HostnameKind,
+    HostnameStatus,
+    Org,
+    Project,
+    ProjectState,
+)
 
 
 async def of_org_with_hosts(session: StoreSession, org_id: str) -> list[tuple[Project, str]]:
@@ -59,7 +69,10 @@ async def default_hostname(session: StoreSession, project_id: str) -> str:
 
 
 async def delete_project(session: StoreSession, project_id: str) -> None:
-    """The row; its deployments, hostnames and secrets follow by foreign-key cascade."""
+    """The row; its deployments, hostnames and secrets follow by foreign-key cascade. The access
+    tokens limited to it are deleted by statement, not by the cascade: the credential cache sees a
+    write to their table (auth/invalidation.py) and forgets them at once."""
+    await session.execute(delete(AccessToken).where(AccessToken.project_id == project_id))
     await session.execute(delete(Project).where(Project.id == project_id)
                           .execution_options(synchronize_session=False))
 

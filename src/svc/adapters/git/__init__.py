@@ -1,0 +1,25 @@
+"""The git node (port.py): repositories on this machine's disk, served and read by the git CLI
+(local.py), with an SSH server svc's supervisor runs beside it (ssh_server.py, process.py)."""
+
+from __future__ import annotations
+
+from svc.adapters.git.local import LocalGitNode, git_binary
+from svc.adapters.git.port import GitNode
+from svc.settings import Settings
+
+__all__ = ["build_git_node", "off_reason"]
+
+
+def build_git_node(settings: Settings) -> GitNode | None:
+    """The node under SVC_DATA_DIR/git; None when git hosting is off or git is missing."""
+    if off_reason(settings) is not None:
+        return None
+    return LocalGitNode(settings.data_dir / "git", ssh_port=settings.ssh_port or None, ssh_host=settings.ssh_host)
+
+
+def off_reason(settings: Settings) -> str | None:
+    if not settings.git_enabled:
+        return "off (SVC_GIT_ENABLED=false)"
+    if git_binary() is None:
+        return "off: git is not installed on this machine (apt-get install git)"
+    return None

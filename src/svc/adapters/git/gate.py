@@ -1,0 +1,152 @@
+"""The node's gate: a Unix socket through which git's receive hooks and the node's SSH server ask
+svc (the `GitGatekeeper`). One JSON object per line each way, one question per connection:
+
+    {"op": "hook", "phase": "pre"|"post", "push": ID, "changes": [[old, new, ref], ...]}
+        -> {"ok": bool, "lines": [str]}
+    {"op": "ssh-key", "fingerprint": F}                       -> {"ok": bool}
+    {"op": "ssh-exec", "fingerprint": F, "command": "git-upload-pack 'org/p/r.git'"}
+        -> {"ok": true, "argv": [...], "env": {...}, "push": ID | null} | {"ok": false, "message": str}
+    {"op": "ssh-done", "push": ID}                            -> {"ok": true}
+
+A socket file in a directory only svc's user can enter, rather than a loopback port with a secret:
+nothing else on the machine can reach it, and each replica's hooks reach the replica that runs
+their push. A push is known by a random id handed to git in its environment (SVC_GIT_PUSH), which
+names who pushes; it lives as long as the request or SSH session that carries it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import shlex
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from svc.adapters.git.port import GitGatekeeper, GitService, Pusher, RefChange, Refused, SshAccess
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION = 1024 * 1024  # a push of many refs still fits
+_SERVICES: dict[str, GitService] = {"git-upload-pack": "upload-pack", "git-receive-pack": "receive-pack",
+                                    "git upload-pack": "upload-pack", "git receive-pack": "receive-pack"}
+
+# What a git process of the node runs with, given the repository's directory, the service, and the
+# push id (receive-pack only): argv and the environment's additions.
+Launch = Callable[[str, GitService, "str | None"], "tuple[list[str], dict[str, str]]"]
+
+
+def parse_ssh_command(command: str) -> tuple[GitService, str]:
+    """"git-upload-pack 'org/p/r.git'" -> ("upload-pack", "org/p/r.git"); Refused for anything else."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = []
+    if len(words) == 3 and words[0] == "git":
+        words = [f"git {words[1]}", words[2]]
+    if len(words) != 2 or words[0] not in _SERVICES:
+        raise Refused("svc runs git over SSH only (git clone, fetch and push); there is no shell here")
+    return _SERVICES[words[0]], words[1].strip("/")
+
+
+class Gate:
+    def __init__(self, gatekeeper: GitGatekeeper, launch: Launch,
+                 ensure: Callable[[str, str], Any]) -> None:
+        self.gatekeeper = gatekeeper
+        self._launch = launch
+        self._ensure = ensure
+        self._pushes: dict[str, Pusher] = {}
+        self._server: asyncio.AbstractServer | None = None
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self.path: Path | None = None
+
+    async def start(self) -> None:
+        # A short path of its own (a socket's path is limited to ~100 bytes), mode 0700.
+        self._dir = tempfile.TemporaryDirectory(prefix="svc-git-")
+        self.path = Path(self._dir.name) / "gate"
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.path), limit=MAX_QUESTION)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def open_push(self, pusher: Pusher) -> str:
+        push = secrets.token_urlsafe(18)
+        self._pushes[push] = pusher
+        return push
+
+    def close_push(self, push: str | None) -> None:
+        if push is not None:
+            self._pushes.pop(push, None)
+
+    def hook_env(self, push: str | None) -> dict[str, str]:
+        """What git's hooks need to find this gate and their push."""
+        assert self.path is not None, "the gate is started with the node"
+        env = {"SVC_GIT_GATE": str(self.path)}
+        if push is not None:
+            env["SVC_GIT_PUSH"] = push
+        return env
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readline()
+            answer = await self._answer(json.loads(line))
+        except (ValueError, asyncio.LimitOverrunError) as exc:
+            answer = {"ok": False, "message": f"svc: the question was not understood ({exc.__class__.__name__})"}
+        except Exception:
+            log.exception("the git gate failed to answer")
+            answer = {"ok": False, "lines": ["svc: an internal error stopped this; try again"],
+                      "message": "svc: an internal error stopped this; try again"}
+        try:
+            writer.write(json.dumps(answer).encode() + b"\n")
+            await writer.drain()
+        finally:
+            writer.close()
+
+    async def _answer(self, ask: Mapping[str, Any]) -> dict[str, Any]:
+        op = ask.get("op")
+        if op == "hook":
+            return await self._hook(ask)
+        if op == "ssh-key":
+            return {"ok": await self.gatekeeper.ssh_key_known(str(ask.get("fingerprint", "")))}
+        if op == "ssh-exec":
+            return await self._ssh_exec(str(ask.get("fingerprint", "")), str(ask.get("command", "")))
+        if op == "ssh-done":
+            self.close_push(str(ask.get("push") or ""))
+            return {"ok": True}
+        return {"ok": False, "message": f"svc: no such question: {op!r}"}
+
+    async def _hook(self, ask: Mapping[str, Any]) -> dict[str, Any]:
+        pusher = self._pushes.get(str(ask.get("push", "")))
+        if pusher is None:
+            return {"ok": False, "lines": ["svc: this push is not one svc started; try again"]}
+        changes = [RefChange(old=str(c[0]), new=str(c[1]), ref=str(c[2])) for c in ask.get("changes", [])
+                   if isinstance(c, list) and len(c) == 3]
+        try:
+            if ask.get("phase") == "pre":
+                said = await self.gatekeeper.before_push(pusher, changes)
+            else:
+                said = await self.gatekeeper.after_push(pusher, changes)
+        except Refused as exc:
+            return {"ok": False, "lines": [str(exc)]}
+        return {"ok": True, "lines": said.lines}
+
+    async def _ssh_exec(self, fingerprint: str, command: str) -> dict[str, Any]:
+        try:
+            service, path = parse_ssh_command(command)
+            access: SshAccess = await self.gatekeeper.authorize_ssh(fingerprint, service, path)
+        except Refused as exc:
+            return {"ok": False, "message": str(exc)}
+        await self._ensure(access.repo_id, access.default_branch)
+        push = self.open_push(access.pusher) if access.pusher is not None else None
+        argv, env = self._launch(access.repo_id, service, push)
+        return {"ok": True, "argv": argv, "env": env, "push": push}

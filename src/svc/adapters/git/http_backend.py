@@ -1,0 +1,124 @@
+"""git's smart HTTP, served by the real `git http-backend` (a CGI program) for one request at a time.
+
+The request body is streamed into the program as it arrives (no Content-Length: http-backend reads to
+the end, which is what a chunked upload needs) and its output streamed back, so a 20 MB push holds
+neither in memory. A gzip request body is inflated by http-backend itself (HTTP_CONTENT_ENCODING);
+protocol v2 reaches it as HTTP_GIT_PROTOCOL, as a web server would pass the Git-Protocol header."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+from svc.adapters.git.port import GitUnreachable, HttpRequest, HttpResponse
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 64 * 1024
+_MAX_HEADERS = 64 * 1024
+
+
+class CgiExchange:
+    """`async with CgiExchange(...) as response:` runs http-backend; leaving ends it (killed if the
+    client went away before it finished)."""
+
+    def __init__(self, git: str, root: Path, repo_dir_name: str, request: HttpRequest,
+                 body: AsyncIterator[bytes], env: Mapping[str, str]) -> None:
+        self._argv = [git, "http-backend"]
+        self._env = self._cgi_env(root, repo_dir_name, request, env)
+        self._body = body
+        self._process: asyncio.subprocess.Process | None = None
+        self._feeder: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _cgi_env(root: Path, repo_dir_name: str, request: HttpRequest, env: Mapping[str, str]) -> dict[str, str]:
+        cgi = {
+            **env,
+            "GIT_PROJECT_ROOT": str(root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "GATEWAY_INTERFACE": "CGI/1.1",
+            "REQUEST_METHOD": request.method,
+            "PATH_INFO": f"/{repo_dir_name}{request.path_info}",
+            "QUERY_STRING": request.query,
+            "REMOTE_ADDR": request.remote_addr or "",
+        }
+        if request.content_type:
+            cgi["CONTENT_TYPE"] = request.content_type
+        if request.content_encoding:
+            cgi["HTTP_CONTENT_ENCODING"] = request.content_encoding
+        if request.git_protocol:
+            cgi["HTTP_GIT_PROTOCOL"] = request.git_protocol
+        if request.remote_user:
+            cgi["REMOTE_USER"] = request.remote_user
+        return cgi
+
+    async def __aenter__(self) -> HttpResponse:
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *self._argv, env=self._env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, limit=_MAX_HEADERS)
+        except OSError as exc:
+            raise GitUnreachable(f"git http-backend could not start: {exc}") from exc
+        self._feeder = asyncio.create_task(self._feed(self._process))
+        assert self._process.stdout is not None
+        status, headers = await self._read_headers(self._process.stdout)
+        return HttpResponse(status=status, headers=headers, body=self._stream(self._process))
+
+    async def __aexit__(self, *exc: object) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return  # ended already
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        if self._feeder is not None:
+            self._feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._feeder
+        stderr = b""
+        if process.stderr is not None:
+            with contextlib.suppress(Exception):
+                stderr = await asyncio.wait_for(process.stderr.read(), timeout=5)
+        await process.wait()
+        if process.returncode not in (0, -9) and stderr.strip():
+            log.warning("git http-backend: %s", stderr.decode(errors="replace").strip().splitlines()[-1])
+
+    async def _feed(self, process: asyncio.subprocess.Process) -> None:
+        stdin = process.stdin
+        assert stdin is not None
+        try:
+            async for chunk in self._body:
+                if chunk:
+                    stdin.write(chunk)
+                    await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # http-backend stopped reading (it refused the request): its answer says why
+        finally:
+            with contextlib.suppress(Exception):
+                stdin.close()
+
+    @staticmethod
+    async def _read_headers(stdout: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+        status, headers = 200, list[tuple[str, str]]()
+        while True:
+            line = await stdout.readline()
+            if not line:
+                raise GitUnreachable("git http-backend ended without an answer")
+            text = line.decode("latin-1").rstrip("\r\n")
+            if not text:
+                return status, headers
+            name, _, value = text.partition(":")
+            if name.lower() == "status":
+                status = int(value.strip().split(" ", 1)[0])
+            else:
+                headers.append((name.strip(), value.strip()))
+
+    @staticmethod
+    async def _stream(process: asyncio.subprocess.Process) -> AsyncIterator[bytes]:
+        stdout = process.stdout
+        assert stdout is not None
+        while chunk := await stdout.read(_CHUNK):
+            yield chunk

@@ -1,0 +1,216 @@
+"""The git node on this machine: bare repositories under SVC_DATA_DIR/git/repos/<id>.git, served by
+the git CLI (http-backend, upload-pack, receive-pack) and read by it (reading.py).
+
+Every git process the node starts runs with the node's hooks (core.hooksPath, given in the
+environment, so no repository carries a path of this machine) and the gate's address, so every push
+is checked and recorded by svc whatever transport carried it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import stat
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from svc.adapters.git import reading
+from svc.adapters.git.gate import Gate
+from svc.adapters.git.http_backend import CgiExchange
+from svc.adapters.git.port import (
+    Blob,
+    Commit,
+    GitGatekeeper,
+    GitService,
+    GitUnavailable,
+    GitUnreachable,
+    HttpRequest,
+    Pusher,
+    Ref,
+    SshPortInUse,
+    Tree,
+)
+from svc.adapters.git.process import host_key_pem, start_ssh
+from svc.supervisor import PortInUse, Supervisor, host_port
+
+_HOOKS = ("pre-receive", "post-receive")
+# Set in every repository when it is made: reflogs keep what a force-push replaced (so `git gc`
+# keeps it 90 days and its id can be fetched back); fetching by any commit id is allowed for that.
+_REPO_CONFIG = (("core.logAllRefUpdates", "always"), ("uploadpack.allowAnySHA1InWant", "true"),
+                ("receive.fsckObjects", "true"), ("gc.auto", "0"))
+
+
+def git_binary() -> str | None:
+    return shutil.which("git")
+
+
+class LocalGitNode:
+    def __init__(self, root: Path, *, git: str | None = None, ssh_port: int | None = None,
+                 ssh_host: str = "127.0.0.1") -> None:
+        self.root = root
+        self.ssh_host = ssh_host
+        self.repos = root / "repos"
+        self.hooks = root / "hooks"
+        self.git = git or git_binary() or ""
+        self.ssh_port = ssh_port
+        self._gate: Gate | None = None
+        self._ssh: Supervisor | None = None
+
+    # --- life ---
+
+    async def start(self, gatekeeper: GitGatekeeper, *, ssh_host_key: bytes | None = None) -> None:
+        if not self.git:
+            raise GitUnavailable("git is not installed on this machine")
+        self.repos.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._write_hooks()
+        self._gate = Gate(gatekeeper, self.launch, self.ensure)
+        await self._gate.start()
+        if self.ssh_port and ssh_host_key is not None:
+            assert self._gate.path is not None
+            try:
+                self._ssh = await start_ssh(host=self.ssh_host, port=self.ssh_port, host_key=ssh_host_key,
+                                            gate=self._gate.path, root=self.root / "ssh")
+            except PortInUse:
+                await self._gate.stop()
+                raise SshPortInUse(host_port(self.ssh_host, self.ssh_port)) from None
+
+    async def stop(self) -> None:
+        if self._ssh is not None:
+            await self._ssh.stop()
+            self._ssh = None
+        if self._gate is not None:
+            await self._gate.stop()
+            self._gate = None
+
+    def new_ssh_host_key(self) -> bytes:
+        return host_key_pem()
+
+    @property
+    def gate(self) -> Gate:
+        if self._gate is None:
+            raise GitUnavailable("the git node is not started")
+        return self._gate
+
+    def _write_hooks(self) -> None:
+        """The hooks, from hook.py, run by this Python without site packages (-IS: fast, and only
+        the standard library)."""
+        self.hooks.mkdir(parents=True, exist_ok=True, mode=0o700)
+        source = (Path(__file__).parent / "hook.py").read_text()
+        script = f"#!{sys.executable} -IS\n{source}"
+        for name in _HOOKS:
+            path = self.hooks / name
+            if not path.exists() or path.read_text() != script:
+                temporary = path.with_suffix(".new")
+                temporary.write_text(script)
+                temporary.chmod(stat.S_IRWXU)
+                os.replace(temporary, path)
+
+    def environment(self, push: str | None) -> dict[str, str]:
+        """What every git process of the node runs with: a clean git environment, the node's hooks and
+        the gate; pushes are allowed over HTTP only with a push id (receive-pack needs REMOTE_USER too)."""
+        config = {"core.hooksPath": str(self.hooks), "http.receivepack": "true" if push else "false",
+                  "http.uploadpack": "true"}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
+               "HOME": str(self.root), "GIT_CONFIG_COUNT": str(len(config)), **self.gate.hook_env(push)}
+        for i, (key, value) in enumerate(config.items()):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
+        return env
+
+    def launch(self, repo_id: str, service: GitService, push: str | None) -> tuple[list[str], dict[str, str]]:
+        """An SSH command's git process: argv and environment."""
+        return [self.git, service, str(self.repo_dir(repo_id))], self.environment(push)
+
+    # --- repositories ---
+
+    def repo_dir(self, repo_id: str) -> Path:
+        if not repo_id.replace("_", "").isalnum():
+            raise ValueError(f"not a repository id: {repo_id!r}")
+        return self.repos / f"{repo_id}.git"
+
+    async def ensure(self, repo_id: str, default_branch: str) -> None:
+        path = self.repo_dir(repo_id)
+        if (path / "HEAD").exists():
+            return
+        # Made beside and moved in place: two first accesses at once never see half a repository.
+        making = path.with_name(f"{path.name}.making-{os.getpid()}-{id(self)}")
+        shutil.rmtree(making, ignore_errors=True)
+        await self._git("init", "--quiet", "--bare", f"--initial-branch={default_branch}", str(making))
+        for key, value in _REPO_CONFIG:
+            await self._git("--git-dir", str(making), "config", key, value)
+        try:
+            os.rename(making, path)
+        except OSError:
+            shutil.rmtree(making, ignore_errors=True)  # another access made it first
+            if not (path / "HEAD").exists():
+                raise
+
+    async def set_default_branch(self, repo_id: str, branch: str) -> None:
+        path = self.repo_dir(repo_id)
+        if (path / "HEAD").exists():
+            await self._git("--git-dir", str(path), "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+
+    async def remove(self, repo_id: str) -> None:
+        path = self.repo_dir(repo_id)
+        if path.exists():
+            # Renamed first so a half-removed repository is never served.
+            gone = path.with_name(f"{path.name}.removing")
+            os.replace(path, gone)
+            await asyncio.to_thread(shutil.rmtree, gone, True)
+
+    async def _git(self, *args: str) -> None:
+        process = await asyncio.create_subprocess_exec(
+            self.git, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            env={"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(self.root)})
+        _, stderr = await process.communicate()
+        if process.returncode != 0:
+            raise GitUnreachable(f"git {args[0]}: {stderr.decode(errors='replace').strip()}")
+
+    # --- reading ---
+
+    async def refs(self, repo_id: str) -> list[Ref]:
+        return await reading.refs(self.repo_dir(repo_id))
+
+    async def resolve(self, repo_id: str, ref: str) -> str:
+        return await reading.resolve(self.repo_dir(repo_id), ref)
+
+    async def tree(self, repo_id: str, ref: str, path: str) -> Tree:
+        return await reading.tree(self.repo_dir(repo_id), ref, path)
+
+    async def blob(self, repo_id: str, ref: str, path: str) -> Blob:
+        return await reading.blob(self.repo_dir(repo_id), ref, path)
+
+    async def commits(self, repo_id: str, ref: str, limit: int) -> list[Commit]:
+        return await reading.commits(self.repo_dir(repo_id), ref, limit)
+
+    async def has_path(self, repo_id: str, commit: str, path: str) -> bool:
+        return await reading.has_path(self.repo_dir(repo_id), commit, path)
+
+    async def archive(self, repo_id: str, commit: str) -> bytes:
+        return await reading.archive(self.repo_dir(repo_id), commit)
+
+    # --- serving ---
+
+    def serve_http(self, repo_id: str, request: HttpRequest, body: AsyncIterator[bytes],
+                   pusher: Pusher | None) -> CgiExchange:
+        gate = self.gate
+        push = gate.open_push(pusher) if pusher is not None else None
+        return _ClosingExchange(self.git, self.repos, self.repo_dir(repo_id).name, request, body,
+                                self.environment(push), gate, push)
+
+
+class _ClosingExchange(CgiExchange):
+    """The exchange, which forgets its push id when it ends."""
+
+    def __init__(self, git: str, root: Path, name: str, request: HttpRequest, body: AsyncIterator[bytes],
+                 env: dict[str, str], gate: Gate, push: str | None) -> None:
+        super().__init__(git, root, name, request, body, env)
+        self._gate_of_push = gate
+        self._push = push
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await super().__aexit__(*exc)
+        finally:
+            self._gate_of_push.close_push(self._push)
