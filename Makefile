@@ -26,6 +26,8 @@ run: export SVC_TRUST_OWN_ZONES ?= true
 run: export SVC_AI_FAKE ?= true
 # And domains are bought from a fake registrar svc runs itself (nothing to sign up for).
 run: export SVC_REGISTRAR ?= fake
+# And git over SSH beside git over HTTPS (ssh://git@localhost:2222/<org>/<project>/<repo>.git).
+run: export SVC_SSH_PORT ?= 2222
 run: setup
 	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT)
 
