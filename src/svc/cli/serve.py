@@ -144,14 +144,14 @@ def _tls_summary(settings: Settings) -> str:
             f"{settings.acme_directory_url}")
 
 
-def _git_summary(settings: Settings, api_url: str) -> str:
+def _git_summary(settings: Settings) -> str:
     """The banner's git line: where repositories are cloned from."""
     off = git_off_reason(settings)
     if off is not None:
         return off
     ssh = (f"SSH on {host_port(local_address(settings.ssh_host), settings.ssh_port)}" if settings.ssh_port
            else "no SSH (set SVC_SSH_PORT to serve git over SSH)")
-    return f"over HTTPS at {api_url}/git/<org>/<project>/<repo>.git; {ssh}"
+    return f"over HTTPS at {settings.public_url.rstrip('/')}/git/<org>/<project>/<repo>.git; {ssh}"
 
 
 def _billing_summary(settings: Settings, api_url: str) -> str:
@@ -244,7 +244,7 @@ def serve(
         console.print(f"databases: {escape(databases.summary)}")
     console.print(f"billing:   {escape(_billing_summary(settings, api_url))}")
     console.print(f"ai:        {escape(ai_lanes(settings))}")
-    console.print(f"git:       {escape(_git_summary(settings, api_url))}")
+    console.print(f"git:       {escape(_git_summary(settings))}")
     if dns.mode == "off" and settings.dns_enabled:
         console.print(f"[bold red]dns:[/bold red]       {escape(dns.summary)}")
     else:
