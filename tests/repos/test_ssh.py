@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from tests.access.helpers import add_member
-from tests.repos.conftest import Git, Served, project_with_repo
+from tests.repos.conftest import Git, Served
 
 
 async def ssh_key(path: Path) -> str:

@@ -9,12 +9,13 @@ from pathlib import Path
 from starlette.types import Scope
 
 from svc.context import AppContext
-from svc.domains.repos import jobs, router, transport
+from svc.domains.repos import jobs, pages, router, transport
 from svc.domains.repos.gatekeeper import Gatekeeper
 from svc.domains.repos.hostkey import host_key
 from svc.domains.repos.settings import RepoSettings
-from svc.manifest import Area, OrgHolding
-from svc.models import Repo
+from svc.manifest import Area, NavLink, OrgHolding
+from svc.models import Repo, Role
+from svc.web.dashboard import Place
 
 
 @contextlib.asynccontextmanager
@@ -39,7 +40,10 @@ def _git_upload(scope: Scope) -> bool:
 AREA = Area(
     name="repos",
     routers=(router.router, transport.router),
+    pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
+    # Beside Deployments: a push to a repository is how a project is deployed from git.
+    nav=(NavLink(Place.project, "Repositories", "/repos", order=12, role=Role.viewer),),
     jobs=jobs.register,
     holdings=(OrgHolding("repositories", Repo, Repo.name),),
     uploads=_git_upload,
