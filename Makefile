@@ -60,6 +60,7 @@ bench: setup
 	$(BIN)/python bench/webhooks.py
 	$(BIN)/python bench/ai.py
 	$(BIN)/python bench/domains.py
+	$(BIN)/python bench/git.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

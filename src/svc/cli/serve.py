@@ -211,7 +211,7 @@ def serve(
     # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
     app = _StartupErrors(create_app(settings, adapters, run_edge=nginx is not None,
                                     edge_api=f"http://{host_port(local_address(host), port)}", run_nameserver=True,
-                                    run_database=True))
+                                    run_database=True, freeze_startup=True))
     store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")

@@ -37,8 +37,18 @@ from svc.supervisor import PortInUse, Supervisor, host_port
 _HOOKS = ("pre-receive", "post-receive")
 # Set in every repository when it is made: reflogs keep what a force-push replaced (so `git gc`
 # keeps it 90 days and its id can be fetched back); fetching by any commit id is allowed for that.
-_REPO_CONFIG = (("core.logAllRefUpdates", "always"), ("uploadpack.allowAnySHA1InWant", "true"),
-                ("receive.fsckObjects", "true"), ("gc.auto", "0"))
+# Appended to the config `git init` wrote (git reads a section given twice as one), rather than one
+# `git config` process per key: a repository's first access is one process.
+_REPO_CONFIG = """
+[core]
+\tlogAllRefUpdates = always
+[uploadpack]
+\tallowAnySHA1InWant = true
+[receive]
+\tfsckObjects = true
+[gc]
+\tauto = 0
+"""
 
 
 def git_binary() -> str | None:
@@ -137,8 +147,8 @@ class LocalGitNode:
         making = path.with_name(f"{path.name}.making-{os.getpid()}-{id(self)}")
         shutil.rmtree(making, ignore_errors=True)
         await self._git("init", "--quiet", "--bare", f"--initial-branch={default_branch}", str(making))
-        for key, value in _REPO_CONFIG:
-            await self._git("--git-dir", str(making), "config", key, value)
+        with (making / "config").open("a") as config:
+            config.write(_REPO_CONFIG)
         try:
             os.rename(making, path)
         except OSError:
