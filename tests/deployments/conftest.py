@@ -52,12 +52,13 @@ class Env:
             return int(await s.scalar(select(func.count()).select_from(Deployment)) or 0)
 
     def files(self) -> set[str]:
-        """Every file and directory under the data dir, but the state store's own files, mail and
-        the (possibly empty) artifact directories themselves."""
+        """Every file and directory under the data dir, but the state store's own files, mail, the
+        git node's (its hooks and repositories: tests/repos) and the (possibly empty) artifact
+        directories themselves."""
         found = set()
         for p in self.data_dir.rglob("*"):
             rel = p.relative_to(self.data_dir).as_posix()
-            if rel in _STORE_FILES or rel in _CONTAINERS or rel.startswith("mail"):
+            if rel in _STORE_FILES or rel in _CONTAINERS or rel.startswith(("mail", "git")):
                 continue
             found.add(rel)
         return found
