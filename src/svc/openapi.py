@@ -65,7 +65,8 @@ def _install_document(app: FastAPI) -> None:
                 if not isinstance(op, dict):
                     continue
                 responses = op.setdefault("responses", {})
-                responses.pop("422", None)
+                if "HTTPValidationError" in str(responses.get("422", "")):
+                    responses.pop("422")  # FastAPI's own; a 422 a route states (registrar_rejected) stays
                 needs_auth = not _is_public(path, method)
                 for status, text in _ERROR_STATUSES.items():
                     if status in ("401", "403") and not needs_auth:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StringConstraints, field_validator
 from pydantic.config import JsonDict
 
-from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 
 _PHONE = re.compile(r"^\+\d{1,3}\.\d{4,14}$")
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
@@ -33,13 +33,14 @@ class ContactIn(ApiInput):
     """The registrant: passed to the registrar, never stored by svc. The registrar's verification
     email goes to `email`."""
 
-    name: str = Field(min_length=1, max_length=200)
+    # Blank is not a value: the registrar would refuse it after the payment (refunded, but a round trip).
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200), trimmed(1)]
     email: str = Field(min_length=3, max_length=254, json_schema_extra={"pattern": _EMAIL.pattern})
     phone: str = Field(min_length=6, max_length=20, description="+<country code>.<number>, as +1.5555551234",
                        json_schema_extra={"pattern": _PHONE.pattern})
-    street: str = Field(min_length=1, max_length=200)
-    city: str = Field(min_length=1, max_length=100)
-    postal_code: str = Field(min_length=1, max_length=20)
+    street: Annotated[str, StringConstraints(min_length=1, max_length=200), trimmed(1)]
+    city: Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
+    postal_code: Annotated[str, StringConstraints(min_length=1, max_length=20), trimmed(1)]
     country: str = Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2, as US",
                          json_schema_extra={"pattern": "^[A-Za-z]{2}$"})
 
