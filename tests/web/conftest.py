@@ -66,7 +66,11 @@ async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
 
 @pytest.fixture
 async def http(server: Server) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=server.api, timeout=30) as client:
+    # A connection per request: between two calls a journey may spend longer in the browser than the
+    # server keeps an idle connection (uvicorn: 5 s), and a reused one it has just closed fails
+    # ("Server disconnected without sending a response").
+    async with httpx.AsyncClient(base_url=server.api, timeout=30,
+                                 limits=httpx.Limits(max_keepalive_connections=0)) as client:
         yield client
 
 
