@@ -30,6 +30,8 @@ from svc.adapters.git.port import GitGatekeeper, GitService, Pusher, RefChange, 
 
 log = logging.getLogger(__name__)
 
+# What SSH says to anything but git's own commands (a shell, a pty, `ssh host ls`).
+NO_SHELL = "svc runs git over SSH only (git clone, fetch and push); there is no shell here"
 MAX_QUESTION = 1024 * 1024  # a push of many refs still fits
 _SERVICES: dict[str, GitService] = {"git-upload-pack": "upload-pack", "git-receive-pack": "receive-pack",
                                     "git upload-pack": "upload-pack", "git receive-pack": "receive-pack"}
@@ -48,7 +50,7 @@ def parse_ssh_command(command: str) -> tuple[GitService, str]:
     if len(words) == 3 and words[0] == "git":
         words = [f"git {words[1]}", words[2]]
     if len(words) != 2 or words[0] not in _SERVICES:
-        raise Refused("svc runs git over SSH only (git clone, fetch and push); there is no shell here")
+        raise Refused(NO_SHELL)
     return _SERVICES[words[0]], words[1].strip("/")
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import asyncssh
 
+from svc.adapters.git.gate import NO_SHELL
+
 log = logging.getLogger("svc.git.ssh")
 
 CHUNK = 64 * 1024
@@ -38,7 +40,6 @@ EXEC_SECONDS = 60.0  # ... and may make the repository on first access
 DONE_SECONDS = 10.0
 LOGIN_SECONDS = 30.0
 DRAIN_SECONDS = 8.0  # on SIGTERM; below the supervisor's stop_seconds (process.py)
-NO_SHELL = "svc runs git over SSH only (git clone, fetch and push); there is no shell here"
 UNCHECKED = "svc: this could not be checked just now; try again"
 # What a git client sends as GIT_PROTOCOL ("version=2"); anything else is not passed on.
 _GIT_PROTOCOL = re.compile(r"[A-Za-z0-9=:.,_-]{1,100}")

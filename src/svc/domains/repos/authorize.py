@@ -57,9 +57,9 @@ async def by_token(session: StoreSession, token: str | None, org_slug: str, proj
                    service: GitService) -> GitAccess:
     """Git over HTTPS: the token from Basic auth's password (None: no credentials sent)."""
     if token is None:
-        found = await _repo(session, org_slug, project_name, repo_name)
-        if found is not None and found[2].visibility == RepoVisibility.public and service == "upload-pack":
-            return GitAccess(org=found[0], project=found[1], repo=found[2], user=None, access=None)
+        public = await _public_clone(session, org_slug, project_name, repo_name, service, user=None)
+        if public is not None:
+            return public
         raise GitRefusal(401, "Authentication required: use a personal access token (svc_pat_...) as the password")
     resolved = await resolve(session, token, org_slug)
     if resolved is None:
@@ -99,13 +99,24 @@ async def _repo(session: StoreSession, org_slug: str, project_name: str,
     return None if repo is None else (org, project, repo)
 
 
+async def _public_clone(session: StoreSession, org_slug: str, project_name: str, repo_name: str,
+                        service: GitService, *, user: User | None) -> GitAccess | None:
+    """A clone or fetch of a public repository, by someone with no role in its org (None otherwise)."""
+    if service != "upload-pack":
+        return None
+    found = await _repo(session, org_slug, project_name, repo_name)
+    if found is None or found[2].visibility != RepoVisibility.public:
+        return None
+    return GitAccess(org=found[0], project=found[1], repo=found[2], user=user, access=None)
+
+
 async def _decide(session: StoreSession, principal: Principal, org: Org | None, role_name: str | None,
                   project_name: str, repo_name: str, service: GitService, *, org_slug: str) -> GitAccess:
     if org is None or role_name is None:
         # Not a member: a public repository still clones.
-        found = await _repo(session, org_slug, project_name, repo_name)
-        if found is not None and found[2].visibility == RepoVisibility.public and service == "upload-pack":
-            return GitAccess(org=found[0], project=found[1], repo=found[2], user=principal.user, access=None)
+        public = await _public_clone(session, org_slug, project_name, repo_name, service, user=principal.user)
+        if public is not None:
+            return public
         raise GitRefusal(404, _NOT_FOUND)
     project = await project_by_name(session, org.id, project_name)
     repo = None if project is None else await queries.repo_by_git_name(session, project.id, repo_name)
