@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
+from typing import cast
 
-from sqlalchemy import CursorResult, insert, or_, select, update
+from sqlalchemy import CursorResult, Table, bindparam, insert, or_, select, update
 
+from svc.db import plain_rows
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import Cycle, Job, JobStatus
+
+_JOBS = cast(Table, Job.__table__)
+# Whether claim would find anything (ix_jobs_due): a read, so an idle worker's poll never takes
+# SQLite's write lock from the requests writing beside it.
+_ANY_DUE = select(_JOBS.c.id).where(or_(
+    (_JOBS.c.status == JobStatus.queued.value) & (_JOBS.c.run_at <= bindparam("now")),
+    (_JOBS.c.status == JobStatus.running.value) & (_JOBS.c.locked_until < bindparam("now")))).limit(1)
+
+
+async def any_due(session: StoreSession) -> bool:
+    return bool(await plain_rows(session, _ANY_DUE, {"now": utcnow()}))
 
 
 async def claim(session: StoreSession, *, worker: str, lease: timedelta, limit: int) -> list[Job]:

@@ -90,6 +90,9 @@ class Worker:
 
     async def run_once(self) -> bool:
         """Claim a batch and run it; True when there was anything to do."""
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            if not await queries.any_due(uow.session):
+                return False
         async with unit_of_work(self.ctx) as uow:
             jobs = await queries.claim(uow.session, worker=self.name, lease=self.lease, limit=self.batch)
             claimed = [(j.id, j.kind, dict(j.payload), j.attempts, j.max_attempts) for j in jobs]

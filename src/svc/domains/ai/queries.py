@@ -9,7 +9,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from svc.db import dialect_insert, is_postgres
+from svc.db import dialect_insert, is_postgres, run_core
 from svc.kit.store_session import StoreSession
 from svc.models import AICredit, AIGrant, AILedgerEntry, AIReservation, AIUsage, Org, Project
 
@@ -115,23 +115,30 @@ async def topped_up_since(session: StoreSession, org_id: str, after: int) -> boo
         AILedgerEntry.kind.in_(("topup", "autotopup"))).limit(1)) is not None
 
 
-# The gateway's two reads, built once (each call only binds its values): they run on every call.
-_SUBJECT = (select(Project.state, Project.manifest, Org.id, Org.plan, AIGrant.project_id)
-            .join(Org, Org.id == Project.org_id).outerjoin(AIGrant, AIGrant.project_id == Project.id)
-            .where(Project.id == bindparam("project_id")))
+# The gateway's statements, built once (each call only binds its values) on the tables, not the
+# ORM classes, and run on the transaction's connection (svc.db.run_core): every env.ai call runs
+# them, and the ORM's handling of a statement cost more than the statement (bench/ai.py).
+_PROJECTS, _ORGS, _GRANTS = (cast(Table, m.__table__) for m in (Project, Org, AIGrant))
+_CREDITS, _LEDGER, _HOLDS, _USAGE_ROWS = (cast(Table, m.__table__)
+                                          for m in (AICredit, AILedgerEntry, AIReservation, AIUsage))
+_SUBJECT = (select(_PROJECTS.c.state, _PROJECTS.c.manifest, _ORGS.c.id, _ORGS.c.plan, _GRANTS.c.project_id)
+            .select_from(_PROJECTS.join(_ORGS, _ORGS.c.id == _PROJECTS.c.org_id)
+                         .outerjoin(_GRANTS, _GRANTS.c.project_id == _PROJECTS.c.id))
+            .where(_PROJECTS.c.id == bindparam("project_id")))
 _COUNTS = select(
     # Calls settled in the last minute: at most maxCallsPerMinute rows (ix_ai_ledger_project_id_created_at).
-    select(func.count()).select_from(AILedgerEntry).where(
-        AILedgerEntry.project_id == bindparam("project_id"), AILedgerEntry.created_at >= bindparam("minute_ago"),
-        AILedgerEntry.kind == "call").scalar_subquery(),
-    select(func.count()).select_from(AIReservation).where(
-        AIReservation.project_id == bindparam("project_id"),
-        AIReservation.created_at >= bindparam("minute_ago")).scalar_subquery(),
-    select(func.coalesce(func.sum(AIReservation.micro_cents), 0)).where(
-        AIReservation.project_id == bindparam("project_id")).scalar_subquery(),
+    select(func.count()).select_from(_LEDGER).where(
+        _LEDGER.c.project_id == bindparam("project_id"), _LEDGER.c.created_at >= bindparam("minute_ago"),
+        _LEDGER.c.kind == "call").scalar_subquery(),
+    select(func.count()).select_from(_HOLDS).where(
+        _HOLDS.c.project_id == bindparam("project_id"),
+        _HOLDS.c.created_at >= bindparam("minute_ago")).scalar_subquery(),
+    select(func.coalesce(func.sum(_HOLDS.c.micro_cents), 0)).where(
+        _HOLDS.c.project_id == bindparam("project_id")).scalar_subquery(),
     # A day's spend by minute: at most 1,440 rows, however many calls.
-    select(func.coalesce(func.sum(AIUsage.micro_cents), 0)).where(
-        AIUsage.project_id == bindparam("project_id"), AIUsage.minute >= bindparam("day_ago")).scalar_subquery())
+    select(func.coalesce(func.sum(_USAGE_ROWS.c.micro_cents), 0)).where(
+        _USAGE_ROWS.c.project_id == bindparam("project_id"), _USAGE_ROWS.c.minute >= bindparam("day_ago"))
+    .scalar_subquery())
 
 
 @dataclass(frozen=True)
@@ -147,36 +154,36 @@ class CallSubject:
 
 async def call_subject(session: StoreSession, project_id: str) -> CallSubject | None:
     """A gateway call's project, its org, and whether it is granted: one statement."""
-    row = (await session.execute(_SUBJECT, {"project_id": project_id})).first()
+    row = (await run_core(session, _SUBJECT, {"project_id": project_id})).first()
     if row is None:
         return None
     return CallSubject(active=row[0] == "active", manifest=row[1] or {}, org_id=row[2], plan=row[3],
                        granted=row[4] is not None)
 
 
-_AMOUNTS_HELD = (select(AICredit.balance_micro_cents, AICredit.reserved_micro_cents)
-                 .where(AICredit.org_id == bindparam("org_id")).with_for_update())
+_AMOUNTS_HELD = (select(_CREDITS.c.balance_micro_cents, _CREDITS.c.reserved_micro_cents)
+                 .where(_CREDITS.c.org_id == bindparam("org_id")).with_for_update())
 
 
 async def amounts_held(session: StoreSession, org_id: str) -> tuple[int, int] | None:
     """The org's balance and what calls in flight hold, its credit row held until the transaction
     ends: every reservation of the org takes its turn here."""
-    row = (await session.execute(_AMOUNTS_HELD, {"org_id": org_id})).first()
+    row = (await run_core(session, _AMOUNTS_HELD, {"org_id": org_id})).first()
     return None if row is None else (int(row[0]), int(row[1]))
 
 
-_RESERVE = insert(cast(Table, AIReservation.__table__))
-_HOLD = (update(AICredit).where(AICredit.org_id == bindparam("credit_of"))
-         .values(reserved_micro_cents=AICredit.reserved_micro_cents + bindparam("held"),
-                 updated_at=bindparam("now")).execution_options(synchronize_session=False))
+_RESERVE = insert(_HOLDS)
+_HOLD = (update(_CREDITS).where(_CREDITS.c.org_id == bindparam("credit_of"))
+         .values(reserved_micro_cents=_CREDITS.c.reserved_micro_cents + bindparam("held"),
+                 updated_at=bindparam("now")))
 
 
 async def hold(session: StoreSession, *, reservation_id: str, org_id: str, project_id: str, micro_cents: int,
                now: datetime) -> None:
     """A call's worst case held back from the org's balance, as a reservation row."""
-    await session.execute(_RESERVE, {"id": reservation_id, "org_id": org_id, "project_id": project_id,
-                                     "micro_cents": micro_cents, "created_at": now})
-    await session.execute(_HOLD, {"credit_of": org_id, "held": micro_cents, "now": now})
+    await run_core(session, _RESERVE, {"id": reservation_id, "org_id": org_id, "project_id": project_id,
+                                       "micro_cents": micro_cents, "created_at": now})
+    await run_core(session, _HOLD, {"credit_of": org_id, "held": micro_cents, "now": now})
 
 
 @dataclass(frozen=True)
@@ -189,29 +196,28 @@ class Settled:
     threshold: int | None
 
 
-_SETTLING = (select(AICredit.balance_micro_cents, AICredit.autotopup_enabled, AICredit.autotopup_stopped,
-                    AICredit.autotopup_threshold_micro_cents)
-             .where(AICredit.org_id == bindparam("org_id")).with_for_update())
-_UNHOLD = (update(AICredit).where(AICredit.org_id == bindparam("credit_of"))
-           .values(balance_micro_cents=AICredit.balance_micro_cents + bindparam("moved"),
-                   reserved_micro_cents=AICredit.reserved_micro_cents - bindparam("held"),
-                   updated_at=bindparam("now")).execution_options(synchronize_session=False))
-_UNRESERVE = (delete(AIReservation).where(AIReservation.id == bindparam("reservation_id"))
-              .execution_options(synchronize_session=False))
-_ENTRY = insert(cast(Table, AILedgerEntry.__table__))
+_SETTLING = (select(_CREDITS.c.balance_micro_cents, _CREDITS.c.autotopup_enabled, _CREDITS.c.autotopup_stopped,
+                    _CREDITS.c.autotopup_threshold_micro_cents)
+             .where(_CREDITS.c.org_id == bindparam("org_id")).with_for_update())
+_UNHOLD = (update(_CREDITS).where(_CREDITS.c.org_id == bindparam("credit_of"))
+           .values(balance_micro_cents=_CREDITS.c.balance_micro_cents + bindparam("moved"),
+                   reserved_micro_cents=_CREDITS.c.reserved_micro_cents - bindparam("held"),
+                   updated_at=bindparam("now")))
+_UNRESERVE = delete(_HOLDS).where(_HOLDS.c.id == bindparam("reservation_id"))
+_ENTRY = insert(_LEDGER)
 
 
 async def settle(session: StoreSession, *, org_id: str, reservation_id: str, held: int, now: datetime,
                  entry: dict[str, Any] | None) -> Settled:
     """A call's hold let go and, when it cost something, its ledger row (`entry`: kind "call",
     negative micro_cents) with the balance it moves: one transaction, the credit row held."""
-    row = (await session.execute(_SETTLING, {"org_id": org_id})).one()
-    await session.execute(_UNRESERVE, {"reservation_id": reservation_id})
+    row = (await run_core(session, _SETTLING, {"org_id": org_id})).one()
+    await run_core(session, _UNRESERVE, {"reservation_id": reservation_id})
     moved = 0
     if entry is not None:
-        await session.execute(_ENTRY, {"order_id": None, "note": None, **entry, "org_id": org_id, "created_at": now})
+        await run_core(session, _ENTRY, {"order_id": None, "note": None, **entry, "org_id": org_id, "created_at": now})
         moved = int(entry["micro_cents"])
-    await session.execute(_UNHOLD, {"credit_of": org_id, "moved": moved, "held": held, "now": now})
+    await run_core(session, _UNHOLD, {"credit_of": org_id, "moved": moved, "held": held, "now": now})
     return Settled(before=int(row[0]), after=int(row[0]) + moved, autotopup=bool(row[1]) and not row[2],
                    threshold=row[3])
 
@@ -222,8 +228,8 @@ async def call_counts(session: StoreSession, project_id: str, minute_ago: dateti
     or in flight), what its calls in flight hold, and what its calls cost since `day_ago` (whole
     minutes: the minute `day_ago` falls in counts whole, so a cap is never passed, at worst
     reached up to a minute early)."""
-    row = (await session.execute(_COUNTS, {"project_id": project_id, "minute_ago": minute_ago,
-                                           "day_ago": minute_of(day_ago)})).one()
+    row = (await run_core(session, _COUNTS, {"project_id": project_id, "minute_ago": minute_ago,
+                                             "day_ago": minute_of(day_ago)})).one()
     return int(row[0] or 0) + int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
 
 
@@ -247,8 +253,8 @@ _USAGE = {"postgresql": _usage_upsert(postgresql.insert), "sqlite": _usage_upser
 
 async def add_usage(session: StoreSession, project_id: str, micro_cents: int, now: datetime) -> None:
     """One call in the project's minute of `now` (in the transaction of its ledger row)."""
-    await session.execute(_USAGE["postgresql" if is_postgres(session) else "sqlite"],
-                          {"project_id": project_id, "minute": minute_of(now), "micro_cents": micro_cents})
+    await run_core(session, _USAGE["postgresql" if is_postgres(session) else "sqlite"],
+                   {"project_id": project_id, "minute": minute_of(now), "micro_cents": micro_cents})
 
 
 async def purge_usage(session: StoreSession, before: datetime) -> None:
