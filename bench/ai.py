@@ -92,7 +92,7 @@ def serve_svc(port_file: Path, data_dir: Path, upstream: str) -> None:
                         ai_value_url=upstream, ai_value_key=KEY, free_ai_calls_per_minute=CALLS_PER_MINUTE)
     adapters = default_adapters(settings)
     adapters.runtime = SimpleNamespace(token=TOKEN)  # type: ignore[assignment]
-    app = create_app(settings, adapters)
+    app = create_app(settings, adapters, freeze_startup=True)  # as `svc serve`: start-up kept out of the GC
 
     @app.post("/bench/echo", include_in_schema=False)  # type: ignore[untyped-decorator,unused-ignore]
     async def echo(request: Request) -> JSONResponse:

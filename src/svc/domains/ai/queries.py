@@ -196,13 +196,14 @@ class Settled:
     threshold: int | None
 
 
-_SETTLING = (select(_CREDITS.c.balance_micro_cents, _CREDITS.c.autotopup_enabled, _CREDITS.c.autotopup_stopped,
-                    _CREDITS.c.autotopup_threshold_micro_cents)
-             .where(_CREDITS.c.org_id == bindparam("org_id")).with_for_update())
+# The settlement's move of the balance, the hold let go, and what auto top-up reads, in one
+# statement (it holds the credit row on PostgreSQL, as SELECT ... FOR UPDATE would).
 _UNHOLD = (update(_CREDITS).where(_CREDITS.c.org_id == bindparam("credit_of"))
            .values(balance_micro_cents=_CREDITS.c.balance_micro_cents + bindparam("moved"),
                    reserved_micro_cents=_CREDITS.c.reserved_micro_cents - bindparam("held"),
-                   updated_at=bindparam("now")))
+                   updated_at=bindparam("now"))
+           .returning(_CREDITS.c.balance_micro_cents, _CREDITS.c.autotopup_enabled, _CREDITS.c.autotopup_stopped,
+                      _CREDITS.c.autotopup_threshold_micro_cents))
 _UNRESERVE = delete(_HOLDS).where(_HOLDS.c.id == bindparam("reservation_id"))
 _ENTRY = insert(_LEDGER)
 
@@ -210,16 +211,14 @@ _ENTRY = insert(_LEDGER)
 async def settle(session: StoreSession, *, org_id: str, reservation_id: str, held: int, now: datetime,
                  entry: dict[str, Any] | None) -> Settled:
     """A call's hold let go and, when it cost something, its ledger row (`entry`: kind "call",
-    negative micro_cents) with the balance it moves: one transaction, the credit row held."""
-    row = (await run_core(session, _SETTLING, {"org_id": org_id})).one()
+    negative micro_cents) with the balance it moves: one transaction, the credit row held first."""
+    moved = int(entry["micro_cents"]) if entry is not None else 0
+    row = (await run_core(session, _UNHOLD, {"credit_of": org_id, "moved": moved, "held": held, "now": now})).one()
     await run_core(session, _UNRESERVE, {"reservation_id": reservation_id})
-    moved = 0
     if entry is not None:
         await run_core(session, _ENTRY, {"order_id": None, "note": None, **entry, "org_id": org_id, "created_at": now})
-        moved = int(entry["micro_cents"])
-    await run_core(session, _UNHOLD, {"credit_of": org_id, "moved": moved, "held": held, "now": now})
-    return Settled(before=int(row[0]), after=int(row[0]) + moved, autotopup=bool(row[1]) and not row[2],
-                   threshold=row[3])
+    after = int(row[0])
+    return Settled(before=after - moved, after=after, autotopup=bool(row[1]) and not row[2], threshold=row[3])
 
 
 async def call_counts(session: StoreSession, project_id: str, minute_ago: datetime,
