@@ -58,6 +58,8 @@ _RECORD_CAP = 64 * 1024  # a NUL-terminated record longer than this is cut (name
 # Characters and sequences of revision syntax that are not part of a ref name (git check-ref-format):
 # "main~1", "main^{tree}", ":/regex" (a search over every commit message) or "@{-1}" are refused.
 _NOT_A_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{")
+# A full object id (SHA-1 or SHA-256): a commit a push just made needs no resolving.
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def _env() -> dict[str, str]:
@@ -205,9 +207,14 @@ async def resolve(repo: Path, ref: str) -> str:
     return out.decode().strip()
 
 
-async def _entry(repo: Path, commit: str, path: str) -> tuple[str, str, int | None] | None:
-    """(type, object id, size) of the entry at `path` (not the root), None when there is none."""
-    _, out = await _output(repo, "ls-tree", "-l", "-z", commit, "--", path, limit=1 << 20)
+async def _entry(repo: Path, commit: str, path: str, *,
+                 unresolved: bool = False) -> tuple[str, str, int | None] | None:
+    """(type, object id, size) of the entry at `path` (not the root), None when there is none.
+    `unresolved`: `commit` was not resolved first, so git's refusal of it (exit 128) is NoRef."""
+    code, out = await _output(repo, "ls-tree", "-l", "-z", commit, "--", path, limit=1 << 20,
+                              ok=(0, 128) if unresolved else (0,))
+    if code == 128:
+        raise NoRef(commit)
     for record in out.split(b"\0"):
         meta, _, name = record.partition(b"\t")
         if name == os.fsencode(path):
@@ -294,13 +301,16 @@ async def commits(repo: Path, ref: str, limit: int = COMMITS_LIMIT) -> list[Comm
 
 
 async def has_path(repo: Path, commit: str, path: str) -> bool:
-    """Whether `path` (a file or a directory) is in the commit's tree; a malformed path is not."""
-    resolved = await resolve(repo, commit)
+    """Whether `path` (a file or a directory) is in the commit's tree; a malformed path is not. A
+    full commit id (what a push hands its hooks) is read as it is: one git process, not two."""
     try:
         clean = _clean_path(path)
     except NoPath:
-        return False
-    return not clean or await _entry(repo, resolved, clean) is not None
+        clean = None
+    if clean and _FULL_ID.fullmatch(commit) and _exists(repo):
+        return await _entry(repo, commit, clean, unresolved=True) is not None
+    resolved = await resolve(repo, commit)
+    return clean is not None and (not clean or await _entry(repo, resolved, clean) is not None)
 
 
 async def archive(repo: Path, commit: str, limit: int = ARCHIVE_LIMIT) -> bytes:
