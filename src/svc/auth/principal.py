@@ -59,6 +59,13 @@ def read_cache(request: Request) -> AuthCache | None:
     with objects of its own session, and sees the state it is about to change)."""
     if request.method not in READ_METHODS:
         return None
+    return shared_cache(request)
+
+
+def shared_cache(request: Request) -> AuthCache | None:
+    """The credential cache whatever the request's method, for a caller that resolves who is
+    calling and changes nothing through the objects it gets (git's smart HTTP: authorized in a
+    read, then git writes); None when the cache is off."""
     cache: AuthCache | None = getattr(request.app.state, "auth_cache", None)
     return cache if cache is not None and cache.enabled else None
 

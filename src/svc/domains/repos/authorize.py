@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from svc.adapters.git.port import GitService
+from svc.auth.cache import AuthCache
 from svc.auth.caller import Principal
 from svc.auth.principal import resolve
 from svc.auth.projects import project_by_name
@@ -54,14 +55,16 @@ def split_path(path: str) -> tuple[str, str, str]:
 
 
 async def by_token(session: StoreSession, token: str | None, org_slug: str, project_name: str, repo_name: str,
-                   service: GitService) -> GitAccess:
-    """Git over HTTPS: the token from Basic auth's password (None: no credentials sent)."""
+                   service: GitService, *, cache: AuthCache | None = None) -> GitAccess:
+    """Git over HTTPS: the token from Basic auth's password (None: no credentials sent). `cache`:
+    the API's credential cache (exact: cleared by every revocation, auth/cache.py), which saves a
+    push's second and third requests resolving the token again."""
     if token is None:
         public = await _public_clone(session, org_slug, project_name, repo_name, service, user=None)
         if public is not None:
             return public
         raise GitRefusal(401, "Authentication required: use a personal access token (svc_pat_...) as the password")
-    resolved = await resolve(session, token, org_slug)
+    resolved = await resolve(session, token, org_slug, cache=cache)
     if resolved is None:
         raise GitRefusal(401, "The token is invalid, expired or revoked")
     return await _decide(session, resolved.principal, resolved.org, resolved.role, project_name, repo_name, service,

@@ -16,6 +16,7 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from svc.adapters.git.port import GitService, GitUnavailable, GitUnreachable, HttpRequest, HttpResponse, Pusher
+from svc.auth.principal import shared_cache
 from svc.domains.repos import authorize
 from svc.domains.repos.authorize import GitRefusal
 from svc.uow import Tx, unit_of_work
@@ -66,7 +67,7 @@ async def git_http(request: Request, org: str, project: str, repo: str, rest: st
     try:
         async with unit_of_work(ctx, Tx.READ) as uow:
             found = await authorize.by_token(uow.session, credentials(request), org, project,
-                                             repo.removesuffix(".git"), service)
+                                             repo.removesuffix(".git"), service, cache=shared_cache(request))
     except GitRefusal as exc:
         return _refused(exc)
     pusher = None
