@@ -104,14 +104,17 @@ async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, st
     output = asked or most
     worst = model.cost(size + PER_MESSAGE_TOKENS * count, output)
 
-    # The org's credit row, held: every reservation of the org takes its turn here.
+    # The org's credit row, held: every reservation of the org takes its turn here. Where the
+    # balance covers the worst case (nearly every call), holding it back is that one statement; a
+    # cap refused below rolls it back with the rest.
     now = utcnow()
-    amounts = await queries.amounts_held(session, subject.org_id)
-    if amounts is None:
-        await queries.ensure_credit(session, subject.org_id, now)
+    amounts = None
+    if not await queries.hold_if_covered(session, subject.org_id, worst, now):
         amounts = await queries.amounts_held(session, subject.org_id)
-        assert amounts is not None
-    balance, reserved = amounts
+        if amounts is None:
+            await queries.ensure_credit(session, subject.org_id, now)
+            amounts = await queries.amounts_held(session, subject.org_id)
+            assert amounts is not None
     recent, held, spent = await queries.call_counts(session, project_id, now - timedelta(minutes=1),
                                                     now - timedelta(hours=24))
     if recent >= limits.ai_calls_per_minute:
@@ -122,12 +125,15 @@ async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, st
                              f"({limits.ai_micro_cents_per_day})",
                              details={"cap": "maxMicroCentsPerDay", "spentMicroCents24h": spent,
                                       "inFlightMicroCents": held, "worstCaseMicroCents": worst})
-    if balance - reserved < worst:
-        raise errors.InsufficientCredit(details={"balanceMicroCents": balance, "inFlightMicroCents": reserved,
-                                                 "worstCaseMicroCents": worst})
+    if amounts is not None:  # not held above: the balance, read under the row's lock, decides
+        balance, reserved = amounts
+        if balance - reserved < worst:
+            raise errors.InsufficientCredit(details={"balanceMicroCents": balance, "inFlightMicroCents": reserved,
+                                                     "worstCaseMicroCents": worst})
+        await queries.hold(session, subject.org_id, worst, now)
     reservation_id = new_id("air")
-    await queries.hold(session, reservation_id=reservation_id, org_id=subject.org_id, project_id=project_id,
-                       micro_cents=worst, now=now)
+    await queries.reserve(session, reservation_id=reservation_id, org_id=subject.org_id, project_id=project_id,
+                          micro_cents=worst, now=now)
     forwarded = {**body, "model": model.upstream_id or model.id, "max_tokens": output, "stream": stream}
     forwarded.pop("max_completion_tokens", None)
     options = body.get("stream_options")

@@ -176,14 +176,29 @@ _RESERVE = insert(_HOLDS)
 _HOLD = (update(_CREDITS).where(_CREDITS.c.org_id == bindparam("credit_of"))
          .values(reserved_micro_cents=_CREDITS.c.reserved_micro_cents + bindparam("held"),
                  updated_at=bindparam("now")))
+_HOLD_IF_COVERED = _HOLD.where(
+    _CREDITS.c.balance_micro_cents - _CREDITS.c.reserved_micro_cents >= bindparam("held"))
 
 
-async def hold(session: StoreSession, *, reservation_id: str, org_id: str, project_id: str, micro_cents: int,
-               now: datetime) -> None:
-    """A call's worst case held back from the org's balance, as a reservation row."""
+async def hold_if_covered(session: StoreSession, org_id: str, micro_cents: int, now: datetime) -> bool:
+    """`micro_cents` held back from the org's balance when what is not held already covers it,
+    the credit row held until the transaction ends (every reservation of the org takes its turn
+    here): one statement for nearly every call. False, nothing changed, when it does not cover it
+    or the org has no credit row yet."""
+    held = await run_core(session, _HOLD_IF_COVERED, {"credit_of": org_id, "held": micro_cents, "now": now})
+    return held.rowcount == 1
+
+
+async def hold(session: StoreSession, org_id: str, micro_cents: int, now: datetime) -> None:
+    """`micro_cents` held back from the org's balance (its credit row held by amounts_held)."""
+    await run_core(session, _HOLD, {"credit_of": org_id, "held": micro_cents, "now": now})
+
+
+async def reserve(session: StoreSession, *, reservation_id: str, org_id: str, project_id: str, micro_cents: int,
+                  now: datetime) -> None:
+    """The call's reservation row, of what was held back for it."""
     await run_core(session, _RESERVE, {"id": reservation_id, "org_id": org_id, "project_id": project_id,
                                        "micro_cents": micro_cents, "created_at": now})
-    await run_core(session, _HOLD, {"credit_of": org_id, "held": micro_cents, "now": now})
 
 
 @dataclass(frozen=True)
