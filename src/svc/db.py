@@ -176,7 +176,7 @@ async def run_core(session: StoreSession, statement: Executable,
                    params: Mapping[str, Any] | None = None) -> CursorResult[*AnyRow]:
     """A Core statement (table columns, no ORM entities) in the session's transaction, on its
     connection: for the hottest writes, where the ORM session's handling of a statement cost three
-    times what SQLite did (an env.ai call runs ten, bench/ai.py)."""
+    times what SQLite did (an env.ai call runs eight, bench/ai.py)."""
     return await (await session.connection()).execute(statement, params)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, bindparam, insert, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, insert, or_, select, update
 
 from svc.db import plain_rows
 from svc.kit.clock import utcnow
@@ -14,11 +14,17 @@ from svc.kit.store_session import StoreSession
 from svc.models import Cycle, Job, JobStatus
 
 _JOBS = cast(Table, Job.__table__)
-# Whether claim would find anything (ix_jobs_due): a read, so an idle worker's poll never takes
-# SQLite's write lock from the requests writing beside it.
-_ANY_DUE = select(_JOBS.c.id).where(or_(
-    (_JOBS.c.status == JobStatus.queued.value) & (_JOBS.c.run_at <= bindparam("now")),
-    (_JOBS.c.status == JobStatus.running.value) & (_JOBS.c.locked_until < bindparam("now")))).limit(1)
+
+
+def _due(now: Any) -> ColumnElement[bool]:
+    """Jobs due at `now` (a value or a bind parameter), or whose holder's lease ran out (ix_jobs_due)."""
+    return or_((_JOBS.c.status == JobStatus.queued.value) & (_JOBS.c.run_at <= now),
+               (_JOBS.c.status == JobStatus.running.value) & (_JOBS.c.locked_until < now))
+
+
+# Whether claim would find anything: a read, so an idle worker's poll never takes SQLite's write
+# lock from the requests writing beside it.
+_ANY_DUE = select(_JOBS.c.id).where(_due(bindparam("now"))).limit(1)
 
 
 async def any_due(session: StoreSession) -> bool:
@@ -28,11 +34,7 @@ async def any_due(session: StoreSession) -> bool:
 async def claim(session: StoreSession, *, worker: str, lease: timedelta, limit: int) -> list[Job]:
     """Take up to `limit` due jobs, or jobs whose holder's lease ran out (it died mid-job)."""
     now = utcnow()
-    due = or_(
-        (Job.status == JobStatus.queued) & (Job.run_at <= now),
-        (Job.status == JobStatus.running) & (Job.locked_until < now),
-    )
-    stmt = select(Job).where(due).order_by(Job.run_at).limit(limit)
+    stmt = select(Job).where(_due(now)).order_by(Job.run_at).limit(limit)
     stmt = stmt.with_for_update(skip_locked=True)  # rendered on PostgreSQL only: SQLite's writers are serial
     jobs: list[Job] = []
     for job in (await session.scalars(stmt)).all():
