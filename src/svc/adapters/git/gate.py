@@ -1,8 +1,12 @@
 """The node's gate: a Unix socket through which git's receive hooks and the node's SSH server ask
-svc (the `GitGatekeeper`). One JSON object per line each way, one question per connection:
+svc (the `GitGatekeeper`). One question per connection. The receive hooks ask in text (they start
+twice a push: no json to import, hook.py), git's own stdin passed on as it is, the end of the
+question the end of what they send:
 
-    {"op": "hook", "phase": "pre"|"post", "push": ID, "changes": [[old, new, ref], ...]}
-        -> {"ok": bool, "lines": [str]}
+    hook pre|post ID\n<old> <new> <ref>\n...   -> ok|refused\n<a line for the pusher>\n...
+
+The SSH server asks in JSON, one object per line each way:
+
     {"op": "ssh-key", "fingerprint": F}                       -> {"ok": bool}
     {"op": "ssh-exec", "fingerprint": F, "command": "git-upload-pack 'org/p/r.git'"}
         -> {"ok": true, "argv": [...], "env": {...}, "push": ID | null} | {"ok": false, "message": str}
@@ -101,23 +105,40 @@ class Gate:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = await reader.readline()
+            if line.startswith(b"hook "):
+                await self._hook_in_text(line, reader, writer)
+                return
             answer = await self._answer(json.loads(line))
         except (ValueError, asyncio.LimitOverrunError) as exc:
             answer = {"ok": False, "message": f"svc: the question was not understood ({exc.__class__.__name__})"}
         except Exception:
             log.exception("the git gate failed to answer")
-            answer = {"ok": False, "lines": ["svc: an internal error stopped this; try again"],
-                      "message": "svc: an internal error stopped this; try again"}
+            answer = {"ok": False, "message": "svc: an internal error stopped this; try again"}
         try:
             writer.write(json.dumps(answer).encode() + b"\n")
             await writer.drain()
         finally:
             writer.close()
 
+    async def _hook_in_text(self, first: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                _, phase, push = first.decode().split()
+                changes = await _read_to_end(reader)
+                ok, lines = await self._hook(phase, push, [RefChange(*line.split(" ", 2)) for line in
+                                                           changes.decode().splitlines() if line.strip()])
+            except (ValueError, TypeError, asyncio.LimitOverrunError) as exc:
+                ok, lines = False, [f"svc: the question was not understood ({exc.__class__.__name__})"]
+            except Exception:
+                log.exception("the git gate failed to answer")
+                ok, lines = False, ["svc: an internal error stopped this; try again"]
+            writer.write(("ok\n" if ok else "refused\n").encode() + "".join(f"{line}\n" for line in lines).encode())
+            await writer.drain()
+        finally:
+            writer.close()
+
     async def _answer(self, ask: Mapping[str, Any]) -> dict[str, Any]:
         op = ask.get("op")
-        if op == "hook":
-            return await self._hook(ask)
         if op == "ssh-key":
             return {"ok": await self.gatekeeper.ssh_key_known(str(ask.get("fingerprint", "")))}
         if op == "ssh-exec":
@@ -127,20 +148,18 @@ class Gate:
             return {"ok": True}
         return {"ok": False, "message": f"svc: no such question: {op!r}"}
 
-    async def _hook(self, ask: Mapping[str, Any]) -> dict[str, Any]:
-        pusher = self._pushes.get(str(ask.get("push", "")))
+    async def _hook(self, phase: str, push: str, changes: list[RefChange]) -> tuple[bool, list[str]]:
+        pusher = self._pushes.get(push)
         if pusher is None:
-            return {"ok": False, "lines": ["svc: this push is not one svc started; try again"]}
-        changes = [RefChange(old=str(c[0]), new=str(c[1]), ref=str(c[2])) for c in ask.get("changes", [])
-                   if isinstance(c, list) and len(c) == 3]
+            return False, ["svc: this push is not one svc started; try again"]
         try:
-            if ask.get("phase") == "pre":
+            if phase == "pre":
                 said = await self.gatekeeper.before_push(pusher, changes)
             else:
                 said = await self.gatekeeper.after_push(pusher, changes)
         except Refused as exc:
-            return {"ok": False, "lines": [str(exc)]}
-        return {"ok": True, "lines": said.lines}
+            return False, [str(exc)]
+        return True, said.lines
 
     async def _ssh_exec(self, fingerprint: str, command: str) -> dict[str, Any]:
         try:
@@ -152,3 +171,13 @@ class Gate:
         push = self.open_push(access.pusher) if access.pusher is not None else None
         argv, env = self._launch(access.repo_id, service, push)
         return {"ok": True, "argv": argv, "env": env, "push": push}
+
+
+async def _read_to_end(reader: asyncio.StreamReader) -> bytes:
+    """What a hook sends after its first line, to its end: at most MAX_QUESTION bytes."""
+    data = b""
+    while chunk := await reader.read(64 * 1024):
+        data += chunk
+        if len(data) > MAX_QUESTION:
+            raise ValueError("a question over its limit")
+    return data

@@ -1,15 +1,18 @@
 """The receive hooks of every repository (pre-receive and post-receive are copies of this file,
-run by git with svc's Python and only the standard library, so a push pays no import of svc).
+run by git with svc's Python, without site packages, so a push pays no import of svc).
 
-git hands a hook the push's ref changes on stdin; this asks svc through the node's gate (the Unix
-socket named by SVC_GIT_GATE, for the push SVC_GIT_PUSH) and prints svc's answer, which git sends
-the pusher as "remote: ..." lines. A pre-receive hook that exits non-zero refuses the whole push.
-A repository reached without svc's environment (someone on the machine with a plain git) is
-refused: every ref change must be recorded."""
+git hands a hook the push's ref changes on stdin; this passes them to svc through the node's gate
+(the Unix socket named by SVC_GIT_GATE, for the push SVC_GIT_PUSH) in the gate's text form, and
+prints svc's answer, which git sends the pusher as "remote: ..." lines. A pre-receive hook that
+exits non-zero refuses the whole push. A repository reached without svc's environment (someone on
+the machine with a plain git) is refused: every ref change must be recorded.
 
-import json
+A hook starts twice per push, on the core that git's index-pack uses: it imports C's `_socket`
+rather than `socket` and speaks text rather than JSON, because `socket` (its enums) and `json`
+(`re`) took 12 of a hook's 21 ms to start (10 ms now; bench/git.py, docs/repos.md)."""
+
+import _socket
 import os
-import socket
 import sys
 
 # A deployment made by a push is packed, checked and put live before the answer: bounded, generously.
@@ -22,20 +25,25 @@ def main() -> int:
     if not gate or not push:
         sys.stderr.write("svc: this repository takes pushes through svc only\n")
         return 1
-    changes = [line.split(" ", 2) for line in sys.stdin.read().splitlines() if line.strip()]
-    ask = json.dumps({"op": "hook", "phase": phase, "push": push, "changes": changes}) + "\n"
+    changes = sys.stdin.buffer.read()
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
             sock.settimeout(ANSWER_SECONDS)
             sock.connect(gate)
-            sock.sendall(ask.encode())
-            answer = json.loads(sock.makefile("rb").readline() or b"{}")
-    except (OSError, ValueError) as exc:
+            sock.sendall(f"hook {phase} {push}\n".encode() + changes)
+            sock.shutdown(_socket.SHUT_WR)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        finally:
+            sock.close()
+    except OSError as exc:
         sys.stderr.write(f"svc: the push could not be checked ({exc.__class__.__name__}); try again\n")
         return 1
-    for line in answer.get("lines", []):
-        sys.stderr.write(f"{line}\n")
-    return 0 if answer.get("ok") else 1
+    verdict, _, lines = answer.decode("utf-8", "replace").partition("\n")
+    sys.stderr.write(lines)
+    return 0 if verdict == "ok" else 1
 
 
 if __name__ == "__main__":

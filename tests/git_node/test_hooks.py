@@ -1,0 +1,115 @@
+"""adapters/git/hook.py against the gate (gate.py): what a pusher sees from svc's receive hooks, run
+as git runs them (the file under the hook's name, by svc's Python without site packages, the ref
+changes on stdin), the gate answering on this event loop for a stub gatekeeper."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import svc.adapters.git.hook
+from svc.adapters.git.gate import Gate
+from svc.adapters.git.port import HookAnswer, Pusher, RefChange, Refused
+
+OLD, NEW = "0" * 40, "a" * 40
+
+
+@dataclass
+class Keeper:
+    refuse: str | None = None
+    seen: list[tuple[str, list[RefChange]]] = field(default_factory=list)
+
+    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
+        self.seen.append(("pre", list(changes)))
+        if self.refuse:
+            raise Refused(self.refuse)
+        return HookAnswer([])
+
+    async def after_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
+        self.seen.append(("post", list(changes)))
+        return HookAnswer(["svc: deployed v3", "svc: live at https://site.example.test (ünïcode kept)"])
+
+
+@dataclass
+class Hooks:
+    gate: Gate
+    keeper: Keeper
+    dir: Path
+
+    async def run(self, name: str, stdin: bytes, env: dict[str, str]) -> tuple[int, str]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-IS", str(self.dir / name), env=env, stdin=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        _, err = await asyncio.wait_for(process.communicate(stdin), timeout=60)
+        assert process.returncode is not None
+        return process.returncode, err.decode()
+
+
+@pytest.fixture
+async def hooks(tmp_path: Path) -> AsyncIterator[Hooks]:
+    keeper = Keeper()
+    gate = Gate(keeper, launch=lambda *_: ([], {}), ensure=lambda *_: None)  # type: ignore[arg-type]
+    await gate.start()
+    source = Path(svc.adapters.git.hook.__file__).read_text()
+    for name in ("pre-receive", "post-receive"):
+        (tmp_path / name).write_text(source)
+    try:
+        yield Hooks(gate, keeper, tmp_path)
+    finally:
+        await gate.stop()
+
+
+def pusher() -> Pusher:
+    return Pusher(repo_id="repo_1", user_id="user_1", name="Ada", transport="http")
+
+
+async def test_the_changes_reach_svc_and_its_lines_reach_the_pusher(hooks: Hooks) -> None:
+    push = hooks.gate.open_push(pusher())
+    stdin = f'{OLD} {NEW} refs/heads/main\n{NEW} {OLD} refs/heads/q"uoted-ü\n'.encode()
+    code, said = await hooks.run("post-receive", stdin, hooks.gate.hook_env(push))
+    assert code == 0
+    assert said == "svc: deployed v3\nsvc: live at https://site.example.test (ünïcode kept)\n"
+    assert hooks.keeper.seen == [("post", [RefChange(OLD, NEW, "refs/heads/main"),
+                                           RefChange(NEW, OLD, 'refs/heads/q"uoted-ü')])]
+
+
+async def test_a_refusal_before_the_push_stops_it_with_svcs_words(hooks: Hooks) -> None:
+    hooks.keeper.refuse = "svc: the repository o/p/r was deleted"
+    push = hooks.gate.open_push(pusher())
+    code, said = await hooks.run("pre-receive", f"{OLD} {NEW} refs/heads/main\n".encode(), hooks.gate.hook_env(push))
+    assert (code, said) == (1, "svc: the repository o/p/r was deleted\n")
+    assert [phase for phase, _ in hooks.keeper.seen] == ["pre"]
+
+
+async def test_a_push_svc_did_not_start_is_refused(hooks: Hooks) -> None:
+    code, said = await hooks.run("pre-receive", f"{OLD} {NEW} refs/heads/main\n".encode(),
+                                 hooks.gate.hook_env("made-up"))
+    assert (code, said) == (1, "svc: this push is not one svc started; try again\n")
+    assert hooks.keeper.seen == []
+
+
+async def test_git_without_svcs_environment_is_refused(hooks: Hooks) -> None:
+    code, said = await hooks.run("pre-receive", f"{OLD} {NEW} refs/heads/main\n".encode(), {})
+    assert (code, said) == (1, "svc: this repository takes pushes through svc only\n")
+
+
+async def test_a_gate_that_is_gone_is_a_refusal_to_try_again(hooks: Hooks, tmp_path: Path) -> None:
+    env = {"SVC_GIT_GATE": str(tmp_path / "no-gate"), "SVC_GIT_PUSH": "x"}
+    code, said = await hooks.run("post-receive", f"{OLD} {NEW} refs/heads/main\n".encode(), env)
+    assert (code, said) == (1, "svc: the push could not be checked (FileNotFoundError); try again\n")
+
+
+async def test_a_question_the_gate_cannot_read_is_answered_not_understood(hooks: Hooks) -> None:
+    assert hooks.gate.path is not None
+    reader, writer = await asyncio.open_unix_connection(str(hooks.gate.path))
+    writer.write(b"hook pre\n" + f"{OLD} {NEW} refs/heads/main\n".encode())
+    writer.write_eof()
+    answer = await asyncio.wait_for(reader.read(), timeout=30)
+    writer.close()
+    assert answer == b"refused\nsvc: the question was not understood (ValueError)\n"
+    assert hooks.keeper.seen == []
