@@ -283,6 +283,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
             if database is not None:
                 ctx.adapters.database = None
                 await database.stop()
+            for upstream in ctx.adapters.ai.values():  # their connections (a later start opens new ones)
+                await upstream.aclose()
             if fake_ai is not None:
                 await fake_ai.stop()
             if fake_registrar is not None:
