@@ -284,7 +284,8 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 ctx.adapters.database = None
                 await database.stop()
             for upstream in ctx.adapters.ai.values():  # their connections (a later start opens new ones)
-                await upstream.aclose()
+                with contextlib.suppress(Exception):
+                    await upstream.aclose()
             if fake_ai is not None:
                 await fake_ai.stop()
             if fake_registrar is not None:

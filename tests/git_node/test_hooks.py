@@ -113,3 +113,28 @@ async def test_a_question_the_gate_cannot_read_is_answered_not_understood(hooks:
     writer.close()
     assert answer == b"refused\nsvc: the question was not understood (ValueError)\n"
     assert hooks.keeper.seen == []
+
+
+async def test_a_ref_name_with_any_unicode_line_separator_is_one_ref(hooks: Hooks) -> None:
+    push = hooks.gate.open_push(pusher())
+    code, _ = await hooks.run("post-receive", f"{OLD} {NEW} refs/heads/a\u2028b\x85c\n".encode(),
+                              hooks.gate.hook_env(push))
+    assert code == 0
+    assert hooks.keeper.seen == [("post", [RefChange(OLD, NEW, "refs/heads/a\u2028b\x85c")])]
+
+
+async def test_a_ref_name_that_is_not_utf8_is_refused_in_words(hooks: Hooks) -> None:
+    push = hooks.gate.open_push(pusher())
+    code, said = await hooks.run("pre-receive", f"{OLD} {NEW} refs/heads/".encode() + b"caf\xe9\n",
+                                 hooks.gate.hook_env(push))
+    assert (code, said) == (1, "svc: ref names are UTF-8 here, and this push has one that is not\n")
+    assert hooks.keeper.seen == []
+
+
+async def test_a_push_of_too_many_refs_is_told_so(hooks: Hooks) -> None:
+    push = hooks.gate.open_push(pusher())
+    many = b"".join(f"{OLD} {NEW} refs/tags/release-{i:06d}\n".encode() for i in range(13_000))
+    code, said = await hooks.run("pre-receive", many, hooks.gate.hook_env(push))
+    assert code == 1
+    assert said.startswith("svc: this push updates more refs than svc takes at once")
+    assert hooks.keeper.seen == []

@@ -63,9 +63,10 @@ async def test_a_program_that_stops_reading_gives_its_answer(tmp_path: Path) -> 
 
 
 async def test_leaving_while_a_write_is_held_ends_it_and_keeps_no_descriptor(tmp_path: Path) -> None:
-    """The client gone mid-body: the program is ended, the thread's write ends with it, and the pipe
-    is closed once (after the write, never under it)."""
-    git = program(tmp_path, "printf 'Status: 200 OK\\r\\n\\r\\n'\nexec sleep 60")
+    """The client gone mid-body: the program is ended with the children it handed its stdin to (as
+    http-backend hands it to receive-pack), the thread's write ends with them, and the pipe is
+    closed once (after the write, never under it)."""
+    git = program(tmp_path, "sleep 60 <&0 &\nprintf 'Status: 200 OK\\r\\n\\r\\n'\nwait")
     before = open_descriptors()
     async with asyncio.timeout(30):
         async with CgiExchange(git, tmp_path, "r.git", REQUEST, chunks(100), {"PATH": os.defpath}) as answer:

@@ -7,16 +7,19 @@ whose HTTP parser is in C, takes 0.17 ms of CPU for a call that cost 0.42-0.46 m
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import aiohttp.http_exceptions
 
 from svc.adapters.ai.port import Completion, UpstreamError
 
-# An event's line may be long (a tool call's arguments): read up to 1 MiB at a time (a line to twice that).
-_READ_BYTES = 1024 * 1024
+# An event's line may be long (a tool call's arguments), but not without end: a provider that sends
+# more than this without a line break is refused, not held in memory.
+_LINE_BYTES = 2 * 1024 * 1024
 
 
 class OpenAICompatible:
@@ -27,11 +30,19 @@ class OpenAICompatible:
         # Each wait bounded (connecting, then each read), not the whole call: a long stream is fine.
         self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout_seconds, sock_read=timeout_seconds)
         self._session: aiohttp.ClientSession | None = None  # made on the event loop, at the first call
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout,
-                                                  read_bufsize=_READ_BYTES, trust_env=False)
+        """The session of the running event loop (a session belongs to the loop it was made on: the
+        same adapter serving a later loop gets a new one). No cookies are kept (one provider, every
+        tenant's calls) and no cap on connections (each waiting call would count against its connect
+        timeout; the plan's caps bound the calls)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, timeout=self._timeout, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
+                connector=aiohttp.TCPConnector(limit=0))
+            self._loop = loop
         return self._session
 
     async def complete(self, body: dict[str, Any]) -> Completion:
@@ -39,7 +50,7 @@ class OpenAICompatible:
             async with self._client().post(self._url, data=json.dumps(body).encode()) as answer:
                 content = await answer.read()
                 status = answer.status
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError, OSError) as exc:
             raise UpstreamError(f"the model's provider did not answer ({type(exc).__name__})") from None
         if status != 200:
             raise UpstreamError(f"the model's provider answered {status}: {_said(content)}")
@@ -57,7 +68,7 @@ class OpenAICompatible:
                 if answer.status != 200:
                     raise UpstreamError(f"the model's provider answered {answer.status}: "
                                         f"{_said(await answer.read())}")
-                async for raw in answer.content:
+                async for raw in _lines(answer.content):
                     line = raw.decode("utf-8", "replace").strip()
                     if not line.startswith("data:"):
                         continue  # blank lines between events, comments (": keep-alive"), event names
@@ -75,14 +86,30 @@ class OpenAICompatible:
                         raise UpstreamError(f"the model's provider failed midway: {message}")
                     yield chunk
                 raise UpstreamError("the model's provider ended the stream before it finished")
-        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
-            # ValueError: a line longer than the reader holds
+        except (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError, OSError) as exc:
             raise UpstreamError(f"the model's provider did not finish ({type(exc).__name__})") from None
 
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def _lines(body: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    """The lines of a stream of server-sent events, whichever of CR LF, LF or CR ends them (the
+    format allows each); UpstreamError for a line over _LINE_BYTES."""
+    pending = b""
+    async for data in body.iter_any():
+        pending += data
+        lines = pending.splitlines(keepends=True)
+        # The last piece may be a line still arriving (or a CR whose LF is in the next chunk).
+        pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        if len(pending) > _LINE_BYTES:
+            raise UpstreamError(f"the model's provider sent an event over {_LINE_BYTES // (1024 * 1024)} MiB")
+        for line in lines:
+            yield line
+    if pending:
+        yield pending
 
 
 def _said(content: bytes) -> str:

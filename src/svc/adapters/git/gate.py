@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 # What SSH says to anything but git's own commands (a shell, a pty, `ssh host ls`).
 NO_SHELL = "svc runs git over SSH only (git clone, fetch and push); there is no shell here"
 MAX_QUESTION = 1024 * 1024  # a push of many refs still fits
+# A question comes from svc's own hooks and SSH server, at once; one that does not is let go.
+QUESTION_SECONDS = 30.0
 _SERVICES: dict[str, GitService] = {"git-upload-pack": "upload-pack", "git-receive-pack": "receive-pack",
                                     "git upload-pack": "upload-pack", "git receive-pack": "receive-pack"}
 
@@ -104,12 +106,13 @@ class Gate:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            line = await reader.readline()
+            async with asyncio.timeout(QUESTION_SECONDS):
+                line = await reader.readline()
             if line.startswith(b"hook "):
                 await self._hook_in_text(line, reader, writer)
                 return
             answer = await self._answer(json.loads(line))
-        except (ValueError, asyncio.LimitOverrunError) as exc:
+        except (ValueError, asyncio.LimitOverrunError, TimeoutError) as exc:
             answer = {"ok": False, "message": f"svc: the question was not understood ({exc.__class__.__name__})"}
         except Exception:
             log.exception("the git gate failed to answer")
@@ -124,10 +127,15 @@ class Gate:
         try:
             try:
                 _, phase, push = first.decode().split()
-                changes = await _read_to_end(reader)
-                ok, lines = await self._hook(phase, push, [RefChange(*line.split(" ", 2)) for line in
-                                                           changes.decode().splitlines() if line.strip()])
-            except (ValueError, TypeError, asyncio.LimitOverrunError) as exc:
+                async with asyncio.timeout(QUESTION_SECONDS):
+                    changes = await _read_changes(reader)
+                ok, lines = await self._hook(phase, push, changes)
+            except _TooMany:
+                ok, lines = False, [f"svc: this push updates more refs than svc takes at once (over "
+                                    f"{MAX_QUESTION // (1024 * 1024)} MiB of them); push them in parts"]
+            except UnicodeDecodeError:
+                ok, lines = False, ["svc: ref names are UTF-8 here, and this push has one that is not"]
+            except (ValueError, TypeError, TimeoutError) as exc:
                 ok, lines = False, [f"svc: the question was not understood ({exc.__class__.__name__})"]
             except Exception:
                 log.exception("the git gate failed to answer")
@@ -173,11 +181,18 @@ class Gate:
         return {"ok": True, "argv": argv, "env": env, "push": push}
 
 
-async def _read_to_end(reader: asyncio.StreamReader) -> bytes:
-    """What a hook sends after its first line, to its end: at most MAX_QUESTION bytes."""
+class _TooMany(Exception):
+    """A hook's question over MAX_QUESTION."""
+
+
+async def _read_changes(reader: asyncio.StreamReader) -> list[RefChange]:
+    """What a hook sends after its first line, to its end: git's "<old> <new> <ref>" lines. Past
+    MAX_QUESTION the rest is read and dropped (so the hook is there to read the refusal), then
+    _TooMany. Lines end at LF alone: git's, whatever else a ref name holds."""
     data = b""
     while chunk := await reader.read(64 * 1024):
-        data += chunk
-        if len(data) > MAX_QUESTION:
-            raise ValueError("a question over its limit")
-    return data
+        if len(data) <= MAX_QUESTION:
+            data += chunk
+    if len(data) > MAX_QUESTION:
+        raise _TooMany
+    return [RefChange(*line.decode().split(" ", 2)) for line in data.split(b"\n") if line.strip()]

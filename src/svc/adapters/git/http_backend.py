@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +34,9 @@ class CgiExchange:
         self._argv = [git, "http-backend"]
         self._env = self._cgi_env(root, repo_dir_name, request, env)
         self._body = body
+        # A push's body is large: its pipe is widened (others keep the default: every byte of pipe
+        # counts against the user's allowance, and git's own pipes need it too).
+        self._wide = request.method == "POST" and request.path_info.endswith("/git-receive-pack")
         self._process: asyncio.subprocess.Process | None = None
         self._feeder: asyncio.Task[None] | None = None
         self._stdin = -1  # the write end of http-backend's stdin, while open
@@ -61,16 +65,25 @@ class CgiExchange:
         return cgi
 
     async def __aenter__(self) -> HttpResponse:
-        read_end, self._stdin = os.pipe()
-        with contextlib.suppress(OSError):  # over the user's allowance of pipe memory: the default size
-            fcntl.fcntl(self._stdin, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
         try:
+            read_end, self._stdin = os.pipe()
+        except OSError as exc:
+            raise GitUnreachable(f"git http-backend could not start: {exc}") from exc
+        if self._wide:
+            with contextlib.suppress(OSError):  # over the user's allowance of pipe memory: the default size
+                fcntl.fcntl(self._stdin, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        try:
+            # A session of its own: http-backend hands its stdin to receive-pack and index-pack, and
+            # an exchange left mid-body ends them all (see __aexit__).
             self._process = await asyncio.create_subprocess_exec(
                 *self._argv, env=self._env, stdin=read_end, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, limit=_MAX_HEADERS)
+                stderr=asyncio.subprocess.PIPE, limit=_MAX_HEADERS, start_new_session=True)
         except OSError as exc:
             self._close_stdin()
             raise GitUnreachable(f"git http-backend could not start: {exc}") from exc
+        except BaseException:
+            self._close_stdin()
+            raise
         finally:
             os.close(read_end)
         self._feeder = asyncio.create_task(self._feed())
@@ -86,7 +99,13 @@ class CgiExchange:
         process, self._process = self._process, None
         if process is None:
             return  # ended already
-        if process.returncode is None:
+        if self._feeder is not None and not self._feeder.done():
+            # Left before the body was in (the client went away): receive-pack and index-pack read
+            # it, not http-backend, so the whole group is ended; a write held on the pipe ends with
+            # them (EPIPE) and frees its thread.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        elif process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         if self._feeder is not None:
@@ -119,8 +138,9 @@ class CgiExchange:
             self._close_stdin()  # the end of the body, for http-backend (it reads to the end)
 
     def _close_stdin(self) -> None:
-        """Once: left mid-write (the exchange ended and killed http-backend, so the write ends at once
-        with EPIPE), the descriptor is the thread's until then, never closed under it."""
+        """Once. Left mid-write (the exchange ended, and with it the processes reading the pipe, so
+        the write ends at once with EPIPE), the descriptor is the thread's until then, never closed
+        under it."""
         fd, self._stdin = self._stdin, -1
         if fd < 0:
             return
@@ -158,7 +178,7 @@ class CgiExchange:
 _PIPE_BYTES = 1024 * 1024
 # Threads that write request bodies into http-backend (one per push in progress; more pushes than
 # threads wait their turn, and no other work of svc's waits behind them).
-_WRITERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="svc-git-body")
+_WRITERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="svc-git-body")
 
 
 def _write_all(fd: int, data: bytes) -> None:
