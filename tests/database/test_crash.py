@@ -53,14 +53,21 @@ async def test_kill_9_in_a_restore_then_a_restart_finishes_it(tmp_path: Path, pr
             await _sql(creds, "insert into t values (1), (2)")
             written = (await _sql(creds, "select clock_timestamp() as at"))[0]["at"]
 
-            async def chosen() -> dict[str, Any] | None:
-                gens = (await http.get(URL + "/generations")).json()["generations"]
-                fresh = [g for g in gens if g["verified"] and datetime.fromisoformat(
-                    g["createdAt"].replace("Z", "+00:00")) > written]
-                return fresh[0] if fresh else None
+            def after(moment: datetime) -> Any:
+                async def verified() -> dict[str, Any] | None:
+                    gens = (await http.get(URL + "/generations")).json()["generations"]
+                    fresh = [g for g in gens if g["verified"] and datetime.fromisoformat(
+                        g["createdAt"].replace("Z", "+00:00")) > moment]
+                    return fresh[0] if fresh else None
+                return verified
 
-            generation = await _until(chosen, "a verified generation of the rows")
+            generation = await _until(after(written), "a verified generation of the rows")
+            # The backup cycle (every second here) takes a generation of the next change too: waited
+            # for, so no scheduled pg_dump meets the lock below and holds the job worker ahead of
+            # the restore.
+            changing = (await _sql(creds, "select clock_timestamp() as at"))[0]["at"]
             await _sql(creds, "insert into t values (3)")
+            await _until(after(changing), "a verified generation of the change")
             admin = await asyncpg.connect(project_cluster.admin_url, database=creds["database"])
             try:
                 # Holds pg_dump (sealing) until the kill.
