@@ -20,6 +20,8 @@ from svc.adapters.ai.port import Completion, UpstreamError
 # An event's line may be long (a tool call's arguments), but not without end: a provider that sends
 # more than this without a line break is refused, not held in memory.
 _LINE_BYTES = 2 * 1024 * 1024
+# What a call that fails on the way raises (aiohttp's parser errors are not ClientErrors).
+_FAILURES = (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError, OSError)
 
 
 class OpenAICompatible:
@@ -50,7 +52,7 @@ class OpenAICompatible:
             async with self._client().post(self._url, data=json.dumps(body).encode()) as answer:
                 content = await answer.read()
                 status = answer.status
-        except (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError, OSError) as exc:
+        except _FAILURES as exc:
             raise UpstreamError(f"the model's provider did not answer ({type(exc).__name__})") from None
         if status != 200:
             raise UpstreamError(f"the model's provider answered {status}: {_said(content)}")
@@ -86,7 +88,7 @@ class OpenAICompatible:
                         raise UpstreamError(f"the model's provider failed midway: {message}")
                     yield chunk
                 raise UpstreamError("the model's provider ended the stream before it finished")
-        except (TimeoutError, aiohttp.ClientError, aiohttp.http_exceptions.HttpProcessingError, OSError) as exc:
+        except _FAILURES as exc:
             raise UpstreamError(f"the model's provider did not finish ({type(exc).__name__})") from None
 
     async def aclose(self) -> None:

@@ -106,44 +106,45 @@ class Gate:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            async with asyncio.timeout(QUESTION_SECONDS):
-                line = await reader.readline()
-            if line.startswith(b"hook "):
-                await self._hook_in_text(line, reader, writer)
-                return
-            answer = await self._answer(json.loads(line))
-        except (ValueError, asyncio.LimitOverrunError, TimeoutError) as exc:
-            answer = {"ok": False, "message": f"svc: the question was not understood ({exc.__class__.__name__})"}
-        except Exception:
-            log.exception("the git gate failed to answer")
-            answer = {"ok": False, "message": "svc: an internal error stopped this; try again"}
-        try:
-            writer.write(json.dumps(answer).encode() + b"\n")
+            writer.write(await self._reply(reader))
             await writer.drain()
         finally:
             writer.close()
 
-    async def _hook_in_text(self, first: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _reply(self, reader: asyncio.StreamReader) -> bytes:
+        """The answer to one question: in text to a hook, in JSON to the SSH server."""
         try:
-            try:
-                _, phase, push = first.decode().split()
-                async with asyncio.timeout(QUESTION_SECONDS):
-                    changes = await _read_changes(reader)
-                ok, lines = await self._hook(phase, push, changes)
-            except _TooMany:
-                ok, lines = False, [f"svc: this push updates more refs than svc takes at once (over "
-                                    f"{MAX_QUESTION // (1024 * 1024)} MiB of them); push them in parts"]
-            except UnicodeDecodeError:
-                ok, lines = False, ["svc: ref names are UTF-8 here, and this push has one that is not"]
-            except (ValueError, TypeError, TimeoutError) as exc:
-                ok, lines = False, [f"svc: the question was not understood ({exc.__class__.__name__})"]
-            except Exception:
-                log.exception("the git gate failed to answer")
-                ok, lines = False, ["svc: an internal error stopped this; try again"]
-            writer.write(("ok\n" if ok else "refused\n").encode() + "".join(f"{line}\n" for line in lines).encode())
-            await writer.drain()
-        finally:
-            writer.close()
+            async with asyncio.timeout(QUESTION_SECONDS):
+                line = await reader.readline()
+            if line.startswith(b"hook "):
+                ok, lines = await self._hook_in_text(line, reader)
+                return ("ok\n" if ok else "refused\n").encode() + "".join(f"{said}\n" for said in lines).encode()
+            answer = await self._answer(json.loads(line))
+        except (ValueError, asyncio.LimitOverrunError, TimeoutError) as exc:
+            answer = {"ok": False, "message": _not_understood(exc)}
+        except Exception:
+            log.exception("the git gate failed to answer")
+            answer = {"ok": False, "message": _INTERNAL_ERROR}
+        return json.dumps(answer).encode() + b"\n"
+
+    async def _hook_in_text(self, first: bytes, reader: asyncio.StreamReader) -> tuple[bool, list[str]]:
+        """A hook's question, after its first line: whether the push may go on, and the lines for
+        the pusher."""
+        try:
+            _, phase, push = first.decode().split()
+            async with asyncio.timeout(QUESTION_SECONDS):
+                changes = await _read_changes(reader)
+            return await self._hook(phase, push, changes)
+        except _TooMany:
+            return False, [f"svc: this push updates more refs than svc takes at once (over "
+                           f"{MAX_QUESTION // (1024 * 1024)} MiB of them); push them in parts"]
+        except UnicodeDecodeError:
+            return False, ["svc: ref names are UTF-8 here, and this push has one that is not"]
+        except (ValueError, TypeError, TimeoutError) as exc:
+            return False, [_not_understood(exc)]
+        except Exception:
+            log.exception("the git gate failed to answer")
+            return False, [_INTERNAL_ERROR]
 
     async def _answer(self, ask: Mapping[str, Any]) -> dict[str, Any]:
         op = ask.get("op")
@@ -179,6 +180,13 @@ class Gate:
         push = self.open_push(access.pusher) if access.pusher is not None else None
         argv, env = self._launch(access.repo_id, service, push)
         return {"ok": True, "argv": argv, "env": env, "push": push}
+
+
+_INTERNAL_ERROR = "svc: an internal error stopped this; try again"
+
+
+def _not_understood(exc: BaseException) -> str:
+    return f"svc: the question was not understood ({exc.__class__.__name__})"
 
 
 class _TooMany(Exception):
