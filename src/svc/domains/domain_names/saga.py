@@ -17,6 +17,8 @@ Each step's outside call runs with nothing of the store held; its outcome is one
 
 from __future__ import annotations
 
+from sqlalchemy.exc import IntegrityError
+
 from svc.adapters.registrar.port import (
     Contact,
     NameUnavailable,
@@ -99,8 +101,17 @@ async def _start(ctx: AppContext, reg: Registrar, access: OrgAccess, name: str, 
                         locked=False, auto_renew=True, nameservers=[],
                         created_by=access.principal.user.id if access.principal.user else None,
                         created_at=now, updated_at=now)
-        session.add(domain)
-        await session.flush()
+        try:
+            async with session.begin_nested():
+                session.add(domain)
+                await session.flush()
+        except IntegrityError:
+            # A concurrent request inserted the name between the look above and this write (on
+            # PostgreSQL the lock above holds no row yet): the same outcome as finding it there.
+            found = await queries.by_name(session, name)
+            if found is None or found.org_id != access.org.id:
+                raise errors.DomainTaken() from None
+            return found.id
         note(session, domain.id, "quote", f"Priced at {dollars(domain.price_cents)} for {years} year(s)")
         # The contact is not in the audit trail: it was passed to the registrar, and svc keeps none of it.
         await record(session, "domain.purchase", actor=access.principal.user, org=access.org, target=name,
