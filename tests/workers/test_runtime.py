@@ -196,6 +196,23 @@ async def test_a_worker_reaches_no_local_or_private_address(runtime: WorkerdRunt
     assert reached == dict.fromkeys(targets, "refused")
 
 
+async def test_no_spelling_of_a_local_or_private_address_gets_through(runtime: WorkerdRuntime,
+                                                                      fake_svc: FakeSvc) -> None:
+    """The spellings a hostile tenant tries after the plain ones (issue 42's probe): numbers in other
+    bases, short forms, IPv4 inside IPv6, the unspecified address, names that end at loopback."""
+    port = runtime.upstreams()[0].port
+    targets = [f"http://2130706433:{port}/", f"http://0x7f000001:{port}/", f"http://0177.0.0.1:{port}/",
+               f"http://127.1:{port}/", f"http://0.0.0.0:{port}/", f"http://[::ffff:127.0.0.1]:{port}/",
+               f"http://[::ffff:7f00:1]:{port}/", f"http://[::]:{port}/", f"http://LOCALHOST.:{port}/",
+               "http://2852039166/", "http://[::ffff:169.254.169.254]/", "http://100.64.0.1/",
+               "http://172.16.0.1/", "http://[fd00::1]/", "http://[fe80::1]/"]
+    fake_svc.add("spellings.1", "export default { async fetch() { const out = {}; for (const url of "
+                                + json.dumps(targets) + ") { try { out[url] = (await fetch(url)).status } "
+                                "catch (error) { out[url] = 'refused' } } return Response.json(out) } }")
+    reached = (await _get(runtime, "spellings.1")).json()
+    assert reached == dict.fromkeys(targets, "refused")
+
+
 
 async def _answered_again(runtime: WorkerdRuntime, key: str) -> httpx.Response:
     """The first 200 from `key` once the killed process is back (within 30 s)."""
