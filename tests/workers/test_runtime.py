@@ -25,6 +25,7 @@ from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_wo
 
 pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
 
+ASSETS_DIGEST = "ab" * 32
 HELLO = "export default { async fetch(request, env) { return Response.json({ hello: env.GREETING }) } }"
 
 
@@ -34,7 +35,8 @@ class FakeSvc:
     def __init__(self) -> None:
         self.workers: dict[str, dict[str, Any]] = {}
         self.logs: list[dict[str, Any]] = []
-        self.files = {"/abc/assets/hello.txt": b"hello from assets\n"}
+        # By the digest the runtime names (X-Svc-Assets) and the path, as the edge serves them.
+        self.files = {(ASSETS_DIGEST, "/assets/hello.txt"): b"hello from assets\n"}
         self.token: str | None = None
         self.tokens_seen: set[str | None] = set()
         fake = self
@@ -54,7 +56,7 @@ class FakeSvc:
             def do_GET(self) -> None:
                 fake.tokens_seen.add(self.headers.get("X-Svc-Runtime-Token"))
                 if self.headers.get("Host") == "_svc-runtime-assets":  # the edge's files server
-                    data = fake.files.get(self.path)
+                    data = fake.files.get((self.headers.get("X-Svc-Assets"), self.path))
                     self.send_response(200 if data is not None else 404)
                     self.send_header("Content-Type", "text/plain; charset=utf-8")
                     self.send_header("Content-Length", str(len(data or b"")))
@@ -157,7 +159,8 @@ async def test_a_worker_runs_with_its_bindings_and_a_new_key_runs_new_code(
     fake_svc.add("d2.1", "export default { async fetch(request, env) { "
                          "const file = await env.ASSETS.fetch('http://assets/hello.txt'); "
                          "return Response.json({ asset: await file.text(), type: file.headers.get('content-type'), "
-                         "host: new URL(request.url).host, has: Object.keys(env).sort() }) } }", assets="abc/assets")
+                         "host: new URL(request.url).host, has: Object.keys(env).sort() }) } }",
+                  assets=f"{ASSETS_DIGEST}/assets")
     first = await _get(runtime, "d1.1")
     assert first.status_code == 200, first.text
     assert first.json() == {"hello": "first"}

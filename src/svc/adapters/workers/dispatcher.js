@@ -15,24 +15,48 @@ const KEY = /^[A-Za-z0-9_.:-]{1,200}$/;
 const HOP = ["x-svc-worker", "x-svc-runtime-token"];
 
 // env.ASSETS of a project's worker: its deployment's assets/ and nothing else, as the edge serves
-// them (content types, ETag, ranges): the props name the directory, and the URL parser has already
-// resolved any `..`, so a path cannot leave it. workerd reads no file itself.
+// them (content types, ETag, ranges). The props (svc's) name the directory, "<digest>/assets"; the
+// edge is told the digest in X-Svc-Assets and is sent the path as /assets/<file>, which it looks up
+// under that digest alone (nginx.conf.j2). The path is decoded and confined here first, so nothing
+// the edge decodes after can step out: see assetPath. workerd reads no file itself.
 export class Assets extends WorkerEntrypoint {
   async fetch(request) {
     if (request.method !== "GET" && request.method !== "HEAD") {
       return new Response("method not allowed", { status: 405, headers: { allow: "GET, HEAD" } });
     }
-    const url = new URL(request.url);
-    let path = url.pathname;
-    if (path.endsWith("/")) path += "index.html";
-    const headers = new Headers();
+    const root = ASSETS_ROOT.exec(this.ctx.props.root || "");
+    const path = assetPath(new URL(request.url).pathname);
+    if (!root || path === null) return new Response("not found", { status: 404 });
+    const headers = new Headers({ "x-svc-assets": root[1] });
     for (const name of ["range", "if-none-match", "if-modified-since", "if-range"]) {
       const value = request.headers.get(name);
       if (value) headers.set(name, value);
     }
-    return this.env.SITES.fetch(`http://${ASSETS_HOST}/${this.ctx.props.root}${path}`,
-                                { method: request.method, headers });
+    return this.env.SITES.fetch(`http://${ASSETS_HOST}/assets${path}`, { method: request.method, headers });
   }
+}
+
+const ASSETS_ROOT = /^([0-9a-f]{64})\/assets$/;
+
+// A URL path as a file's path under assets/, or null for one that could name anything else. The
+// URL parser resolves `..` it can see, but not `..%2F`, `%2e%2e%2f` or `..%5C`, which the edge would
+// decode and then resolve (issue 42): so each segment is decoded once here and refused if it is
+// `.` or `..`, or holds a slash, a backslash or NUL (or is not UTF-8), then encoded again, so that
+// the edge decodes exactly what was checked. A path ending in / is its index.html, as before.
+function assetPath(pathname) {
+  const segments = [];
+  for (const raw of pathname.split("/").slice(1)) {
+    let segment;
+    try {
+      segment = decodeURIComponent(raw);
+    } catch {
+      return null;
+    }
+    if (segment === "." || segment === ".." || /[/\\\0]/.test(segment)) return null;
+    segments.push(encodeURIComponent(segment));
+  }
+  const path = "/" + segments.join("/");
+  return path.endsWith("/") ? path + "index.html" : path;
 }
 
 const ASSETS_HOST = "_svc-runtime-assets";
