@@ -204,6 +204,11 @@ class Settings(BaseSettings):
     ssh_port: int = Field(default=0, ge=0, le=65535)
     ssh_host: str = "127.0.0.1"
     ssh_public_host: str | None = None
+    # What one push may send (git's receive.maxInputSize: git stops reading past it, before a byte
+    # more reaches the disk), and what an org's repositories may hold on disk, by plan (docs/repos.md).
+    repo_max_push_bytes: int = Field(default=512 * 1024**2, ge=1)
+    free_repo_storage_bytes: int = Field(default=1024**3, ge=0)
+    pro_repo_storage_bytes: int = Field(default=25 * 1024**3, ge=0)
     dnsimple_account_id: str | None = None
     # A one-time product for AI credit, its price set per purchase (docs/ai.md): without it, buying
     # credit answers 501 billing_off.

@@ -23,9 +23,11 @@ OLD, NEW = "0" * 40, "a" * 40
 class Keeper:
     refuse: str | None = None
     seen: list[tuple[str, list[RefChange]]] = field(default_factory=list)
+    incoming: list[int] = field(default_factory=list)
 
-    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
+    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange], incoming_bytes: int) -> HookAnswer:
         self.seen.append(("pre", list(changes)))
+        self.incoming.append(incoming_bytes)
         if self.refuse:
             raise Refused(self.refuse)
         return HookAnswer([])
@@ -84,6 +86,20 @@ async def test_a_refusal_before_the_push_stops_it_with_svcs_words(hooks: Hooks) 
     code, said = await hooks.run("pre-receive", f"{OLD} {NEW} refs/heads/main\n".encode(), hooks.gate.hook_env(push))
     assert (code, said) == (1, "svc: the repository o/p/r was deleted\n")
     assert [phase for phase, _ in hooks.keeper.seen] == ["pre"]
+
+
+async def test_the_pre_receive_hook_tells_what_the_push_brought(hooks: Hooks, tmp_path: Path) -> None:
+    """The bytes of git's quarantine of the push (what the org's repository quota counts)."""
+    quarantine = tmp_path / "objects" / "tmp_objdir-incoming-x"
+    (quarantine / "pack").mkdir(parents=True)
+    (quarantine / "pack" / "pack-1.pack").write_bytes(b"p" * 70_000)
+    (quarantine / "pack" / "pack-1.idx").write_bytes(b"i" * 1_234)
+    push = hooks.gate.open_push(pusher())
+    env = {**hooks.gate.hook_env(push), "GIT_QUARANTINE_PATH": str(quarantine)}
+    assert (await hooks.run("pre-receive", f"{OLD} {NEW} refs/heads/main\n".encode(), env))[0] == 0
+    assert (await hooks.run("pre-receive", f"{NEW} {OLD} refs/heads/main\n".encode(), hooks.gate.hook_env(push))
+            )[0] == 0  # a deletion: no quarantine, nothing brought
+    assert hooks.keeper.incoming == [71_234, 0]
 
 
 async def test_a_push_svc_did_not_start_is_refused(hooks: Hooks) -> None:

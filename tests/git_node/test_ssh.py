@@ -48,7 +48,7 @@ class StubGatekeeper:
         pusher = Pusher("repo_test1", "user_1", "Ada", "ssh") if service == "receive-pack" else None
         return SshAccess(repo_id="repo_test1", default_branch="main", service=service, pusher=pusher)
 
-    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
+    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange], incoming_bytes: int) -> HookAnswer:
         self.before.append((pusher, list(changes)))
         return HookAnswer(["deployed v1"])
 

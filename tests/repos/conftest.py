@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from svc.settings import Settings
+from svc.settings import AreaSettings, Settings
 from tests.support.api import Svc, User, running_svc
 from tests.support.ports import free_port
 
@@ -79,12 +79,12 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(settings: Settings) -> AsyncIterator[Served]:
+async def serving(settings: Settings, area_settings: Iterable[AreaSettings] = ()) -> AsyncIterator[Served]:
     """svc on a real port of 127.0.0.1 (its SVC_PUBLIC_URL), its lifespan run by the test."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    async with running_svc(settings.model_copy(update={"public_url": url})) as svc:
+    async with running_svc(settings.model_copy(update={"public_url": url}), area_settings=area_settings) as svc:
         server = uvicorn.Server(uvicorn.Config(svc.app, log_level="warning", lifespan="off"))
         task = asyncio.create_task(server.serve(sockets=[sock]))
         try:

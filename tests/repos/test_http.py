@@ -197,3 +197,42 @@ async def test_gzip_and_chunked_request_bodies(served: Served, git: Git, tmp_pat
                                        "Content-Encoding": "gzip", "Git-Protocol": "version=2"})
     assert r.status_code == 200, r.text
     assert f"{head} refs/heads/main".encode() in r.content
+
+
+async def test_a_login_session_never_reaches_git_and_a_token_does(served: Served, git: Git, tmp_path: Path) -> None:
+    """Spec, Authentication 5: git takes personal access tokens (or SSH keys), never the dashboard's
+    session, though the session is valid for the API."""
+    alice = await served.svc.login("alice")
+    repo = await project_with_repo(alice, visibility="private")
+    work = await git.site(tmp_path / "work")
+    assert (await alice.client.get("/v1/me")).status_code == 200  # the session itself is good
+    for verb in (["clone", with_token(repo["cloneUrl"], alice.token), str(tmp_path / "clone")],
+                 ["push", with_token(repo["cloneUrl"], alice.token), "main"]):
+        refused = await git(*verb, cwd=work, ok=False)
+        assert refused.code != 0 and "never a login session" in refused.said, refused.said
+    # The same over plain HTTP: 401, the session token in the password or the username.
+    info = repo["cloneUrl"] + "/info/refs?service=git-upload-pack"
+    async with httpx.AsyncClient() as http:
+        for auth in (("anyone", alice.token), (alice.token, "")):
+            r = await http.get(info, auth=auth)
+            assert r.status_code == 401 and "personal access token" in r.text
+    await git("push", with_token(repo["cloneUrl"], await new_token(alice)), "main", cwd=work)
+
+
+async def test_the_ref_history_lists_the_most_recent_200(served: Served, git: Git, tmp_path: Path) -> None:
+    """Spec "Limits": the ref-update history is the most recent 200 (a push of 205 tags records 205)."""
+    alice = await served.svc.login("alice")
+    repo = await project_with_repo(alice)
+    url = with_token(repo["cloneUrl"], await new_token(alice))
+    work = await git.site(tmp_path / "work")
+    await git("push", url, "main", cwd=work)
+    head = await git.head(work)
+    for i in range(205):  # as `git tag` writes them, without 205 processes
+        (work / ".git" / "refs" / "tags" / f"v{i:03d}").write_text(head + "\n")
+    await git("push", "-q", url, "--tags", cwd=work)
+
+    r = await alice.client.get(f"/v1/orgs/{alice.personal_org}/projects/web/repos/site/ref-updates")
+    listed = [u["ref"] for u in r.json()["updates"]]
+    assert len(listed) == 200
+    assert set(listed) == {f"refs/tags/v{i:03d}" for i in range(5, 205)}  # the oldest six are left out
+    assert "refs/heads/main" not in listed

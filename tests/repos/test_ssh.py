@@ -62,3 +62,46 @@ async def test_clone_and_push_over_ssh(ssh_served: Served, git: Git, tmp_path: P
     assert (await alice.client.delete(f"/v1/me/ssh-keys/{key_id}")).status_code == 204
     gone = await git("ls-remote", url, env=over_ssh(alice_key), ok=False)
     assert gone.code != 0 and "Permission denied" in gone.said
+
+
+async def test_svcs_rule_over_ssh_outsiders_public_and_other_orgs(ssh_served: Served, git: Git,
+                                                                 tmp_path: Path) -> None:
+    """svc's own rule (repos/authorize.py, through the gate and the real SSH server, not a stub):
+    an outsider's key learns nothing of a private repository and cannot push to a public one it
+    clones; a member's key reaches its org's projects and no other org's."""
+    svc = ssh_served.svc
+    alice, dave = await svc.login("alice"), await svc.login("dave")
+    assert (await alice.client.post("/v1/orgs", json={"slug": "team", "name": "Team"})).status_code == 201
+    for project in ("web", "api"):
+        assert (await alice.client.post("/v1/orgs/team/projects", json={"name": project})).status_code == 201
+    site = (await alice.client.post("/v1/orgs/team/projects/web/repos", json={"name": "site"})).json()["sshUrl"]
+    code = (await alice.client.post("/v1/orgs/team/projects/api/repos", json={"name": "code"})).json()["sshUrl"]
+    keys = {}
+    for name, user in (("alice", alice), ("dave", dave)):
+        keys[name] = tmp_path / f"{name}_key"
+        r = await user.client.post("/v1/me/ssh-keys", json={"name": name, "publicKey": await ssh_key(keys[name])})
+        assert r.status_code == 201, r.text
+    work = await git.site(tmp_path / "work")
+    await git("push", site, "main", cwd=work, env=over_ssh(keys["alice"]))
+    await git("push", code, "main", cwd=work, env=over_ssh(keys["alice"]))  # another project of her org
+
+    # Dave, in no org of these: a private repository is not found, whatever he tries.
+    for verb in (["clone", site, str(tmp_path / "dave")], ["ls-remote", site], ["push", site, "main:dave"]):
+        refused = await git(*verb, cwd=work, env=over_ssh(keys["dave"]), ok=False)
+        assert refused.code != 0 and "Repository not found" in refused.said, refused.said
+    # Dave's own org's path does not lead to Alice's repository either.
+    dave_org = dave.personal_org
+    refused = await git("ls-remote", site.replace("/team/", f"/{dave_org}/"), env=over_ssh(keys["dave"]), ok=False)
+    assert refused.code != 0 and "Repository not found" in refused.said
+
+    # Public: Dave's key clones it, and still cannot push; the other project's stays private.
+    assert (await alice.client.patch("/v1/orgs/team/projects/web/repos/site",
+                                     json={"visibility": "public"})).status_code == 204
+    await git("clone", "-q", site, str(tmp_path / "dave-public"), env=over_ssh(keys["dave"]))
+    assert (tmp_path / "dave-public" / "svc.json").exists()
+    pushed = await git("push", site, "main:dave", cwd=work, env=over_ssh(keys["dave"]), ok=False)
+    assert pushed.code != 0 and "Repository not found" in pushed.said
+    hidden = await git("ls-remote", code, env=over_ssh(keys["dave"]), ok=False)
+    assert hidden.code != 0 and "Repository not found" in hidden.said
+    refs = (await git("ls-remote", site, env=over_ssh(keys["alice"]))).out
+    assert "refs/heads/dave" not in refs and "refs/heads/main" in refs

@@ -14,7 +14,8 @@ def build_git_node(settings: Settings) -> GitNode | None:
     """The node under SVC_DATA_DIR/git; None when git hosting is off or git is missing."""
     if off_reason(settings) is not None:
         return None
-    return LocalGitNode(settings.data_dir / "git", ssh_port=settings.ssh_port or None, ssh_host=settings.ssh_host)
+    return LocalGitNode(settings.data_dir / "git", ssh_port=settings.ssh_port or None, ssh_host=settings.ssh_host,
+                        max_push_bytes=settings.repo_max_push_bytes)
 
 
 def off_reason(settings: Settings) -> str | None:

@@ -3,7 +3,10 @@ svc (the `GitGatekeeper`). One question per connection. The receive hooks ask in
 twice a push: no json to import, hook.py), git's own stdin passed on as it is, the end of the
 question the end of what they send:
 
-    hook pre|post ID\n<old> <new> <ref>\n...   -> ok|refused\n<a line for the pusher>\n...
+    hook pre ID BYTES\n<old> <new> <ref>\n...   -> ok|refused\n<a line for the pusher>\n...
+    hook post ID\n<old> <new> <ref>\n...        (the same answer)
+
+(BYTES: what the push brought, measured by the hook in git's quarantine of it.)
 
 The SSH server asks in JSON, one object per line each way:
 
@@ -131,10 +134,14 @@ class Gate:
         """A hook's question, after its first line: whether the push may go on, and the lines for
         the pusher."""
         try:
-            _, phase, push = first.decode().split()
+            words = first.decode().split()
+            phase, push = words[1:3] if len(words) in (3, 4) else ("", "")
+            if (phase, len(words)) not in (("pre", 4), ("post", 3)):
+                raise ValueError("a hook asks 'hook pre ID BYTES' or 'hook post ID'")
+            incoming = int(words[3]) if phase == "pre" else 0
             async with asyncio.timeout(QUESTION_SECONDS):
                 changes = await _read_changes(reader)
-            return await self._hook(phase, push, changes)
+            return await self._hook(phase, push, changes, incoming)
         except _TooMany:
             return False, [f"svc: this push updates more refs than svc takes at once (over "
                            f"{MAX_QUESTION // (1024 * 1024)} MiB of them); push them in parts"]
@@ -157,13 +164,13 @@ class Gate:
             return {"ok": True}
         return {"ok": False, "message": f"svc: no such question: {op!r}"}
 
-    async def _hook(self, phase: str, push: str, changes: list[RefChange]) -> tuple[bool, list[str]]:
+    async def _hook(self, phase: str, push: str, changes: list[RefChange], incoming: int) -> tuple[bool, list[str]]:
         pusher = self._pushes.get(push)
         if pusher is None:
             return False, ["svc: this push is not one svc started; try again"]
         try:
             if phase == "pre":
-                said = await self.gatekeeper.before_push(pusher, changes)
+                said = await self.gatekeeper.before_push(pusher, changes, incoming)
             else:
                 said = await self.gatekeeper.after_push(pusher, changes)
         except Refused as exc:

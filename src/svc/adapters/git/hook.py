@@ -2,7 +2,9 @@
 run by git with svc's Python, without site packages, so a push pays no import of svc).
 
 git hands a hook the push's ref changes on stdin; this passes them to svc through the node's gate
-(the Unix socket named by SVC_GIT_GATE, for the push SVC_GIT_PUSH) in the gate's text form, and
+(the Unix socket named by SVC_GIT_GATE, for the push SVC_GIT_PUSH) in the gate's text form, with
+(pre-receive) the bytes the push brought: its quarantine, the directory git keeps a push's objects
+in until the hook has said yes (GIT_QUARANTINE_PATH), which svc counts against the org's quota; and
 prints svc's answer, which git sends the pusher as "remote: ..." lines. A pre-receive hook that
 exits non-zero refuses the whole push. A repository reached without svc's environment (someone on
 the machine with a plain git) is refused: every ref change must be recorded.
@@ -26,12 +28,15 @@ def main() -> int:
         sys.stderr.write("svc: this repository takes pushes through svc only\n")
         return 1
     changes = sys.stdin.buffer.read()
+    question = f"hook {phase} {push}"
+    if phase == "pre":
+        question += f" {incoming_bytes(os.environ.get('GIT_QUARANTINE_PATH'))}"
     try:
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.settimeout(ANSWER_SECONDS)
             sock.connect(gate)
-            sock.sendall(f"hook {phase} {push}\n".encode() + changes)
+            sock.sendall(f"{question}\n".encode() + changes)
             sock.shutdown(_socket.SHUT_WR)
             answer = b""
             while chunk := sock.recv(65536):
@@ -44,6 +49,18 @@ def main() -> int:
     verdict, _, lines = answer.decode("utf-8", "replace").partition("\n")
     sys.stderr.write(lines)
     return 0 if verdict == "ok" else 1
+
+
+def incoming_bytes(quarantine: str | None) -> int:
+    """The files' bytes under the push's quarantine (none: a push that only moves or deletes refs)."""
+    total = 0
+    for folder, _, files in os.walk(quarantine or ""):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 if __name__ == "__main__":

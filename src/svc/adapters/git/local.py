@@ -8,11 +8,12 @@ is checked and recorded by svc whatever transport carried it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from svc.adapters.git import reading
@@ -35,6 +36,7 @@ from svc.adapters.git.process import host_key_pem, start_ssh
 from svc.supervisor import PortInUse, Supervisor, host_port
 
 _HOOKS = ("pre-receive", "post-receive")
+DEFAULT_MAX_PUSH_BYTES = 512 * 1024 * 1024  # SVC_REPO_MAX_PUSH_BYTES's default
 # Set in every repository when it is made: reflogs keep what a force-push replaced (so `git gc`
 # keeps it 90 days and its id can be fetched back); fetching by any commit id is allowed for that.
 # Appended to the config `git init` wrote (git reads a section given twice as one), rather than one
@@ -57,8 +59,9 @@ def git_binary() -> str | None:
 
 class LocalGitNode:
     def __init__(self, root: Path, *, git: str | None = None, ssh_port: int | None = None,
-                 ssh_host: str = "127.0.0.1") -> None:
+                 ssh_host: str = "127.0.0.1", max_push_bytes: int = DEFAULT_MAX_PUSH_BYTES) -> None:
         self.root = root
+        self.max_push_bytes = max_push_bytes
         self.ssh_host = ssh_host
         self.repos = root / "repos"
         self.hooks = root / "hooks"
@@ -118,9 +121,11 @@ class LocalGitNode:
 
     def environment(self, push: str | None) -> dict[str, str]:
         """What every git process of the node runs with: a clean git environment, the node's hooks and
-        the gate; pushes are allowed over HTTP only with a push id (receive-pack needs REMOTE_USER too)."""
+        the gate; pushes are allowed over HTTP only with a push id (receive-pack needs REMOTE_USER too).
+        receive.maxInputSize bounds a push where git reads it: index-pack (or unpack-objects) stops
+        past it and the pusher reads "fatal: pack exceeds maximum allowed size"."""
         config = {"core.hooksPath": str(self.hooks), "http.receivepack": "true" if push else "false",
-                  "http.uploadpack": "true"}
+                  "http.uploadpack": "true", "receive.maxInputSize": str(self.max_push_bytes)}
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
                "HOME": str(self.root), "GIT_CONFIG_COUNT": str(len(config)), **self.gate.hook_env(push)}
         for i, (key, value) in enumerate(config.items()):
@@ -169,6 +174,9 @@ class LocalGitNode:
             os.replace(path, gone)
             await asyncio.to_thread(shutil.rmtree, gone, True)
 
+    async def disk_bytes(self, repo_ids: Sequence[str]) -> int:
+        return await asyncio.to_thread(_disk_bytes, [self.repo_dir(repo_id) for repo_id in repo_ids])
+
     async def _git(self, *args: str) -> None:
         process = await asyncio.create_subprocess_exec(
             self.git, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
@@ -208,6 +216,18 @@ class LocalGitNode:
         push = gate.open_push(pusher) if pusher is not None else None
         return _ClosingExchange(self.git, self.repos, self.repo_dir(repo_id).name, request, body,
                                 self.environment(push), gate, push)
+
+
+def _disk_bytes(paths: Sequence[Path]) -> int:
+    """The bytes of the files under each path (a repository not made yet: 0), the incoming objects of
+    pushes in progress included (their quarantine is inside the repository)."""
+    total = 0
+    for path in paths:
+        for folder, _, files in os.walk(path):
+            for name in files:
+                with contextlib.suppress(OSError):  # gone meanwhile (a pack replaced, a push ended)
+                    total += os.lstat(os.path.join(folder, name)).st_size
+    return total
 
 
 class _ClosingExchange(CgiExchange):

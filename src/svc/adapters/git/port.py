@@ -139,8 +139,9 @@ class GitGatekeeper(Protocol):
         """`path` as the client sent it ("org/project/repo.git"); raises Refused."""
         ...
 
-    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
-        """The pre-receive hook: raises Refused to refuse the whole push."""
+    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange], incoming_bytes: int) -> HookAnswer:
+        """The pre-receive hook: raises Refused to refuse the whole push. `incoming_bytes`: what the
+        push brought, on disk in its quarantine (git's objects not yet in the repository)."""
         ...
 
     async def after_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
@@ -209,6 +210,10 @@ class GitNode(Protocol):
     async def commits(self, repo_id: str, ref: str, limit: int) -> list[Commit]: ...
 
     async def has_path(self, repo_id: str, commit: str, path: str) -> bool: ...
+
+    async def disk_bytes(self, repo_ids: Sequence[str]) -> int:
+        """What these repositories hold on disk together, pushes in progress included."""
+        ...
 
     async def archive(self, repo_id: str, commit: str) -> bytes:
         """The commit's tree as a gzipped tar (a deployment bundle when it holds svc.json)."""

@@ -24,20 +24,23 @@ class PlanLimits:
     # A project's AI calls a minute at most, and what they may cost in a day (micro-cents).
     ai_calls_per_minute: int
     ai_micro_cents_per_day: int
+    # What the org's git repositories may hold on disk, deleted ones until they are purged.
+    repo_storage_bytes: int
 
 
 def limits(settings: Settings, plan: str) -> PlanLimits:
     """What `plan` allows on this server (the project counts and the AI calls a minute are settings:
-    SVC_FREE_PROJECT_LIMIT, SVC_PRO_PROJECT_LIMIT, SVC_FREE_AI_CALLS_PER_MINUTE, SVC_PRO_AI_CALLS_PER_MINUTE)."""
+    SVC_FREE_PROJECT_LIMIT, SVC_PRO_PROJECT_LIMIT, SVC_FREE_AI_CALLS_PER_MINUTE, SVC_PRO_AI_CALLS_PER_MINUTE,
+    SVC_FREE_REPO_STORAGE_BYTES, SVC_PRO_REPO_STORAGE_BYTES)."""
     if plan == Plan.pro:
         return PlanLimits(projects=settings.pro_project_limit, storage_bytes=100 * GIB, mail_per_hour=2000,
                           ai_max_output_tokens=0, ai_max_input_tokens=0,
                           ai_calls_per_minute=settings.pro_ai_calls_per_minute,
-                          ai_micro_cents_per_day=100 * DOLLAR)
+                          ai_micro_cents_per_day=100 * DOLLAR, repo_storage_bytes=settings.pro_repo_storage_bytes)
     return PlanLimits(projects=settings.free_project_limit, storage_bytes=1 * GIB, mail_per_hour=100,
                       ai_max_output_tokens=4096, ai_max_input_tokens=0,
                       ai_calls_per_minute=settings.free_ai_calls_per_minute,
-                      ai_micro_cents_per_day=1 * DOLLAR)
+                      ai_micro_cents_per_day=1 * DOLLAR, repo_storage_bytes=settings.free_repo_storage_bytes)
 
 
 def every(settings: Settings) -> dict[str, PlanLimits]:

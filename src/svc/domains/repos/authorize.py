@@ -67,6 +67,11 @@ async def by_token(session: StoreSession, token: str | None, org_slug: str, proj
     resolved = await resolve(session, token, org_slug, cache=cache)
     if resolved is None:
         raise GitRefusal(401, "The token is invalid, expired or revoked")
+    if resolved.principal.kind != "pat":
+        # The dashboard's session never reaches git (spec, Authentication 5): a session token that
+        # leaks from a browser is not a key to every repository of its user.
+        raise GitRefusal(401, "Git takes a personal access token (svc_pat_...), never a login session: "
+                              "make one with `svc tokens create` or in the dashboard")
     return await _decide(session, resolved.principal, resolved.org, resolved.role, project_name, repo_name, service,
                          org_slug=org_slug)
 

@@ -31,8 +31,10 @@ from svc.auth.roles import OrgAccess, at_least
 from svc.context import AppContext
 from svc.domains.deployments import service as deployments
 from svc.domains.deployments.schemas import GitInfo
+from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.domains.repos import authorize, queries
+from svc.domains.repos.pages import human_size
 from svc.errors import AppError
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
@@ -71,9 +73,11 @@ class Gatekeeper:
         return SshAccess(repo_id=found.repo.id, default_branch=found.repo.default_branch, service=service,
                          pusher=pusher)
 
-    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
+    async def before_push(self, pusher: Pusher, changes: Sequence[RefChange], incoming_bytes: int) -> HookAnswer:
         """The repository may have been deleted, or the project's teardown begun, since the push was
-        let in: then nothing is taken."""
+        let in: then nothing is taken. Nor is a push that brings objects to an org whose repositories
+        would then hold more than its plan's quota (a push that brings none, deleting or moving refs,
+        always goes in: it is how an org over its quota cleans up)."""
         async with unit_of_work(self.ctx, Tx.READ) as uow:
             repo = await queries.repo_by_id(uow.session, pusher.repo_id)
             project = None if repo is None else await uow.session.get(Project, repo.project_id)
@@ -81,6 +85,15 @@ class Gatekeeper:
                 raise Refused("svc: this repository was deleted")
             if project.state != ProjectState.active:
                 raise Refused("svc: the project is being deleted")
+            org = await uow.session.get(Org, repo.org_id)
+            assert org is not None, "a repository's org outlives it"
+            plan, quota = org.plan, orgs.limits_of(self.ctx.settings, org.plan).repo_storage_bytes
+            repo_ids = await queries.org_repo_ids(uow.session, org.id)
+        if incoming_bytes > 0:
+            # On disk now, this push's quarantine (and any other push in progress) included.
+            stored = await self.node.disk_bytes(repo_ids)
+            if stored > quota:
+                raise Refused(quota_refusal(incoming_bytes, stored, quota, plan))
         return HookAnswer()
 
     async def after_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
@@ -160,6 +173,12 @@ class Gatekeeper:
         user, org, role, project = row
         principal = Principal(user=user, kind="session", credential_id=pusher.user_id)
         return OrgAccess(org=org, role=Role(role), principal=principal), project
+
+
+def quota_refusal(incoming: int, stored: int, quota: int, plan: str) -> str:
+    return (f"svc: this push was refused: it brings {human_size(incoming)}, which would put the org's repositories "
+            f"at {human_size(stored)}, over the {plan} plan's repository storage of {human_size(quota)} (deleted "
+            f"repositories count until they are purged); delete what is not needed, or move to a larger plan")
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:

@@ -77,7 +77,7 @@ def _link(base: str, **query: str | None) -> str:
 
 def _values(p: ProjectAccess) -> dict[str, Any]:
     role = p.access.role
-    return {"project": p.project.name, "list_url": _list_url(p), "role": role.value, "size": _size,
+    return {"project": p.project.name, "list_url": _list_url(p), "role": role.value, "size": human_size,
             "can_create": at_least(role, Role.member), "can_admin": at_least(role, Role.admin),
             "tree_limit": TREE_LIMIT, "blob_limit_mib": BLOB_LIMIT // (1024 * 1024)}
 
@@ -114,7 +114,7 @@ def _entries(repo_url: str, ref: str | None, tree: schemas.RepoTree) -> list[dic
             for e in ordered]
 
 
-def _size(n: int | None) -> str:
+def human_size(n: int | None) -> str:
     """Bytes for a person: 512 B, 14.2 KB, 3.1 MB."""
     if n is None:
         return ""
@@ -224,7 +224,7 @@ async def blob_page(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx, name
         code = await highlight.highlighted(blob.path, blob.content)
     return await render.render(request, "repos/blob.html", title=f"{shown['repo'].name}/{blob.path}", **shown,
                                ref=ref, current_ref=ref or shown["repo"].default_branch, blob=blob, code=code,
-                               language=highlight.language(blob.path), blob_size=_size(blob.size),
+                               language=highlight.language(blob.path), blob_size=human_size(blob.size),
                                crumbs=_crumbs(shown["repo_url"], ref, blob.path), **_values(p))
 
 

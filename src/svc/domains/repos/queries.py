@@ -33,6 +33,11 @@ async def all_repo_ids(session: StoreSession, project_id: str) -> list[str]:
     return list(await session.scalars(select(Repo.id).where(Repo.project_id == project_id)))
 
 
+async def org_repo_ids(session: StoreSession, org_id: str) -> list[str]:
+    """Deleted ones too, until purged: their disk copies count against the org's quota."""
+    return list(await session.scalars(select(Repo.id).where(Repo.org_id == org_id)))
+
+
 async def purgeable(session: StoreSession, deleted_before: datetime, limit: int) -> list[Repo]:
     stmt = (select(Repo).where(Repo.deleted_at.is_not(None), Repo.deleted_at < deleted_before)
             .order_by(Repo.deleted_at).limit(limit))
