@@ -78,13 +78,11 @@ class Asked:
 
 def read(body: dict[str, Any]) -> Asked:
     """The body's fields allowed, checked and measured; BadRequest / Unbounded for what cannot be sent."""
-    fields: dict[str, Any] = {}
-    for key, value in body.items():
-        if key in FORWARDED:
-            fields[key] = value
-        elif key in REFUSED:
-            raise errors.Unbounded(f"{key}: not forwarded, {REFUSED[key]} (svc holds a call's worst case before "
-                                   "it starts, and cannot bound this)", details={"field": key})
+    fields = {key: value for key, value in body.items() if key in FORWARDED}
+    refused = min(REFUSED.keys() & body.keys(), default=None)
+    if refused is not None:
+        raise errors.Unbounded(f"{refused}: not forwarded, {REFUSED[refused]} (svc holds a call's worst case before "
+                               "it starts, and cannot bound this)", details={"field": refused})
     modalities = body.get("modalities")
     if modalities is not None and (not isinstance(modalities, list) or set(modalities) - {_TEXT}):
         raise errors.Unbounded("modalities: only [\"text\"] (audio output is billed at its own rate)",
@@ -96,7 +94,7 @@ def read(body: dict[str, Any]) -> Asked:
     fields["messages"] = messages
     size = len(json.dumps(messages, ensure_ascii=False).encode())
     parts = len(messages)
-    for key in _PROMPT:
+    for key in _PROMPT if len(fields) > 1 else ():  # none of them without another allowed field
         value = body.get(key)
         if value is not None:
             size += len(json.dumps(value, ensure_ascii=False).encode())
@@ -115,13 +113,14 @@ def read(body: dict[str, Any]) -> Asked:
         fields["n"] = choices
 
     completion, tokens = body.get("max_completion_tokens"), body.get("max_tokens")
-    for name, value in (("max_completion_tokens", completion), ("max_tokens", tokens)):
-        if value is not None and not _positive(value):
-            raise BadRequest(f"{name}: a positive integer")
-    bounds = [b for b in (completion, tokens) if b is not None]
+    if completion is not None and not _positive(completion):
+        raise BadRequest("max_completion_tokens: a positive integer")
+    if tokens is not None and not _positive(tokens):
+        raise BadRequest("max_tokens: a positive integer")
+    bound = tokens if completion is None else completion if tokens is None else min(completion, tokens)
     options = body.get("stream_options")
     return Asked(model_id=str(body.get("model") or ""), fields=fields, prompt_bytes=size, parts=parts,
-                 opaque=_opaque(messages), choices=choices, max_output=min(bounds) if bounds else None,
+                 opaque=_opaque(messages), choices=choices, max_output=bound,
                  bound_field="max_completion_tokens" if completion is not None else "max_tokens",
                  wants_usage=isinstance(options, dict) and options.get("include_usage") is True)
 
