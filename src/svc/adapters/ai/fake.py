@@ -5,7 +5,7 @@ vLLM or Ollama.
 
 Its model answers "echo:" and the last user message, one token a word. Tokens are counted the same
 way (a word is a token, each message two more), so a test knows to the token what a call costs.
-Asked for `n` choices it answers each the same, and counts each one's tokens.
+Asked for `n` choices it answers each the same (a stream, the first) and counts each one's tokens.
 The tests steer it through /_fake/mode: fail (500), cut a stream off after some chunks, bill
 exactly what it was asked for (greedy: `n` times max_tokens, as a model that talks to its bound
 does) or more than that (overbill: a provider that counts what the gateway cannot see)."""

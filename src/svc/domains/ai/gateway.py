@@ -56,7 +56,7 @@ class Held:
     model: catalog.Model
     micro_cents: int
     body: dict[str, Any]
-    # A token each four bytes of the messages: what a cut-off stream's input is charged at.
+    # A token each four bytes of the prompt: what a cut-off stream's input is charged at.
     input_estimate: int
     # A streamed call whose worker asked for the usage event (the upstream is always asked).
     wants_usage: bool = False
