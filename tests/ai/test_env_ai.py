@@ -59,11 +59,11 @@ async def project(server: Server) -> AsyncIterator[Project]:
         yield Project(server=server, http=http, owner="chatter", auth=auth, host=r.json()["hostname"])
 
 
-async def _credit(server: Server, amount: str) -> None:
+async def _credit(server: Server, amount: str, org: str = "chatter") -> None:
     from tests.cli.conftest import clean_env, run_in_process
 
     env = clean_env() | {"SVC_DATA_DIR": str(server.data_dir)}
-    ran = await asyncio.to_thread(run_in_process, ["admin", "credit", "--json", "chatter", amount, "--reason",
+    ran = await asyncio.to_thread(run_in_process, ["admin", "credit", "--json", org, amount, "--reason",
                                                    "test"], env)
     assert ran.code == 0, ran.out
 
@@ -126,3 +126,54 @@ async def test_the_chat_example_calls_the_model_through_env_ai(project: Project,
     assert (await project.http.delete(f"{project.base}/ai", headers=project.auth)).status_code == 204
     after = await _post(project, "/api/chat", {"message": "hello"})
     assert after.status_code == 503
+
+
+# A worker that hands its request's body to env.ai as it came: what a tenant's code can ask for.
+RELAY = b"""export default {
+  async fetch(request, env) {
+    return env.ai.fetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" },
+                                                   body: await request.text() });
+  },
+};
+"""
+
+
+async def test_a_worker_cannot_ask_env_ai_for_more_than_is_held(server: Server, upstream: FakeUpstream) -> None:
+    async with httpx.AsyncClient(base_url=server.api, timeout=30) as http:
+        r = await http.post("/v1/auth/dev/login", json={"subject": "bounder"})
+        auth = {"authorization": f"Bearer {r.json()['token']}"}
+        r = await http.post("/v1/orgs/bounder/projects", json={"name": "site"}, headers=auth)
+        assert r.status_code == 201, r.text
+        project = Project(server=server, http=http, owner="bounder", auth=auth, host=r.json()["hostname"])
+        bundle = site({"worker/index.js": RELAY}, svc_json={"project": "relay", "ai": True,
+                                                             "compatibilityDate": "2025-06-01"})
+        assert (await project.deploy(bundle)).status_code == 201
+        assert (await http.post(f"{project.base}/ai", headers=auth)).status_code == 200
+        await _credit(server, "+$1", org="bounder")
+        messages = [{"role": "user", "content": "write a lot"}]
+        calls = len(upstream.state.calls)
+
+        # Twenty choices of a thousand tokens: refused before the provider, in words.
+        refused = await _post(project, "/", {"model": "openai/gpt-4o-mini", "messages": messages,
+                                             "max_tokens": 1000, "n": 20})
+        assert refused.status_code == 400 and refused.json()["code"] == "ai_unbounded_request", refused.text
+        assert len(upstream.state.calls) == calls
+
+        # Eight, from a provider that bills every token asked for: held in full, charged in full,
+        # and the fields svc does not forward never reach the provider.
+        upstream.state.mode = "greedy"
+        try:
+            answer = await _post(project, "/", {"model": "openai/gpt-4o-mini", "messages": messages,
+                                                "max_tokens": 1000, "n": 8, "store": True, "service_tier": "priority"})
+        finally:
+            upstream.state.mode = "ok"
+        assert answer.status_code == 200, answer.text
+        sent = upstream.state.calls[-1]
+        assert sent["n"] == 8 and sent["max_tokens"] == 1000 and "store" not in sent and "service_tier" not in sent
+        cost = -(-(count_tokens(messages) * MINI_IN + 8 * 1000 * MINI_OUT) // 1_000_000)
+        for _ in range(300):  # an answer goes back before its settlement lands (milliseconds)
+            credit = (await http.get("/v1/orgs/bounder/ai/credit", headers=auth)).json()
+            if credit["balanceMicroCents"] != 100_000_000:
+                break
+            await asyncio.sleep(0.02)
+        assert credit["balanceMicroCents"] == 100_000_000 - cost

@@ -5,7 +5,10 @@ vLLM or Ollama.
 
 Its model answers "echo:" and the last user message, one token a word. Tokens are counted the same
 way (a word is a token, each message two more), so a test knows to the token what a call costs.
-The tests steer it through /_fake/mode: fail (500), or cut a stream off after some chunks."""
+Asked for `n` choices it answers each the same (a stream, the first) and counts each one's tokens.
+The tests steer it through /_fake/mode: fail (500), cut a stream off after some chunks, bill
+exactly what it was asked for (greedy: `n` times max_tokens, as a model that talks to its bound
+does) or more than that (overbill: a provider that counts what the gateway cannot see)."""
 
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ def count_tokens(messages: list[dict[str, Any]]) -> int:
 
 @dataclass
 class FakeUpstreamState:
-    # "ok", "fail" (500 to every call), or "cut" (a stream stops after cut_after chunks).
+    # "ok", "fail" (500 to every call), "cut" (a stream stops after cut_after chunks), "greedy"
+    # (usage: n x max_tokens out) or "overbill" (usage: more than that, and more in than the bytes sent).
     mode: str = "ok"
     cut_after: int = 2
     # Seconds each call takes before it answers.
@@ -81,16 +85,23 @@ class FakeUpstream:
         last = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
         words = ["echo:", *last.split()]
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        choices = body.get("n") or 1
         finish = "stop"
         if isinstance(limit, int) and len(words) > limit:
             words, finish = words[:limit], "length"
-        usage = {"prompt_tokens": count_tokens(messages), "completion_tokens": len(words),
-                 "total_tokens": count_tokens(messages) + len(words)}
+        prompt, completion = count_tokens(messages), choices * len(words)
+        if self.state.mode == "greedy" and isinstance(limit, int):
+            completion = choices * limit
+        elif self.state.mode == "overbill":
+            prompt = 4 * len(json.dumps(messages).encode()) + 1000
+            completion = 4 * choices * (limit if isinstance(limit, int) else len(words)) + 1000
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
         ident, created, model = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time()), str(body.get("model"))
         if not body.get("stream"):
+            answer = [{"index": i, "message": {"role": "assistant", "content": " ".join(words)},
+                       "finish_reason": finish} for i in range(choices)]
             return JSONResponse({"id": ident, "object": "chat.completion", "created": created, "model": model,
-                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": " ".join(words)},
-                                              "finish_reason": finish}], "usage": usage})
+                                 "choices": answer, "usage": usage})
         with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return StreamingResponse(self._chunks(ident, created, model, words, finish, usage if with_usage else None),
                                  media_type="text/event-stream")

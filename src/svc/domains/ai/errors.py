@@ -21,9 +21,23 @@ class NotDeclared(Forbidden):
 
 
 class OverCap(AppError):
+    """A cap over time (calls a minute, spend a day): the same call may pass later."""
+
     status = 429
     code = "ai_cap_exceeded"
     default_message = "The call would pass one of the project's AI caps"
+
+
+class OverCallCap(BadRequest):
+    """A cap on one call (maxInputTokens, maxOutputTokens): the same call never passes, so a 400."""
+
+    code = "ai_cap_exceeded"
+    default_message = "The call asks for more than one of the project's AI caps allows a call"
+
+
+class Unbounded(BadRequest):
+    code = "ai_unbounded_request"
+    default_message = "The call asks for something whose cost svc cannot bound before the call"
 
 
 class InsufficientCredit(AppError):

@@ -11,8 +11,10 @@ three short transactions around the upstream's answer:
    moves, and the reservation let go, in one transaction. A failed call lets it go and costs nothing.
 
 So calls in flight can overrun neither the balance nor the daily cap: each one's worst case is
-held before it starts. The worst case bounds the input at one token a byte of the messages (plus
-a few a message) and the output at the call's max_tokens, which svc sets.
+held before it starts. The body forwarded is rebuilt from an allow-list, and its worst case counts
+every field that multiplies the cost (bodies.py). A provider that bills more than that anyway is
+charged at most the hold, the rest logged as svc's loss: no call takes a balance or a cap below
+what its hold left.
 
 A streamed call (`"stream": true`) is reserved the same way and its events relayed as they come;
 svc asks the upstream for the usage at the end (stream_options.include_usage) and settles on it. A
@@ -33,7 +35,7 @@ from typing import Any
 
 from svc.adapters.ai.port import UpstreamError
 from svc.context import AppContext
-from svc.domains.ai import catalog, errors, queries, topups
+from svc.domains.ai import bodies, catalog, errors, queries, topups
 from svc.domains.ai.settings import AISettings
 from svc.domains.orgs import service as orgs
 from svc.errors import BadRequest
@@ -42,9 +44,6 @@ from svc.kit.ids import new_id
 from svc.uow import Tx, UnitOfWork, unit_of_work
 
 log = logging.getLogger("svc.ai")
-
-# Tokens a message may cost beyond its text (roles, separators), for the worst case.
-PER_MESSAGE_TOKENS = 8
 
 
 @dataclass(frozen=True)
@@ -57,17 +56,10 @@ class Held:
     model: catalog.Model
     micro_cents: int
     body: dict[str, Any]
-    # A token each four bytes of the messages: what a cut-off stream's input is charged at.
+    # A token each four bytes of the prompt: what a cut-off stream's input is charged at.
     input_estimate: int
     # A streamed call whose worker asked for the usage event (the upstream is always asked).
     wants_usage: bool = False
-
-
-def _messages_bytes(body: dict[str, Any]) -> tuple[int, int]:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("messages: a non-empty list of chat messages")
-    return len(json.dumps(messages, ensure_ascii=False).encode()), len(messages)
 
 
 async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, stream: bool = False) -> Held:
@@ -79,30 +71,27 @@ async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, st
         raise errors.NotGranted()
     if subject.manifest.get("ai") is not True:
         raise errors.NotDeclared()
-    model = catalog.load(uow.ctx.settings_of(AISettings).ai_catalog).get(str(body.get("model") or ""))
+    asked = bodies.read(body)
+    model = catalog.load(uow.ctx.settings_of(AISettings).ai_catalog).get(asked.model_id)
     if model is None:
-        raise errors.UnknownModel(details={"model": str(body.get("model"))[:100]})
+        raise errors.UnknownModel(details={"model": asked.model_id[:100]})
     if model.lane not in uow.ctx.adapters.ai:
         raise errors.Unavailable(details={"lane": model.lane})
     limits = orgs.limits_of(uow.ctx.settings, subject.plan)
 
-    size, count = _messages_bytes(body)
-    estimate = -(-size // 4)  # a token is about four bytes: the cap and the context are checked on it
+    estimate = -(-asked.prompt_bytes // 4)  # a token is about four bytes: the cap and the context are checked on it
     if limits.ai_max_input_tokens and estimate > limits.ai_max_input_tokens:
-        raise errors.OverCap(f"The messages are about {estimate} tokens: over the project's maxInputTokens "
-                             f"({limits.ai_max_input_tokens})", details={"cap": "maxInputTokens"})
+        raise errors.OverCallCap(f"The prompt is about {estimate} tokens: over the project's maxInputTokens "
+                                 f"({limits.ai_max_input_tokens})", details={"cap": "maxInputTokens"})
     if estimate >= model.context_tokens:
-        raise BadRequest(f"The messages are about {estimate} tokens: over {model.id}'s context "
-                                f"({model.context_tokens})")
+        raise BadRequest(f"The prompt is about {estimate} tokens: over {model.id}'s context "
+                         f"({model.context_tokens})")
     most = min(model.max_output_tokens, limits.ai_max_output_tokens or model.max_output_tokens)
-    asked = body.get("max_completion_tokens", body.get("max_tokens"))
-    if asked is not None and (not isinstance(asked, int) or isinstance(asked, bool) or asked < 1):
-        raise BadRequest("max_tokens: a positive integer")
-    if asked is not None and asked > most:
-        raise errors.OverCap(f"max_tokens {asked} is over what this call may ask ({most}: maxOutputTokens, or the "
-                             f"model's own)", details={"cap": "maxOutputTokens"})
-    output = asked or most
-    worst = model.cost(size + PER_MESSAGE_TOKENS * count, output)
+    if asked.max_output is not None and asked.max_output > most:
+        raise errors.OverCallCap(f"{asked.bound_field} {asked.max_output} is over what this call may ask ({most}: "
+                                 "maxOutputTokens, or the model's own)", details={"cap": "maxOutputTokens"})
+    output = asked.max_output or most
+    worst = model.cost(*bodies.worst_tokens(asked, model, output))
 
     # The org's credit row, held: every reservation of the org takes its turn here. Where the
     # balance covers the worst case (nearly every call), holding it back is that one statement; a
@@ -134,15 +123,9 @@ async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, st
     reservation_id = new_id("air")
     await queries.reserve(session, reservation_id=reservation_id, org_id=subject.org_id, project_id=project_id,
                           micro_cents=worst, now=now)
-    forwarded = {**body, "model": model.upstream_id or model.id, "max_tokens": output, "stream": stream}
-    forwarded.pop("max_completion_tokens", None)
-    options = body.get("stream_options")
-    wants_usage = stream and isinstance(options, dict) and options.get("include_usage") is True
-    if stream:
-        forwarded["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
-    else:
-        forwarded.pop("stream_options", None)
-    return Held(reservation_id, subject.org_id, project_id, model, worst, forwarded, estimate, wants_usage)
+    forwarded = bodies.forwarded(asked, model.upstream_id or model.id, output, stream=stream)
+    return Held(reservation_id, subject.org_id, project_id, model, worst, forwarded, estimate,
+                stream and asked.wants_usage)
 
 
 # The calls settling after their worker went away, held here until they have.
@@ -254,6 +237,13 @@ def _event(data: dict[str, Any]) -> bytes:
 async def _settle(ctx: AppContext, held: Held, input_tokens: int, output_tokens: int) -> None:
     """The call's exact cost: its ledger row and the balance it moves, the hold let go, at once."""
     cost = held.model.cost(input_tokens, output_tokens)
+    if cost > held.micro_cents:
+        # The provider billed more than the worst case svc held (it counted what svc cannot see):
+        # the org pays the hold, as it agreed to, and svc bears the rest.
+        log.warning("ai: %s for project %s (%s) billed %d micro-cents, over its hold of %d: svc's loss %d",
+                    held.model.id, held.project_id, held.reservation_id, cost, held.micro_cents,
+                    cost - held.micro_cents)
+        cost = held.micro_cents
     charged = bool(input_tokens or output_tokens)
     async with unit_of_work(ctx, Tx.WRITE) as uow:
         now = utcnow()
