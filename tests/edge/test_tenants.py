@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
@@ -175,7 +175,7 @@ async def _deployed(user: User, site: Site, files: dict[str, bytes]) -> None:
     assert r.status_code == 201, r.text
 
 
-async def _own_cookie(svc: Svc, eve: User, site: Site, mode: str, port: int) -> str:
+async def _own_cookie(eve: User, site: Site, mode: str, port: int) -> str:
     """The tenant's cookie for their own project, as a browser gets it through the edge."""
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=WAIT) as edge:
         if mode == "password":
@@ -217,7 +217,7 @@ async def tenants(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ten
                     return (await raw_get(settings.edge_port, "/secret.txt", host)).status in (302, 401)
 
                 await until(protected, f"the edge did not protect {victim.host}")
-                cookies[mode] = await _own_cookie(svc, eve, own, mode, settings.edge_port)
+                cookies[mode] = await _own_cookie(eve, own, mode, settings.edge_port)
             yield Tenants(svc=svc, edge=edge, victims=victims, owns=owns, cookies=cookies)
         finally:
             svc.ctx.edge = None
@@ -264,3 +264,135 @@ async def test_a_request_naming_two_hosts_gets_nothing_of_a_protected_project(te
     # Nothing above left an allowed answer in the check cache for the victim's host.
     _refused(await raw_get(port, "/secret.txt", victim.host, tls=tls, headers=cookie), victim.host)
     _refused(await raw_get(port, "/", victim.host, tls=tls, headers=cookie), victim.host)
+
+
+# --- what a client says of itself, and which host the API is told (the fake check) ---
+
+# What a client may claim of itself; the edge says its own instead, or nothing.
+FORGED = {"Forwarded": "for=6.6.6.6;host=evil.test;proto=https", "X-Forwarded-Host": "evil.test",
+          "X-Real-IP": "6.6.6.6", "True-Client-IP": "6.6.6.6", "CF-Connecting-IP": "6.6.6.6",
+          "X-Forwarded-For": "6.6.6.6", "X-Forwarded-Proto": "https"}
+
+
+def _as_the_edge_says(seen: dict[str, str], host: str) -> None:
+    assert "forwarded" not in seen and "true-client-ip" not in seen, seen
+    assert seen.get("x-forwarded-host") == host, seen
+    assert [seen.get(name) for name in ("x-real-ip", "cf-connecting-ip", "x-forwarded-for")] == ["127.0.0.1"] * 3, seen
+    # (workerd takes X-Forwarded-Proto as the URL's scheme: the worker tests that.)
+    assert seen.get("x-forwarded-proto", "http") == "http", seen
+
+
+async def test_the_api_is_told_the_routed_host_and_the_edges_own_client_headers(running: Running) -> None:
+    alice = await running.svc.login("alice")
+    site = await create_project(alice, "secret")
+    await deploy(running.ctx, site, {"index.html": b"<h1>members</h1>", "secret.txt": SECRET})
+    await set_access(running.ctx, site, "password")
+    await running.edge.converge_now()
+    port, check = running.svc.ctx.settings.edge_port, running.check
+
+    # The check is asked about the host the request was routed by, the target's, with the edge's
+    # own client headers.
+    r = await raw_get(port, f"http://{site.host}/secret.txt", NOWHERE, headers={**FORGED, "X-Svc-Host": NOWHERE})
+    assert r.status == 302 and SECRET not in r.raw, r.head
+    assert check.checks[-1]["host"] == site.host
+    _as_the_edge_says(check.headers[-1], site.host)
+    # The API's pages on the host (/__svc/) likewise.
+    r = await raw_get(port, f"http://{site.host}/__svc/password?next=/", NOWHERE, headers=FORGED)
+    assert r.status == 200 and r.raw.endswith(f"svc page /v1/edge/password for {site.host}".encode()), r.head
+    assert check.proxied[-1]["host"] == site.host
+    _as_the_edge_says(check.headers[-1], site.host)
+
+
+# --- a protected worker, and what a worker is told (`svc serve`: the edge and workerd) ---
+
+WORKER = b"""
+let runs = 0;
+export default {
+  async fetch(request) {
+    runs += 1;
+    const url = new URL(request.url);
+    if (url.pathname === "/headers") {
+      return Response.json({ host: url.host, scheme: url.protocol, headers: Object.fromEntries(request.headers) });
+    }
+    return Response.json({ ran: "the worker ran", runs });
+  },
+};
+"""
+
+
+@dataclass
+class Runtime:
+    server: Server
+    victim: str
+    bypass: str
+    own: str
+    cookie: str
+    public: str
+
+
+async def _made(http: httpx.AsyncClient, subject: str, name: str, files: dict[str, bytes],
+                mode: str | None) -> tuple[str, dict[str, str]]:
+    r = await http.post("/v1/auth/dev/login", json={"subject": subject})
+    auth = {"authorization": f"Bearer {r.json()['token']}"}
+    r = await http.post(f"/v1/orgs/{subject}/projects", json={"name": name}, headers=auth)
+    assert r.status_code == 201, r.text
+    host: str = r.json()["hostname"]
+    r = await http.post(f"/v1/orgs/{subject}/projects/{name}/deployments", content=bundle(files),
+                        headers={**auth, "content-type": "application/gzip"})
+    assert r.status_code == 201, r.text
+    if mode is not None:
+        r = await http.put(f"/v1/orgs/{subject}/projects/{name}/access", json={"mode": mode, "password": PASSWORD},
+                           headers=auth)
+        assert r.status_code == 200, r.text
+    return host, auth
+
+
+@pytest.fixture(scope="module")
+async def runtime(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runtime]:
+    if find_workerd() is None:
+        pytest.skip("workerd is not installed (make setup)")
+    worker = {"worker/index.js": WORKER, "assets/index.html": b"<h1>home</h1>"}
+    async with svc_serve(tmp_path_factory.mktemp("tenants-runtime"), SVC_WORKER_PROCESSES="1") as server, \
+            httpx.AsyncClient(base_url=server.api, timeout=WAIT) as http:
+        victim, auth = await _made(http, "vic", "site", worker, "password")
+        r = await http.post("/v1/orgs/vic/projects/site/access/bypass", headers=auth)
+        assert r.status_code == 200, r.text
+        bypass = r.json()["secret"]
+        own, _ = await _made(http, "eve", "mine", {"assets/index.html": b"eve's own"}, "password")
+        public, _ = await _made(http, "pub", "site", worker, None)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.edge_port}", timeout=WAIT) as edge:
+            async def served() -> bool:
+                r = await edge.get("/headers", headers={"host": public})
+                return r.status_code == 200 and r.json().get("host") == public
+
+            await until(served, "the public worker did not answer")
+            r = await edge.post("/__svc/password", data={"password": PASSWORD, "next": "/"}, headers={"host": own})
+            assert r.status_code == 303, r.text
+            cookie = set_cookie_value(r)
+        yield Runtime(server=server, victim=victim, bypass=bypass, own=own, cookie=cookie, public=public)
+
+
+async def test_a_protected_worker_does_not_run_for_a_request_naming_two_hosts(runtime: Runtime) -> None:
+    port, victim = runtime.server.edge_port, runtime.victim
+    cookie = {"cookie": f"svc_access={runtime.cookie}"}
+    assert (await raw_get(port, "/", runtime.own, headers=cookie)).raw.endswith(b"eve's own")
+    for headers in ({}, cookie):
+        for other in (NOWHERE, runtime.own):
+            answer = await raw_get(port, f"http://{victim}/api", other, headers=headers)
+            assert answer.status == 302 and b"the worker ran" not in answer.raw, answer.head
+            assert f"//{victim}:" in (answer.header("location") or ""), answer.head
+        answer = await raw_get(port, f"http://{NOWHERE}/api", victim, headers=headers)
+        assert answer.status == 404 and b"the worker ran" not in answer.raw, answer.head
+    # The worker ran for none of them: the first request that passes the check is its first run.
+    answer = await raw_get(port, "/api", victim, headers={"svc-access-bypass": runtime.bypass})
+    assert answer.status == 200 and answer.raw.endswith(b'{"ran":"the worker ran","runs":1}'), answer.raw
+
+
+async def test_a_worker_sees_the_edges_own_client_headers_never_the_clients(runtime: Runtime) -> None:
+    port, public = runtime.server.edge_port, runtime.public
+    for target, host in (("/headers", public), (f"http://{public}/headers", NOWHERE)):
+        answer = await raw_get(port, target, host, headers=FORGED)
+        assert answer.status == 200, answer.raw
+        seen = json.loads(answer.raw.partition(b"\r\n\r\n")[2])
+        assert (seen["host"], seen["scheme"]) == (public, "http:"), seen
+        _as_the_edge_says(seen["headers"], public)
