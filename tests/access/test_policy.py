@@ -196,11 +196,17 @@ async def test_bypass_secret_new_invalidates_old_and_revoke(svc: Svc, edge: Edge
         assert first not in str(row.data) and second not in str(row.data) and row.target == site.name
 
 
-async def test_public_and_unknown_hosts_pass_the_check(svc: Svc, edge: Edge) -> None:
+async def test_a_public_host_passes_the_check_and_an_unrouted_one_is_refused(svc: Svc, edge: Edge) -> None:
     alice = await svc.login("alice")
     site = await make_site(alice)
     assert (await edge.check(site.host)).status_code == 204
-    assert (await edge.check("nothing-here.localhost")).status_code == 204
+    # The check fails closed: a host that leads to no project passes nothing, with any credential
+    # (the edge asks only about hosts it routes; one the API cannot resolve is refused).
+    await set_mode(alice, site, "password", SECRET_PASSWORD)
+    cookie = await edge.sign_in_with_password(site.host, SECRET_PASSWORD)
+    for host in ("nothing-here.localhost", "nothing.invalid"):
+        assert_error(await edge.check(host), 403, "host_not_routed")
+        assert_error(await edge.check(host, cookie=cookie), 403, "host_not_routed")
     # The check needs the host nginx saw.
     assert_error(await edge.http.get("/v1/edge/check"), 400, "bad_request")
     assert_error(await edge.http.get("/v1/edge/check", headers={"x-svc-host": "bad host!"}), 400, "bad_request")

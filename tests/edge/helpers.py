@@ -168,11 +168,14 @@ class FakeCheck:
     url: str = ""
     checks: list[dict[str, str | None]] = field(default_factory=list)
     proxied: list[dict[str, str | None]] = field(default_factory=list)
+    # The headers of every request the fake was sent (checks and pages), names in lower case.
+    headers: list[dict[str, str]] = field(default_factory=list)
 
 
 def _check_app(state: FakeCheck) -> Starlette:
     async def check(request: Request) -> Response:
         h = request.headers
+        state.headers.append(dict(h))
         state.checks.append({"host": h.get("x-svc-host"), "uri": h.get("x-svc-uri"), "cookie": h.get("cookie"),
                              "bypass": h.get("svc-access-bypass"), "method": request.method})
         if "good" in access_values(h.get("cookie")) or h.get("svc-access-bypass") == BYPASS:
@@ -183,6 +186,7 @@ def _check_app(state: FakeCheck) -> Starlette:
         return Response(status_code=401, headers={"X-Svc-Login": login, "Cache-Control": "no-store"})
 
     async def edge_path(request: Request) -> Response:
+        state.headers.append(dict(request.headers))
         state.proxied.append({"path": request.url.path, "query": request.url.query,
                               "host": request.headers.get("x-svc-host"), "method": request.method})
         # As the API's pages do.

@@ -383,8 +383,8 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         runtime_token=_single(options.runtime_token) if options.workers else None,
         worker_timeout=options.worker_timeout_seconds,
         tls_listen=listen_address(options.listen_host, options.tls_port) if options.tls_port else None,
-        # (Made of svc's own parts only: the scheme, nginx's $host and an integer port.)
-        https_base="https://$host" + (f":{int(options.tls_port)}" if options.tls_port not in (None, 443) else ""),
+        # (Made of svc's own parts only: the scheme, svc's $svc_host and an integer port.)
+        https_base="https://$svc_host" + (f":{int(options.tls_port)}" if options.tls_port not in (None, 443) else ""),
         tls={"table": quote(str(layout.certs / tls.TABLE)), "memory": CERTS_MEMORY,
              "chain": quote(str(layout.certs / tls.PLACEHOLDER_CHAIN)),
              "key": quote(str(layout.certs / tls.PLACEHOLDER_KEY))},

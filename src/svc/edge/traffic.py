@@ -32,7 +32,7 @@ READ_BYTES = 4 * 1024 * 1024
 # second per host): the counts take every request.
 SAMPLES_PER_PROJECT = 100
 # ($request_id is replaced by config.request_id(): a cheaper id than nginx's own.)
-LOG_FORMAT = "$msec $status $body_bytes_sent $request_time $request_id $request_method $host $uri"
+LOG_FORMAT = "$msec $status $body_bytes_sent $request_time $request_id $request_method $svc_host $uri"
 
 
 def samples(lines: list[bytes], owner: Callable[[str], str | None]) -> list[TrafficRecord]:

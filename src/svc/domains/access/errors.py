@@ -22,6 +22,15 @@ class UnknownHostname(NotFound):
     default_message = "svc serves no project at this hostname"
 
 
+class HostNotRouted(Forbidden):
+    """The edge check's refusal of a host that leads to no project: the edge asks only about hosts
+    it routes, so one the API cannot resolve (a name removed meanwhile, a request that names two
+    hosts) is refused, never passed."""
+
+    code = "host_not_routed"
+    default_message = "svc routes no project at this hostname: access refused"
+
+
 class NotOrgMember(Forbidden):
     default_message = "You are not a member of the org that owns this project"
 

@@ -169,11 +169,14 @@ def login_url(settings: Settings, route: Route, uri: str | None) -> str:
 
 async def check(uow: UnitOfWork, *, host: str, uri: str | None, cookie_values: list[str],
                 bypass: str | None) -> str | None:
-    """None when the request may pass (a valid bypass secret, or any one of the svc_access values
-    the browser sent); else the login URL for the X-Svc-Login header."""
+    """None when the request may pass (a public host, a valid bypass secret, or any one of the
+    svc_access values the browser sent); else the login URL for the X-Svc-Login header. A host
+    that leads to no project is HostNotRouted: the check fails closed."""
     session, keys, settings = uow.session, uow.ctx.keys, uow.ctx.settings
     route = await projects.route_for_host(uow, host)
-    if route is None or route.access_mode not in PROTECTED_ACCESS_MODES:
+    if route is None:
+        raise errors.HostNotRouted(details={"host": host})
+    if route.access_mode not in PROTECTED_ACCESS_MODES:
         return None
     if bypass and len(bypass) <= 256:
         stored = await queries.bypass_hash(session, route.project_id)

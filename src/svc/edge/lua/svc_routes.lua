@@ -98,7 +98,7 @@ function M.check()
     local status = answer.status
     if status >= 200 and status < 300 then
         if checks and var.svc_check_unkeyed == "" then
-            local key = check_key(var.host, var.svc_gen, var.svc_root)
+            local key = check_key(var.svc_host, var.svc_gen, var.svc_root)
             if key then
                 -- The value is the answer's expiry (unix seconds), which svc's module keeps to
                 -- in its memo of the answers (module/).

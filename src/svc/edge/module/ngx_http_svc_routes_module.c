@@ -23,6 +23,13 @@
  *   $svc_detour    "" when the files of $svc_root answer the request as they are (kinds 1, 3, 6
  *                  and 7 without a worker), else "1"
  *
+ * And $svc_host: the one host of the request, the one every variable above looks up: nginx's
+ * headers_in.server of the main request (the host of an absolute-form request target when there is
+ * one, else the Host header's: RFC 9112 3.2.2; lowercase, without port or trailing dot). The
+ * config uses it wherever it names the host (the access check's X-Svc-Host, the check cache's key,
+ * the worker's Host, the https redirect, the logs): a subrequest's own $host is not it (Lua's
+ * ngx.location.capture rebuilds a subrequest's headers, its host from the Host header alone).
+ *
  * And the edge's traffic counts (docs/workers.md "Logs and traffic"): $svc_traffic, read once by
  * the traffic log's `if=` when the request is logged, counts a request to a routed host and is "1"
  * for the first SVC_SAMPLES requests of the host in each second (the ones written to the log as
@@ -123,6 +130,9 @@ static ngx_int_t ngx_http_svc_routes_variable(ngx_http_request_t *r, ngx_http_va
 static ngx_int_t ngx_http_svc_traffic_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     uintptr_t data);
 static ngx_str_t  svc_traffic_name = ngx_string("svc_traffic");
+static ngx_int_t ngx_http_svc_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data);
+static ngx_str_t  svc_host_name = ngx_string("svc_host");
 static ngx_int_t ngx_http_svc_routes_init_process(ngx_cycle_t *cycle);
 static void svc_find_zones(void);
 static void ngx_http_svc_routes_exit_process(ngx_cycle_t *cycle);
@@ -187,6 +197,11 @@ ngx_http_svc_routes_add_variables(ngx_conf_t *cf)
         return NGX_ERROR;
     }
     var->get_handler = ngx_http_svc_traffic_variable;
+    var = ngx_http_add_variable(cf, &svc_host_name, 0);
+    if (var == NULL) {
+        return NGX_ERROR;
+    }
+    var->get_handler = ngx_http_svc_host_variable;
     return NGX_OK;
 }
 
@@ -355,7 +370,7 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
     ngx_str_null(&upstream);
     ngx_str_null(&gen);
     ngx_str_null(&slot);
-    host = r->headers_in.server;
+    host = r->main->headers_in.server;
     value = NULL;
     if (svc_routes_zone != NULL && host.len > 0) {
         value = svc_get(r, svc_routes_zone, host.data, host.len, &len, &flags);
@@ -420,6 +435,20 @@ svc_lookup(ngx_http_request_t *r, ngx_http_svc_routes_main_conf_t *smcf)
     } else {
         svc_set(r, smcf->index[SVC_DETOUR], (u_char *) "", 0);
     }
+    return NGX_OK;
+}
+
+
+/* $svc_host (see the top of this file). */
+static ngx_int_t
+ngx_http_svc_host_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v, uintptr_t data)
+{
+    v->data = r->main->headers_in.server.data;
+    v->len = r->main->headers_in.server.len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->escape = 0;
     return NGX_OK;
 }
 
@@ -586,7 +615,7 @@ ngx_http_svc_traffic_variable(ngx_http_request_t *r, ngx_http_variable_value_t *
     v->len = 0;
     smcf = ngx_http_get_module_main_conf(r, ngx_http_svc_routes_module);
     kind = ngx_http_get_indexed_variable(r, smcf->index[SVC_KIND]);
-    host = r->headers_in.server;
+    host = r->main->headers_in.server;
     if (kind == NULL || kind->len == 0 || host.len == 0 || host.len > 255 || svc_traffic_zone == NULL) {
         return NGX_OK;  /* a host nobody routes: neither counted nor logged */
     }
