@@ -4,6 +4,8 @@ the due ones; and one order (`certificate.issue`), run with nothing of the store
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from svc.adapters.acme.port import AcmeError, AcmeErrorKind
 from svc.domains.certificates import ocsp, queries, service
 from svc.domains.certificates.settings import CertificateSettings
@@ -26,6 +28,16 @@ def register(registry: JobRegistry, settings: Settings) -> None:
 async def cycle(run: JobRun) -> None:
     await schedule_ocsp(run.uow)
     await converge(run.uow)
+    await warn_expiring(run.uow, now=utcnow())
+
+
+async def warn_expiring(uow: UnitOfWork, *, now: datetime) -> int:
+    """Tell of each certificate nearing its expiry (or past it) without a renewal, once per
+    threshold (service.warn_if_due); how many were told."""
+    told = 0
+    for row in await queries.expiring(uow.session, now + service.WARN_BEFORE[0]):
+        told += await service.warn_if_due(uow, row, now=now)
+    return told
 
 
 async def schedule_ocsp(uow: UnitOfWork) -> int:
@@ -115,4 +127,4 @@ async def issue(run: JobRun) -> None:
         await service.record_failure(run.uow, name, exc)
         return
     await run.uow.begin_write()
-    await service.record_issued(run.uow, name, issued, service.renewal(issued, suggested))
+    await service.record_issued(run.uow, name, issued, service.renewal_point(issued.not_before, issued.not_after, suggested))
