@@ -127,4 +127,5 @@ async def issue(run: JobRun) -> None:
         await service.record_failure(run.uow, name, exc)
         return
     await run.uow.begin_write()
-    await service.record_issued(run.uow, name, issued, service.renewal_point(issued.not_before, issued.not_after, suggested))
+    renew_at = service.renewal_point(issued.not_before, issued.not_after, suggested)
+    await service.record_issued(run.uow, name, issued, renew_at)

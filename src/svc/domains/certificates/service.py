@@ -41,6 +41,10 @@ ORDER_LEASE = timedelta(minutes=15)
 # A certificate not renewed this close to its expiry is said to the operators and its owner, once
 # per threshold, and once more when it has run out (WARN_BEFORE[-1] is the expiry itself).
 WARN_BEFORE = (timedelta(days=14), timedelta(days=7), timedelta(days=1), timedelta(0))
+# Past its renewal point by this much with no failure said yet, a certificate still not renewed is
+# told of too (its orders never finish); a renewal under way (short certificates reach a threshold
+# before their renewal point) is not.
+WARN_GRACE = timedelta(hours=1)
 
 
 def wildcard_name(settings: Settings) -> str | None:
@@ -196,12 +200,13 @@ def warn_level(row: Certificate, at: datetime) -> int:
 
 async def warn_if_due(uow: UnitOfWork, row: Certificate, *, now: datetime) -> bool:
     """Tell the operators and the owner that the certificate has not been renewed, once per
-    threshold it passes (14, 7 and 1 days before its expiry, and at it), when it is still the one
-    whose renewal point has passed (or whose renewal failed). `warned_at` says which threshold was
-    told last; a new certificate clears it. Whether it told."""
+    threshold it passes (14, 7 and 1 days before its expiry, and at it), when its renewal failed or
+    its renewal point passed over an hour ago (at its expiry, whatever the reason). The threshold
+    told last is the one `warned_at` had passed; a new certificate clears it. Whether it told."""
     if row.fullchain is None or row.not_before is None or row.not_after is None:
         return False
-    overdue = row.failures > 0 or now >= renewal_point(row.not_before, row.not_after, None)
+    overdue = (row.failures > 0 or row.not_after <= now
+               or now >= renewal_point(row.not_before, row.not_after, None) + WARN_GRACE)
     level = warn_level(row, now)
     if not overdue or level == 0 or (row.warned_at is not None and warn_level(row, row.warned_at) >= level):
         return False

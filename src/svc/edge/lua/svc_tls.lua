@@ -8,8 +8,9 @@
 -- A change line:   set <TAB> name <TAB> notAfter (Unix seconds) <TAB> chain (base64 PEM) <TAB> key (base64 PEM)
 --                      [<TAB> OCSP (base64 DER)]
 --                  del <TAB> name
--- An entry past its notAfter is as none: no handshake with it, and its host's http is not sent to
--- https (a browser would refuse the expired certificate), from that second on, before svc's `del`.
+-- An entry at or past its notAfter is as none: no handshake with it, and its host's http is not
+-- sent to https (a browser would refuse the expired certificate), from that second on, whenever
+-- svc's `del` comes.
 -- An entry's value is the line's payload as sent; its flags a checksum of it, so a worker's parsed
 -- copy (a small cache per worker) is parsed again once the entry changes.
 
@@ -62,11 +63,11 @@ function M.update()
     return lines.update(apply)
 end
 
--- An entry's value, unless it is past its notAfter (the value's first field).
+-- An entry's value, unless it is at or past its notAfter (the value's first field).
 local function current(key)
     local value, flags = certs:get(key)
     local not_after = value and tonumber(value:match("^(%d+)\t"))
-    if not_after and not_after >= ngx.time() then
+    if not_after and not_after > ngx.time() then
         return value, flags
     end
     return nil
