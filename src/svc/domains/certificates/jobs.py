@@ -1,6 +1,7 @@
 """The certificates area's jobs: the cycle that compares what certificates svc holds with what it
-should hold (the app domain's wildcard, each active custom hostname) and asks for the missing and
-the due ones; and one order (`certificate.issue`), run with nothing of the store held."""
+should hold (the app domain's wildcard, each active custom hostname), asks for the missing and
+the due ones, and tells of those nearing expiry without a renewal; and one order
+(`certificate.issue`), run with nothing of the store held."""
 
 from __future__ import annotations
 

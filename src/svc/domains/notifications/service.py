@@ -1,5 +1,6 @@
-"""Per-org notifications (limit, backup and restore events): recorded in the caller's unit of work,
-with mail to the org's admins where the event warrants it."""
+"""Per-org notifications (limit, backup and restore events, certificates not renewing): recorded in
+the caller's unit of work, with mail to the org's admins where the event warrants it; and mail to
+svc's operators about svc itself (operators_mailed)."""
 
 from __future__ import annotations
 
