@@ -99,23 +99,27 @@ def test_the_console_host_is_fronted_over_http_and_https(tmp_path: Path) -> None
 
 
 def test_the_certificates_table_and_its_changes(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
     from svc.adapters.edge.port import ServedCertificate
     from svc.edge import tls
 
+    end = datetime(2026, 12, 1, tzinfo=UTC)  # each line carries its certificate's notAfter
     root = tmp_path / "certs"
     root.mkdir()
     (root / "0123.pem").write_text("an earlier version's file")
-    one = ServedCertificate("*.Apps.test", "CHAIN", "KEY")
-    lines = tls.write_table(root, [one, ServedCertificate("www.shop.test", "C2", "K2", ocsp_der=b"\x30\x03")])
+    one = ServedCertificate("*.Apps.test", "CHAIN", "KEY", not_after=end)
+    lines = tls.write_table(root, [one, ServedCertificate("www.shop.test", "C2", "K2", ocsp_der=b"\x30\x03",
+                                                          not_after=end)])
     assert sorted(p.name for p in root.iterdir()) == ["placeholder.key", "placeholder.pem", "table"]
     assert root.stat().st_mode & 0o777 == 0o700 and all(p.stat().st_mode & 0o077 == 0 for p in root.iterdir())
     assert list(lines) == ["*.apps.test", "www.shop.test"]
-    assert lines["*.apps.test"] == "set\t*.apps.test\tQ0hBSU4=\tS0VZ"
+    assert lines["*.apps.test"] == "set\t*.apps.test\t1796083200\tQ0hBSU4=\tS0VZ"
     assert lines["www.shop.test"].endswith("\tMAM=")
     assert (root / "table").read_text() == "".join(f"{line}\n" for line in lines.values())
     # Only what changed is sent: a renewal, a certificate gone.
-    after = tls.write_table(root, [ServedCertificate("*.apps.test", "CHAIN2", "KEY2")])
+    after = tls.write_table(root, [ServedCertificate("*.apps.test", "CHAIN2", "KEY2", not_after=end)])
     assert tls.changes(lines, after) == [after["*.apps.test"], "del\twww.shop.test"]
     assert tls.changes(after, after) == []
     with pytest.raises(ValueError):
-        tls.line(ServedCertificate("bad name\tx", "C", "K"))
+        tls.line(ServedCertificate("bad name\tx", "C", "K", not_after=end))

@@ -42,11 +42,14 @@ def _b64(data: bytes) -> str:
 
 
 def line(cert: ServedCertificate) -> str:
-    """The table's line of one certificate (lua/svc_tls.lua's `set`)."""
+    """The table's line of one certificate (lua/svc_tls.lua's `set`). It carries the certificate's
+    notAfter (Unix seconds): nginx stops serving it then, whenever svc's next change comes."""
     name = cert.name.lower()
     if not valid_host(name.removeprefix("*.")):
         raise ValueError(f"not a certificate name: {cert.name!r}")
-    fields = ["set", name, _b64(cert.fullchain_pem.encode()), _b64(cert.key_pem.encode())]
+    not_after = cert.not_after or x509.load_pem_x509_certificates(cert.fullchain_pem.encode())[0].not_valid_after_utc
+    fields = ["set", name, str(int(not_after.timestamp())), _b64(cert.fullchain_pem.encode()),
+              _b64(cert.key_pem.encode())]
     if cert.ocsp_der:
         fields.append(_b64(cert.ocsp_der))
     return "\t".join(fields)

@@ -39,8 +39,9 @@ class Certificate(Base):
     # failure, the backoff's next try (never a tight loop).
     renew_at: Mapped[datetime | None] = mapped_column(index=True)
     failures: Mapped[int] = mapped_column(default=0)
-    # When the owner was told its renewal keeps failing with the expiry near (once per certificate
-    # issued: cleared when a new one is).
+    # When the operators and the owner were last told it is not renewed with its expiry near (once
+    # per threshold, 14/7/1 days and the expiry: the threshold passed at this time; cleared when a
+    # new certificate is issued).
     warned_at: Mapped[datetime | None]
     # OCSP stapling (ocsp.py), for a certificate whose issuer names a responder: its last good
     # answer (DER), until when it holds, and when to ask again (None: no responder).

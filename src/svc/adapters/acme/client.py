@@ -150,6 +150,8 @@ class AcmeClient:
                 published: list[tuple[str, str, str]] = []
                 try:
                     for authz in order.authorizations:
+                        if not self._to_prove(authz):
+                            continue  # proven already (RFC 8555 7.1.4: a CA may hand back a valid one)
                         name, token, value, chall = self._challenge(authz, method)
                         await solver.publish(method, name, token, value)
                         published.append((name, token, value))
@@ -167,6 +169,19 @@ class AcmeClient:
         not_before, not_after, issuer, covered = describe(done.fullchain_pem)
         return Issued(fullchain_pem=done.fullchain_pem, key_pem=key_pem.decode(), not_before=not_before,
                       not_after=not_after, issuer=issuer, names=covered)
+
+    @staticmethod
+    def _to_prove(authz: Any) -> bool:
+        """Whether an order's authorization waits for a challenge's answer: a pending one does; a
+        valid one (reused from an earlier order, as Let's Encrypt does for 30 days) is proven and
+        its challenges cannot be answered again; any other is a refusal, said in words."""
+        status = authz.body.status
+        if status == messages.STATUS_PENDING:
+            return True
+        if status == messages.STATUS_VALID:
+            return False
+        raise AcmeError(AcmeErrorKind.rejected,
+                        f"the CA's authorization for {authz.body.identifier.value} is {status}, not pending")
 
     def _challenge(self, authz: Any, method: Method) -> tuple[str, str, str, Any]:
         domain = authz.body.identifier.value
@@ -188,12 +203,11 @@ class AcmeClient:
         return tuple(str(i).lower() for i in (meta.caa_identities or ()))
 
     async def renewal_time(self, fullchain_pem: str) -> datetime | None:
-        """A time in ARI's suggested window (the library picks one at random in it), when the CA
-        has renewalInfo; None otherwise."""
+        """A time in ARI's suggested window (the library picks one at random in it), when the CA's
+        directory has renewalInfo; None otherwise. (The library itself says None without
+        renewalInfo: the directory object is no mapping, `in` on it raised, so ARI was never read.)"""
         try:
             client = await asyncio.to_thread(self._connect)
-            if "renewalInfo" not in client.directory:
-                return None
             leaf = x509.load_pem_x509_certificates(fullchain_pem.encode())[0].public_bytes(serialization.Encoding.PEM)
             when, _ = await asyncio.to_thread(client.renewal_time, leaf)
         except Exception as exc:

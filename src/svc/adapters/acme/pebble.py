@@ -63,6 +63,12 @@ class Pebble:
     listen_port: int = 0
     management_port: int = 0
     supervisor: Supervisor | None = None
+    # How often (percent) a new order gets back an authorization still valid from an earlier one,
+    # as Let's Encrypt does (PEBBLE_AUTHZREUSE; None: pebble's 50). 100: every renewal meets one.
+    authz_reuse: int | None = None
+    # The certificates' lifetime (config certificateValidityPeriod; None: pebble's 5 years): a
+    # few minutes lets a test see svc renew one.
+    validity_seconds: int | None = None
 
     @property
     def directory_url(self) -> str:
@@ -79,14 +85,19 @@ class Pebble:
         _self_signed(cert, key)
         self.listen_port, self.management_port = free_tcp_port("127.0.0.1"), free_tcp_port("127.0.0.1")
         config = self.root / "pebble.json"
-        config.write_text(json.dumps({"pebble": {
+        options: dict[str, object] = {
             "listenAddress": f"127.0.0.1:{self.listen_port}",
             "managementListenAddress": f"127.0.0.1:{self.management_port}",
             "certificate": str(cert), "privateKey": str(key),
             "httpPort": self.http_port, "tlsPort": self.tls_port,
-            "ocspResponderURL": "", "externalAccountBindingRequired": False}}))
+            "ocspResponderURL": "", "externalAccountBindingRequired": False}
+        if self.validity_seconds is not None:
+            options["certificateValidityPeriod"] = self.validity_seconds
+        config.write_text(json.dumps({"pebble": options}))
         # No random nonce rejections nor validation sleeps: a test CA that behaves as a good one.
         env = {"PATH": os.defpath, "PEBBLE_WFE_NONCEREJECT": "0", "PEBBLE_VA_NOSLEEP": "1"}
+        if self.authz_reuse is not None:
+            env["PEBBLE_AUTHZREUSE"] = str(self.authz_reuse)
         self.supervisor = Supervisor(ProcessSpec(
             name=f"ACME test CA (pebble on 127.0.0.1:{self.listen_port})", binary=binary,
             args=("-config", str(config), "-dnsserver", self.dns_server), log=self.root / "pebble.log",

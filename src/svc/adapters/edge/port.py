@@ -45,6 +45,8 @@ class ServedCertificate:
     key_pem: str
     # The issuer's OCSP answer for it (DER), stapled to handshakes; None when there is none.
     ocsp_der: bytes | None = None
+    # When it runs out (the edge stops serving it then); None: read from the chain's leaf.
+    not_after: datetime | None = None
 
 
 class CertificateSource(Protocol):

@@ -1,8 +1,11 @@
 """The certificates area's jobs: the cycle that compares what certificates svc holds with what it
-should hold (the app domain's wildcard, each active custom hostname) and asks for the missing and
-the due ones; and one order (`certificate.issue`), run with nothing of the store held."""
+should hold (the app domain's wildcard, each active custom hostname), asks for the missing and
+the due ones, and tells of those nearing expiry without a renewal; and one order
+(`certificate.issue`), run with nothing of the store held."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from svc.adapters.acme.port import AcmeError, AcmeErrorKind
 from svc.domains.certificates import ocsp, queries, service
@@ -26,6 +29,16 @@ def register(registry: JobRegistry, settings: Settings) -> None:
 async def cycle(run: JobRun) -> None:
     await schedule_ocsp(run.uow)
     await converge(run.uow)
+    await warn_expiring(run.uow, now=utcnow())
+
+
+async def warn_expiring(uow: UnitOfWork, *, now: datetime) -> int:
+    """Tell of each certificate nearing its expiry (or past it) without a renewal, once per
+    threshold (service.warn_if_due); how many were told."""
+    told = 0
+    for row in await queries.expiring(uow.session, now + service.WARN_BEFORE[0]):
+        told += await service.warn_if_due(uow, row, now=now)
+    return told
 
 
 async def schedule_ocsp(uow: UnitOfWork) -> int:
@@ -115,4 +128,5 @@ async def issue(run: JobRun) -> None:
         await service.record_failure(run.uow, name, exc)
         return
     await run.uow.begin_write()
-    await service.record_issued(run.uow, name, issued, service.renewal(issued, suggested))
+    renew_at = service.renewal_point(issued.not_before, issued.not_after, suggested)
+    await service.record_issued(run.uow, name, issued, renew_at)

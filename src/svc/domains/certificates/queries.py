@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, and_, delete, func, select
 
 from svc.kit.store_session import StoreSession
 from svc.models import AcmeAccount, AcmeChallenge, Certificate, Hostname, HostnameKind, HostnameStatus, Org, Project
@@ -44,15 +44,18 @@ async def drop_challenge(session: StoreSession, token: str) -> None:
     await session.execute(delete(AcmeChallenge).where(AcmeChallenge.token == token))
 
 
-async def served(session: StoreSession) -> list[Certificate]:
-    """The certificates with a chain (a failed renewal keeps serving the one it has)."""
-    return list((await session.scalars(select(Certificate).where(Certificate.fullchain.is_not(None))
-                                       .order_by(Certificate.name))).all())
+def _servable(now: datetime) -> ColumnElement[bool]:
+    """A chain not past its notAfter (a failed renewal keeps serving the one it has until then)."""
+    return and_(Certificate.fullchain.is_not(None), Certificate.not_after.is_not(None), Certificate.not_after > now)
 
 
-async def served_version(session: StoreSession) -> str:
-    row = (await session.execute(select(func.count(), func.max(Certificate.updated_at))
-                                 .where(Certificate.fullchain.is_not(None)))).one()
+async def served(session: StoreSession, now: datetime) -> list[Certificate]:
+    return list((await session.scalars(select(Certificate).where(_servable(now)).order_by(Certificate.name))).all())
+
+
+async def served_version(session: StoreSession, now: datetime) -> str:
+    """Moves when a served certificate changes, comes or runs out (the count drops)."""
+    row = (await session.execute(select(func.count(), func.max(Certificate.updated_at)).where(_servable(now)))).one()
     return f"{row[0]}:{row[1].isoformat() if row[1] else ''}"
 
 
@@ -74,3 +77,10 @@ async def ocsp_due(session: StoreSession, now: datetime) -> list[Certificate]:
     """Certificates whose OCSP answer is to be asked for (again)."""
     return list((await session.scalars(select(Certificate).where(
         Certificate.ocsp_refresh_at.is_not(None), Certificate.ocsp_refresh_at <= now))).all())
+
+
+async def expiring(session: StoreSession, before: datetime) -> list[Certificate]:
+    """Certificates with a chain that runs out before `before` (the expired ones included)."""
+    return list((await session.scalars(select(Certificate).where(
+        Certificate.fullchain.is_not(None), Certificate.not_after.is_not(None), Certificate.not_after < before)
+        .with_for_update())).all())

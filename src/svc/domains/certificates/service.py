@@ -38,8 +38,13 @@ CHALLENGE_TTL = 60
 # A certificate's order is asked for once: its renew_at moves this far ahead until the order's
 # outcome sets the real one (a slow order is not asked for again by the next check).
 ORDER_LEASE = timedelta(minutes=15)
-# A certificate whose renewal still fails this close to its expiry is said to its owner (once).
-WARN_BEFORE = timedelta(days=14)
+# A certificate not renewed this close to its expiry is said to the operators and its owner, once
+# per threshold, and once more when it has run out (WARN_BEFORE[-1] is the expiry itself).
+WARN_BEFORE = (timedelta(days=14), timedelta(days=7), timedelta(days=1), timedelta(0))
+# Past its renewal point by this much with no failure said yet, a certificate still not renewed is
+# told of too (its orders never finish); a renewal under way (short certificates reach a threshold
+# before their renewal point) is not.
+WARN_GRACE = timedelta(hours=1)
 
 
 def wildcard_name(settings: Settings) -> str | None:
@@ -142,11 +147,13 @@ def backoff(failures: int, *, now: datetime) -> datetime:
     return now + step * random.uniform(0.9, 1.1)
 
 
-def renewal(issued: Issued, suggested: datetime | None) -> datetime:
-    """When to renew: the CA's window (ARI) when it gave one, else two thirds of the lifetime."""
-    if suggested is not None:
+def renewal_point(not_before: datetime, not_after: datetime, suggested: datetime | None) -> datetime:
+    """When to renew: the time the CA suggests (ARI) when it lies within the certificate's lifetime
+    (a window past notAfter would let the certificate run out first), else two thirds of the
+    lifetime."""
+    if suggested is not None and not_before <= suggested < not_after:
         return suggested
-    return issued.not_before + (issued.not_after - issued.not_before) * RENEW_FRACTION
+    return not_before + (not_after - not_before) * RENEW_FRACTION
 
 
 async def record_issued(uow: UnitOfWork, name: str, issued: Issued, renew_at: datetime) -> None:
@@ -181,27 +188,57 @@ async def record_failure(uow: UnitOfWork, name: str, error: AcmeError) -> None:
     row.renew_at = max(error.retry_after or now, backoff(row.failures, now=now))
     row.updated_at = now
     log.warning("certificate for %s: %s (next try %s)", name, error.message, row.renew_at.isoformat())
-    if row.not_after is not None and now < row.not_after <= now + WARN_BEFORE and row.warned_at is None:
-        await _warn(uow, row)
+    await warn_if_due(uow, row, now=now)
 
 
-async def _warn(uow: UnitOfWork, row: Certificate) -> None:
-    """Tell the owner once that the certificate's renewal keeps failing and when it runs out: the
-    hostname's org (a notification and a mail to its admins); the operators by the log for svc's
-    own names (the wildcard, the console), which `svc admin certs` also shows."""
+def warn_level(row: Certificate, at: datetime) -> int:
+    """How many of WARN_BEFORE's thresholds the certificate has passed at `at` (0: none)."""
     assert row.not_after is not None
-    row.warned_at = utcnow()
-    days = max(0, (row.not_after - row.warned_at).days)
+    left = row.not_after - at
+    return sum(1 for before in WARN_BEFORE if left <= before)
+
+
+async def warn_if_due(uow: UnitOfWork, row: Certificate, *, now: datetime) -> bool:
+    """Tell the operators and the owner that the certificate has not been renewed, once per
+    threshold it passes (14, 7 and 1 days before its expiry, and at it), when its renewal failed or
+    its renewal point passed over an hour ago (at its expiry, whatever the reason). The threshold
+    told last is the one `warned_at` had passed; a new certificate clears it. Whether it told."""
+    if row.fullchain is None or row.not_before is None or row.not_after is None:
+        return False
+    overdue = (row.failures > 0 or row.not_after <= now
+               or now >= renewal_point(row.not_before, row.not_after, None) + WARN_GRACE)
+    level = warn_level(row, now)
+    if not overdue or level == 0 or (row.warned_at is not None and warn_level(row, row.warned_at) >= level):
+        return False
+    row.warned_at = now
+    await _warn(uow, row, now)
+    return True
+
+
+async def _warn(uow: UnitOfWork, row: Certificate, now: datetime) -> None:
+    """The operators (SVC_OPERATORS' addresses, and the log) for every certificate; for a custom
+    hostname also its org (a notification and a mail to its admins)."""
+    assert row.not_after is not None
+    why = f"svc could not renew it: {row.last_error}" if row.last_error else "svc has not renewed it yet"
+    if row.not_after <= now:
+        message = (f"The certificate of {row.name} ran out at {row.not_after:%Y-%m-%d %H:%M} UTC and {why}. "
+                   f"The edge no longer serves it: {row.name} is served over http only until svc renews it.")
+        subject = f"the certificate of {row.name} ran out"
+    else:
+        days = (row.not_after - now).days
+        left = f"{days} days" if days >= 1 else "less than a day"
+        message = (f"The certificate of {row.name} runs out in {left} ({row.not_after:%Y-%m-%d %H:%M} UTC) and "
+                   f"{why}. svc keeps trying; once it runs out, {row.name} is served over http only.")
+        subject = f"the certificate of {row.name} is not renewing"
+    log.error("%s", message)
+    settings = uow.ctx.settings
+    await notifications.operators_mailed(uow, subject=subject, message=message, settings=settings)
     owner = await queries.host_owner(uow.session, row.name) if row.kind == CertificateKind.host else None
-    message = (f"The certificate of {row.name} runs out in {days} days ({row.not_after:%Y-%m-%d %H:%M} UTC) and "
-               f"svc could not renew it: {row.last_error}. svc keeps trying; once it runs out, browsers refuse "
-               f"https for {row.name}.")
     if owner is None:
-        log.error("%s", message)
         return
     org, project = owner
     await notifications.mailed(uow, org, kind="certificate.expiring", project=project, message=message,
-                               subject=f"the certificate of {row.name} is not renewing", settings=uow.ctx.settings,
+                               subject=subject, settings=settings,
                                data={"host": row.name, "notAfter": row.not_after.isoformat()})
 
 
@@ -224,15 +261,17 @@ class EdgeCertificates:
 
     async def version(self) -> str:
         async with unit_of_work(self.ctx, Tx.READ) as uow:
-            return await queries.served_version(uow.session)
+            return await queries.served_version(uow.session, utcnow())
 
     async def certificates(self) -> list[ServedCertificate]:
-        async with unit_of_work(self.ctx, Tx.READ) as uow:
-            rows = await queries.served(uow.session)
+        """The ones not past notAfter (an expired certificate is no better than none: its host is
+        served over http, not sent to https to meet a browser's refusal)."""
         now = utcnow()
+        async with unit_of_work(self.ctx, Tx.READ) as uow:
+            rows = await queries.served(uow.session, now)
         return [ServedCertificate(name=row.name, fullchain_pem=row.fullchain or "", key_pem=key_pem(self.ctx, row),
                                   ocsp_der=row.ocsp_response if row.ocsp_valid_until and row.ocsp_valid_until > now
-                                  else None)
+                                  else None, not_after=row.not_after)
                 for row in rows]
 
 

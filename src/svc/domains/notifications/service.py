@@ -1,5 +1,6 @@
-"""Per-org notifications (limit, backup and restore events): recorded in the caller's unit of work,
-with mail to the org's admins where the event warrants it."""
+"""Per-org notifications (limit, backup and restore events, certificates not renewing): recorded in
+the caller's unit of work, with mail to the org's admins where the event warrants it; and mail to
+svc's operators about svc itself (operators_mailed)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,13 @@ async def limit_reached(uow: UnitOfWork, org: Org, *, resource: str, limit: int,
 async def claim_released(uow: UnitOfWork, org: Org, *, kind: str, message: str, settings: Settings) -> Notification:
     """An org lost a claim it never proved (a zone, a hostname) to an org that proved the name is theirs."""
     return await mailed(uow, org, kind=kind, message=message, subject="a name was taken over", settings=settings)
+
+
+async def operators_mailed(uow: UnitOfWork, *, subject: str, message: str, settings: Settings) -> int:
+    """A mail to each operator SVC_OPERATORS names by address (about svc itself, no org's);
+    how many were queued."""
+    addresses = sorted({name.strip().lower() for name in settings.operators.split(",") if "@" in name})
+    body = f"{message}\n\nThis message went to the operators of {settings.service_name} (SVC_OPERATORS).\n"
+    for address in addresses:
+        queue_mail(uow, address, f"{settings.service_name}: {subject}", body)
+    return len(addresses)

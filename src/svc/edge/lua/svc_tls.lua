@@ -5,8 +5,12 @@
 -- handshake: no reload, whatever the number of certificates. nginx reads svc's snapshot file when
 -- it starts or reloads (svc/edge/tls.py writes it, 0600).
 --
--- A change line:   set <TAB> name <TAB> chain (base64 PEM) <TAB> key (base64 PEM) [<TAB> OCSP (base64 DER)]
+-- A change line:   set <TAB> name <TAB> notAfter (Unix seconds) <TAB> chain (base64 PEM) <TAB> key (base64 PEM)
+--                      [<TAB> OCSP (base64 DER)]
 --                  del <TAB> name
+-- An entry at or past its notAfter is as none: no handshake with it, and its host's http is not
+-- sent to https (a browser would refuse the expired certificate), from that second on, whenever
+-- svc's `del` comes.
 -- An entry's value is the line's payload as sent; its flags a checksum of it, so a worker's parsed
 -- copy (a small cache per worker) is parsed again once the entry changes.
 
@@ -34,7 +38,7 @@ local function apply(line)
     local op, name, rest = line:match("^(%l+)\t([^\t]+)(.*)$")
     if op == "set" then
         local payload = rest:match("^\t(.+)$")
-        if not payload or not payload:match("^[A-Za-z0-9+/=]+\t[A-Za-z0-9+/=]+\t?[A-Za-z0-9+/=]*$") then
+        if not payload or not payload:match("^%d+\t[A-Za-z0-9+/=]+\t[A-Za-z0-9+/=]+\t?[A-Za-z0-9+/=]*$") then
             return nil, "not a change: set " .. name
         end
         local ok, err = certs:safe_set(name:lower(), payload, 0, crc32(payload))
@@ -59,16 +63,26 @@ function M.update()
     return lines.update(apply)
 end
 
--- The entry serving `name`: its own, else the wildcard one level up.
+-- An entry's value, unless it is at or past its notAfter (the value's first field).
+local function current(key)
+    local value, flags = certs:get(key)
+    local not_after = value and tonumber(value:match("^(%d+)\t"))
+    if not_after and not_after > ngx.time() then
+        return value, flags
+    end
+    return nil
+end
+
+-- The entry serving `name`: its own, else the wildcard one level up (either not expired).
 local function find(name)
-    local value, flags = certs:get(name)
+    local value, flags = current(name)
     if value then
         return name, value, flags
     end
     local parent = name:match("^[^.]+%.(.+)$")
     if parent then
         local wildcard = "*." .. parent
-        value, flags = certs:get(wildcard)
+        value, flags = current(wildcard)
         if value then
             return wildcard, value, flags
         end
@@ -89,7 +103,7 @@ function M.certificate()
     end
     local entry = parsed:get(key)
     if not entry or entry.version ~= version then
-        local chain_b64, key_b64, ocsp_b64 = value:match("^([^\t]+)\t([^\t]+)\t?([^\t]*)$")
+        local chain_b64, key_b64, ocsp_b64 = value:match("^%d+\t([^\t]+)\t([^\t]+)\t?([^\t]*)$")
         local chain, err = ssl.parse_pem_cert(decode(chain_b64 or "") or "")
         local pkey, err2 = ssl.parse_pem_priv_key(decode(key_b64 or "") or "")
         if not chain or not pkey then
@@ -115,7 +129,7 @@ function M.certificate()
     end
 end
 
--- For the http listener: "1" when a certificate serves `host` (its requests go to https).
+-- For the http listener: "1" when a certificate not expired serves `host` (its requests go to https).
 function M.held(host)
     if host == "" then
         return "0"
