@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
-from svc.supervisor import find_binary
-from tests.support.browser import CHROMIUM
+from tests.support import components
 from tests.support.bundles import site as bundle
 from tests.support.serve import Server, svc_serve
 
@@ -31,9 +29,7 @@ except ImportError:  # pragma: no cover - the dev dependencies include it
     async_playwright = None  # type: ignore[assignment]
 
 pytestmark = [
-    pytest.mark.skipif(async_playwright is None, reason="playwright is not installed"),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
-    pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed (make test installs it)"),
+    components.PLAYWRIGHT, components.CHROMIUM, components.NGINX,
 ]
 
 

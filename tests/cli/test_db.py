@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import Cli, running_server, uniq
+from tests.support import components
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,7 @@ def _until_generations(me: Cli, where: tuple[str, ...], *, after: str) -> list[d
     raise AssertionError(f"no checked generation taken after {after}: {gens}")
 
 
-@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+@components.PSQL
 def test_generations_restore_export_and_delete(me: Cli) -> None:
     slug = uniq("dbr")
     me.login(uniq("owner"))
@@ -138,7 +139,7 @@ def test_generations_restore_export_and_delete(me: Cli) -> None:
     me.fails("not_abortable", "db", "operation", op["id"], "--abort", *where)
 
 
-@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+@components.PSQL
 def test_proxy_reaches_the_database_with_the_login_session_and_no_password(me: Cli) -> None:
     import json
     import signal

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +18,11 @@ from svc.adapters.git.port import GitService, HookAnswer, Pusher, RefChange, Ref
 from svc.adapters.git.process import host_key_pem, ssh_banner
 from svc.adapters.git.ssh_server import ask_gate
 from svc.supervisor import Supervisor
+from tests.support import components
 from tests.support.ports import free_port
 from tests.support.smtp import eventually
 
-pytestmark = pytest.mark.skipif(not (shutil.which("git") and shutil.which("ssh") and shutil.which("ssh-keygen")),
-                                reason="needs git and openssh-client")
+pytestmark = components.SSH_CLIENTS
 
 PATH = "o/p/r.git"
 NO_SUCH = "svc: no repository o/p/nope.git here (or you may not see it)"

@@ -13,14 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from svc.supervisor import find_binary
 from tests.hostnames.conftest import until
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.pdns import PDNS_REQUIRED
 from tests.support.public_dns import ELSEWHERE, PublicDns, running_public_dns
 from tests.support.serve import Server, svc_serve
 
-pytestmark = [PDNS_REQUIRED, pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed")]
+pytestmark = [PDNS_REQUIRED, components.NGINX]
 
 SVC_NS = ["ns1.svc.localhost.", "ns2.svc.localhost."]  # svc serve's nameservers (SVC_NAMESERVERS' default)
 JSON = {"accept": "application/json"}

@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from svc.supervisor import find_binary
 from tests.hostnames.conftest import until
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.pdns import PDNS_REQUIRED
 from tests.support.serve import Server, svc_serve
 
-pytestmark = [PDNS_REQUIRED, pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed")]
+pytestmark = [PDNS_REQUIRED, components.NGINX]
 
 HTML = {"accept": "text/html,application/xhtml+xml"}
 

@@ -20,8 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from svc.supervisor import find_binary
-from tests.support.browser import CHROMIUM
+from tests.support import components
 from tests.support.serve import Server, svc_serve
 
 try:
@@ -44,9 +43,7 @@ WIDTHS = {"1440": (1440, 900), "375": (375, 812)}
 BLOCKING = {"serious", "critical"}
 
 pytestmark = [
-    pytest.mark.skipif(async_playwright is None, reason="playwright is not installed"),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
-    pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed (make test installs it)"),
+    components.PLAYWRIGHT, components.CHROMIUM, components.NGINX,
 ]
 
 

@@ -18,12 +18,12 @@ import httpx
 import pytest
 from playwright.async_api import BrowserContext, expect
 
-from svc.adapters.workers.workerd import find_workerd
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
 from tests.web.conftest import look, sign_in
 
-pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+pytestmark = components.WORKERD
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "chat"
 # The webhook comes back within a second or two; generous for a loaded machine.

@@ -17,14 +17,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from svc.adapters.workers.workerd import find_workerd
 from svc.edge.config import EdgeLayout
 from svc.edge.routes import RouteTable
 from tests.cli.conftest import Cli
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
 
-pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+pytestmark = components.WORKERD
 
 API_WORKER = """
 export default {
