@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.support import components
+from tests.support.browser import WAIT_MS
 from tests.support.bundles import site as bundle
 from tests.support.serve import Server, svc_serve
 
@@ -99,7 +100,7 @@ async def deployed_site(server: Server, http: httpx.AsyncClient, owner: str) -> 
 
 async def _new_page(browser: Browser) -> Page:
     context = await browser.new_context()
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(WAIT_MS)
     return await context.new_page()
 
 

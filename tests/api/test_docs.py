@@ -14,6 +14,7 @@ from svc import __version__
 from svc.openapi import openapi_30
 from tests.support import components
 from tests.support.api import Svc, assert_error
+from tests.support.browser import WAIT_MS
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
@@ -167,7 +168,7 @@ async def test_the_docs_render_in_a_browser_without_other_hosts(tmp_path: Path, 
         context = await browser.new_context()
         try:
             page = await context.new_page()
-            page.set_default_timeout(20_000)
+            page.set_default_timeout(WAIT_MS)
             requested: list[str] = []
             problems: list[str] = []
             page.on("request", lambda req: requested.append(req.url))

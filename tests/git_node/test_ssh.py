@@ -153,7 +153,7 @@ async def test_clone_push_and_clone_again(site: Site) -> None:
     assert site.gatekeeper.before[-1][1] == changes
     assert (await site.node.resolve("repo_test1", "main")) == commit
     # The push id is forgotten once the session ends (the server's ssh-done).
-    await eventually(lambda: _async(not site.node.gate._pushes), timeout=10, what="ssh-done")
+    await eventually(lambda: _async(not site.node.gate._pushes), what="ssh-done")
 
     again = await site.git("clone", site.url(), str(site.root / "again"))
     assert again.code == 0, again.err
@@ -177,7 +177,7 @@ async def test_an_unknown_key_is_refused(site: Site) -> None:
     assert cloned.code != 0
     assert "Permission denied" in cloned.err
     log = site.node.root / "ssh" / "ssh.log"
-    await eventually(lambda: _async("refused: no key it offered is known" in log.read_text()), timeout=10,
+    await eventually(lambda: _async("refused: no key it offered is known" in log.read_text()),
                      what="the refusal logged")
 
 

@@ -104,7 +104,7 @@ async def test_pending_page_then_served_after_proof(tmp_path: Path) -> None:
             async def cycle_served() -> bool:
                 return (await _edge(http, server, "app.example.org")).text == "<h1>the web project</h1>"
 
-            await until(cycle_served, "app.example.org served after the cycle", tries=800)
+            await until(cycle_served, "app.example.org served after the cycle")
 
             # Removed: unrouted at once.
             assert (await alice.delete(f"{base}/www.example.org")).status_code == 204

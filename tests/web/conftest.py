@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.support import components
+from tests.support.browser import WAIT_MS
 from tests.support.serve import Server, svc_serve
 
 try:
@@ -148,7 +149,7 @@ async def contexts(browser: Browser, server: Server) -> AsyncIterator[Callable[.
         if also is not None:
             watch.origins.add(also.api)
         context = await browser.new_context(**{"viewport": {"width": 1440, "height": 900}, **options})
-        context.set_default_timeout(20_000)
+        context.set_default_timeout(WAIT_MS)
         await watch.attach(context)
         made.append(context)
         return context
