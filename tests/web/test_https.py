@@ -99,7 +99,6 @@ async def test_the_domains_tab_follows_a_certificate_order_live(tls_server: tupl
     assert await page.evaluate("window.notReloaded") is True
     await look(page, "hostnames-https")
 
-
     async def issuer_served() -> str | None:  # the edge loads the new certificate (a graceful reload)
         try:
             return await asyncio.to_thread(_https_issuer, tls_port, "www.shop.test", root)
