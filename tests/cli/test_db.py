@@ -15,6 +15,7 @@ import pytest
 
 from tests.cli.conftest import Cli, running_server, uniq
 from tests.support import components
+from tests.support.wait import WAIT_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +91,9 @@ def _sql(creds: dict[str, Any], sql: str) -> str:
 
 def _until_generations(me: Cli, where: tuple[str, ...], *, after: str) -> list[dict[str, Any]]:
     """The generations once the newest was taken after `after` (PostgreSQL's clock_timestamp()
-    text) and all were checked (60 s at most)."""
+    text) and all were checked."""
     since = datetime.fromisoformat(after.splitlines()[-1].replace(" ", "T"))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_SECONDS
     gens: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         gens = me.ok("db", "generations", *where, "--json").json()["generations"]
