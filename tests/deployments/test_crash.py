@@ -38,10 +38,11 @@ def _start(settings: Settings, tmp: Path) -> tuple[subprocess.Popen[bytes], Path
 
 async def _wait_for(check: Callable[[], bool], what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     def done() -> bool:
-        if proc.poll() is not None and not check():
-            raise AssertionError(f"the server exited ({proc.returncode}) waiting for {what}:\n"
-                                 f"{log.read_text()[-3000:]}")
-        return check()
+        if check():
+            return True
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited ({proc.returncode}) waiting for {what}")
+        return False
 
     try:
         await until(done, timeout=START_SECONDS, what=what)
