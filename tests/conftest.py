@@ -10,9 +10,13 @@ import pytest
 
 from svc.app import default_adapters
 from svc.settings import Settings
-from tests.support import stores
+from tests.support import components, stores
 from tests.support.api import Svc, running_svc
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS
+
+# Whether a test's component is missing is decided there (a skip, or in CI a failure): its hooks, as
+# this conftest's own (pytest_plugins would import the module again, for assertion rewriting).
+from tests.support.components import pytest_configure, pytest_runtest_setup  # noqa: F401
 from tests.support.pdns import Pdns, clear_zones, running_pdns
 from tests.support.projectdb import running_cluster
 from tests.support.smtp import SmtpSink, running_smtp_svc
@@ -85,8 +89,9 @@ async def _drop_templates() -> AsyncIterator[None]:
 @pytest.fixture(scope="session")
 async def browser() -> AsyncIterator[Browser]:
     """Headless Chromium (Debian's), one per test process; each test opens contexts of its own."""
-    from playwright.async_api import async_playwright
+    from playwright.async_api import async_playwright, expect
 
+    expect.set_options(timeout=WAIT_MS)
     async with async_playwright() as pw:
         launched = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -122,7 +127,7 @@ async def project_cluster() -> AsyncIterator[PrivateCluster]:
     from svc.adapters.database.process import find_postgres
 
     if find_postgres() is None:
-        pytest.skip("PostgreSQL's server is not installed")
+        components.absent("PostgreSQL's server")
     async with running_cluster() as cluster:
         yield cluster
 

@@ -168,9 +168,12 @@ class Settings(BaseSettings):
 
     # Billing (docs/billing.md): "off", "polar" (Polar's API with SVC_POLAR_ACCESS_TOKEN and the pro
     # plan's SVC_POLAR_PRODUCT_ID; SVC_BILLING_SANDBOX for Polar's sandbox) or "fake" (svc runs a fake
-    # Polar itself, for development). Webhooks are checked against SVC_BILLING_WEBHOOK_SECRET.
+    # Polar itself, for development). Webhooks are checked against SVC_BILLING_WEBHOOK_SECRET, read
+    # as Standard Webhooks reads it (`whsec_` + base64: the decoded bytes are the key), as Polar
+    # does (the whole secret's UTF-8 bytes), or either (adapters/billing/signatures.py).
     billing: Literal["off", "polar", "fake"] = "off"
     billing_webhook_secret: SecretStr | None = None
+    billing_webhook_secret_form: Literal["standard", "polar", "either"] = "either"
     billing_sandbox: bool = False
     billing_timeout_seconds: float = Field(default=8.0, gt=0, le=60)
     polar_access_token: SecretStr | None = None

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
-from svc.supervisor import find_binary
-from tests.support.browser import CHROMIUM
+from tests.support import components
+from tests.support.browser import WAIT_MS
 from tests.support.bundles import site as bundle
 from tests.support.serve import Server, svc_serve
 
@@ -31,9 +30,7 @@ except ImportError:  # pragma: no cover - the dev dependencies include it
     async_playwright = None  # type: ignore[assignment]
 
 pytestmark = [
-    pytest.mark.skipif(async_playwright is None, reason="playwright is not installed"),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
-    pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed (make test installs it)"),
+    components.PLAYWRIGHT, components.CHROMIUM, components.NGINX,
 ]
 
 
@@ -103,7 +100,7 @@ async def deployed_site(server: Server, http: httpx.AsyncClient, owner: str) -> 
 
 async def _new_page(browser: Browser) -> Page:
     context = await browser.new_context()
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(WAIT_MS)
     return await context.new_page()
 
 

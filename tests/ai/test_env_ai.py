@@ -9,18 +9,20 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from svc.adapters.ai import FakeUpstream
 from svc.adapters.ai.fake import count_tokens
-from svc.adapters.workers.workerd import find_workerd
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
+from tests.support.wait import until
 from tests.workers.test_serve import Project, until_steady
 
-pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+pytestmark = components.WORKERD
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "chat"
 SYSTEM = "You answer in one short paragraph."
@@ -107,11 +109,12 @@ async def test_the_chat_example_calls_the_model_through_env_ai(project: Project,
     prompts = [count_tokens([{"role": "system", "content": SYSTEM}, {"role": "user", "content": m}])
                for m in ("hello there", "stream this")]
     costs = [-(-(p * MINI_IN + 3 * MINI_OUT) // 1_000_000) for p in prompts]
-    for _ in range(300):  # an answer goes back before its settlement lands (milliseconds)
-        ledger = (await project.http.get("/v1/orgs/chatter/ai/ledger", headers=project.auth)).json()["entries"]
-        if len([e for e in ledger if e["kind"] == "call"]) == 2:
-            break
-        await asyncio.sleep(0.02)
+
+    async def both_settled() -> list[dict[str, Any]] | None:  # an answer goes back before its settlement lands
+        entries = (await project.http.get("/v1/orgs/chatter/ai/ledger", headers=project.auth)).json()["entries"]
+        return entries if len([e for e in entries if e["kind"] == "call"]) == 2 else None
+
+    ledger = await until(both_settled, what="both calls' settlements")
     assert [e["microCents"] for e in ledger if e["kind"] == "call"] == [-costs[1], -costs[0]]
     credit = (await project.http.get("/v1/orgs/chatter/ai/credit", headers=project.auth)).json()
     assert credit["balanceMicroCents"] == 100_000_000 - sum(costs)

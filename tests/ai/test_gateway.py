@@ -16,6 +16,7 @@ from svc.models import AICredit, AILedgerEntry, AIReservation, Org, Project
 from tests.support.api import Svc, assert_error
 from tests.support.bundles import site
 from tests.support.team import Team, make_team
+from tests.support.wait import until
 
 MINI_IN, MINI_OUT = 15_000_000, 60_000_000  # openai/gpt-4o-mini, micro-cents a million tokens
 
@@ -129,10 +130,8 @@ async def test_concurrent_calls_hold_the_budget_and_the_ledger_sums(svc: Svc, up
     calls = 50 if store == "postgres" else 8
     upstream.state.gate = asyncio.Event()  # the provider answers none until every call was admitted or refused
     calling = [asyncio.create_task(_call(svc, project_id, body)) for _ in range(calls)]
-    for _ in range(3000):
-        if len(upstream.state.calls) + sum(task.done() for task in calling) == calls:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: len(upstream.state.calls) + sum(task.done() for task in calling) == calls,
+                what="every call admitted or refused")
     upstream.state.gate.set()
     answers = await asyncio.gather(*calling)
     codes = [a.status_code for a in answers]
@@ -152,20 +151,18 @@ async def test_a_call_the_worker_gives_up_on_still_settles(svc: Svc, upstream: F
     _, project_id = await _ready(svc)
     upstream.state.gate = asyncio.Event()
     calling = asyncio.create_task(_call(svc, project_id, _chat("hello there", max_tokens=10)))
-    for _ in range(3000):
-        if upstream.state.calls:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: upstream.state.calls, what="the call at the provider")
     calling.cancel()  # the worker's request goes away while the provider is answering
     with pytest.raises(asyncio.CancelledError):
         await calling
     upstream.state.gate.set()
     cost = -(-(count_tokens([{"role": "user", "content": "hello there"}]) * MINI_IN + 3 * MINI_OUT) // 1_000_000)
-    for _ in range(400):  # the call goes on, and settles: no hold is left, the answer is paid for
+
+    async def settled() -> bool:  # the call goes on, and settles: no hold is left, the answer is paid for
         ledger, _, held = await _money(svc)
-        if held == 0 and ledger == 500_000_000 - cost:
-            break
-        await asyncio.sleep(0.01)
+        return held == 0 and ledger == 500_000_000 - cost
+
+    await until(settled, what="the call's settlement")
     # Read again once settled (PostgreSQL's statements each see the latest commit: a read during
     # the settlement can straddle it).
     assert await _money(svc) == (500_000_000 - cost, 0, 0)

@@ -12,8 +12,9 @@ import pytest
 
 from svc import __version__
 from svc.openapi import openapi_30
+from tests.support import components
 from tests.support.api import Svc, assert_error
-from tests.support.browser import HAVE_CHROMIUM
+from tests.support.browser import WAIT_MS
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser
@@ -156,7 +157,7 @@ async def test_a_json_client_gets_the_front_page_as_json(svc: Svc) -> None:
     assert_error(await svc.anon.post("/", json={}), 405, "method_not_allowed")
 
 
-@pytest.mark.skipif(not HAVE_CHROMIUM, reason="Debian's chromium is not installed (make test installs it)")
+@components.CHROMIUM
 async def test_the_docs_render_in_a_browser_without_other_hosts(tmp_path: Path, browser: Browser) -> None:
     """Every request the page makes goes to svc; the operations show; the page's policy blocks nothing."""
     from playwright.async_api import expect
@@ -167,7 +168,7 @@ async def test_the_docs_render_in_a_browser_without_other_hosts(tmp_path: Path, 
         context = await browser.new_context()
         try:
             page = await context.new_page()
-            page.set_default_timeout(20_000)
+            page.set_default_timeout(WAIT_MS)
             requested: list[str] = []
             problems: list[str] = []
             page.on("request", lambda req: requested.append(req.url))

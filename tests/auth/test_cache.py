@@ -27,6 +27,7 @@ from svc.settings import Settings
 from tests.support import stores
 from tests.support.api import Svc, assert_error, running_svc
 from tests.support.api import User as Login
+from tests.support.wait import WAIT_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMBERS = "/v1/orgs/acme/members"  # needs the member role
@@ -169,7 +170,7 @@ def sqlite_settings(tmp_path: Path) -> Settings:
     return Settings(data_dir=tmp_path / "data", enable_dev_auth=True, public_url="http://svc.test")
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, seconds: float = 30.0) -> None:
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, seconds: float = WAIT_SECONDS) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
     while not await check():
         if asyncio.get_running_loop().time() > deadline:

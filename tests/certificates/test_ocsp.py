@@ -35,10 +35,11 @@ from svc.kit.clock import utcnow
 from svc.models import Certificate
 from svc.uow import Tx, unit_of_work
 from tests.edge.conftest import NGINX, edge_settings
+from tests.support import components
 from tests.support.api import run_due_jobs, running_svc
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (make test installs it)")
+pytestmark = components.NGINX
 
 NAME = "www.stapled.test"
 

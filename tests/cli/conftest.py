@@ -30,10 +30,10 @@ from svc.adapters.registrar import FakeRegistrar
 from svc.cli.main import main as svc_main
 from tests.support.pdns import Pdns, clear_zones, free_dns_port
 from tests.support.ports import free_port
+from tests.support.wait import START_SECONDS
 
 BIN = Path(sys.executable).parent
 SVC = str(BIN / "svc")
-START_SECONDS = 90
 
 
 

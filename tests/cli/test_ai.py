@@ -11,11 +11,12 @@ from pathlib import Path
 import httpx
 
 from tests.cli.conftest import Cli, Result, uniq
+from tests.support.wait import WAIT_SECONDS
 
 
 def _pay_when_open(fake: str, cents: int) -> None:
     """The person paying at the checkout `svc ai topup` opened (the fake lists its checkouts)."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:
         open_ = [c for c in httpx.get(f"{fake}/_fake/checkouts", timeout=10).json()["checkouts"]
                  if c["status"] == "open" and c["credit"] and c["amount"] == cents]

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.cli.conftest import Cli, Result, uniq
+from tests.support.wait import WAIT_SECONDS
 
 
 def test_upgrade_waits_for_the_webhook_then_cancel_resume_portal(billing_server: tuple[str, Path],
@@ -33,17 +34,17 @@ def test_upgrade_waits_for_the_webhook_then_cancel_resume_portal(billing_server:
     before = {c["id"] for c in httpx.get(f"{fake}/_fake/checkouts", timeout=10).json()["checkouts"]}
     waited: list[Result] = []
     waiting = threading.Thread(target=lambda: waited.append(
-        cli("billing", "upgrade", "--org", slug, "--no-browser", "--timeout", "60", "--json")))
+        cli("billing", "upgrade", "--org", slug, "--no-browser", "--timeout", str(int(WAIT_SECONDS)), "--json")))
     waiting.start()
     # Paid once the waiting `upgrade` has opened its own checkout: paid before, the org would be pro
     # already when it asks (already_pro), which is right, and not what this test is about.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_SECONDS
     while not {c["id"] for c in httpx.get(f"{fake}/_fake/checkouts", timeout=10).json()["checkouts"]} - before:
         assert time.monotonic() < deadline and waiting.is_alive(), waited and waited[0].err
         time.sleep(0.05)
     paid = httpx.post(url, data={"email": "ada@example.com", "card": "4242 4242 4242 4242"}, timeout=10)
     assert paid.status_code == 303, paid.text
-    waiting.join(timeout=90)
+    waiting.join(timeout=2 * WAIT_SECONDS)
     assert waited and waited[0].code == 0, waited and waited[0].err
     assert waited[0].json()["plan"] == "pro"
     assert "renews on" in cli.ok("billing", "status", "--org", slug).out

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import Cli, running_server, uniq
+from tests.support import components
+from tests.support.wait import WAIT_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -89,9 +91,9 @@ def _sql(creds: dict[str, Any], sql: str) -> str:
 
 def _until_generations(me: Cli, where: tuple[str, ...], *, after: str) -> list[dict[str, Any]]:
     """The generations once the newest was taken after `after` (PostgreSQL's clock_timestamp()
-    text) and all were checked (60 s at most)."""
+    text) and all were checked."""
     since = datetime.fromisoformat(after.splitlines()[-1].replace(" ", "T"))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_SECONDS
     gens: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
         gens = me.ok("db", "generations", *where, "--json").json()["generations"]
@@ -102,7 +104,7 @@ def _until_generations(me: Cli, where: tuple[str, ...], *, after: str) -> list[d
     raise AssertionError(f"no checked generation taken after {after}: {gens}")
 
 
-@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+@components.PSQL
 def test_generations_restore_export_and_delete(me: Cli) -> None:
     slug = uniq("dbr")
     me.login(uniq("owner"))
@@ -138,7 +140,7 @@ def test_generations_restore_export_and_delete(me: Cli) -> None:
     me.fails("not_abortable", "db", "operation", op["id"], "--abort", *where)
 
 
-@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+@components.PSQL
 def test_proxy_reaches_the_database_with_the_login_session_and_no_password(me: Cli) -> None:
     import json
     import signal

@@ -23,6 +23,7 @@ from svc.cli import bundle
 from svc.cli.client import CliError
 from svc.cli.commands.secrets import read_stdin
 from tests.cli.conftest import SVC, Cli, People, uniq
+from tests.support.wait import WAIT_SECONDS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "site"
 
@@ -389,7 +390,7 @@ def _on_a_terminal(cli: Cli, args: list[str], answers: list[tuple[str, str]]) ->
     os.close(slave)
     shown = b""
     pending = list(answers)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_SECONDS
     try:
         while time.monotonic() < deadline:
             if pending and pending[0][0].encode() in shown:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from svc.supervisor import find_binary
 from tests.cli.conftest import SVC, clean_env, process
-from tests.support.pdns import free_dns_port
+from tests.support import components
+from tests.support.pdns import PDNS_REQUIRED, free_dns_port
 from tests.support.ports import free_port
 
 # Well within this, a failing start exits (nginx itself would retry binding for ~2.5 s, then the
@@ -40,7 +40,7 @@ def _error_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("error:")]
 
 
-@pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed (make test installs it)")
+@components.NGINX
 def test_edge_port_in_use(tmp_path: Path) -> None:
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
@@ -96,11 +96,10 @@ def test_a_bad_setting_stops_the_start_in_one_line(tmp_path: Path) -> None:
         assert len(lines) == 1 and variable in lines[0] and said in lines[0], output
 
 
+@PDNS_REQUIRED
 def test_asking_its_own_nameserver_for_proof_is_refused(tmp_path: Path) -> None:
     """Without SVC_TRUST_OWN_ZONES, svc's own answers never prove a name: a resolver setting that
     names its own PowerDNS stops the start, in one line saying what to do."""
-    if find_binary("pdns_server") is None:
-        pytest.skip("PowerDNS is not installed (make test installs it)")
     api_port = free_port()
     env = _env(tmp_path / "data", api_port)
     env |= {"SVC_TRUST_OWN_ZONES": "false", "SVC_DNS_RESOLVER": f"127.0.0.1:{env['SVC_DNS_PORT']}"}

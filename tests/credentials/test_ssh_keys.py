@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 
 from svc.domains.credentials.service import MAX_SSH_KEYS
 from svc.domains.credentials.sshkeys import MAX_KEY_TEXT
+from tests.support import components
 from tests.support.api import Svc, assert_error
 
 KEY_FIELDS = {"id", "name", "type", "bits", "fingerprint", "publicKey", "createdAt"}
@@ -83,7 +83,7 @@ async def test_ssh_key_lifecycle_for_every_accepted_type(svc: Svc, tmp_path: Pat
     assert_error(await alice.client.delete("/v1/me/ssh-keys/key_unknown"), 404, "not_found")
 
 
-@pytest.mark.skipif(SSH_KEYGEN is None, reason="ssh-keygen is not installed")
+@components.SSH_KEYGEN
 async def test_a_key_made_by_ssh_keygen_is_accepted_with_its_fingerprint(svc: Svc, tmp_path: Path) -> None:
     assert SSH_KEYGEN is not None
     alice = await svc.login("alice")

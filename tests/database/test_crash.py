@@ -16,6 +16,7 @@ import httpx
 
 from svc.adapters.database.process import PrivateCluster
 from tests.support.serve import Server, svc_serve
+from tests.support.wait import WAIT_SECONDS
 
 URL = "/v1/orgs/crash/projects/web/database"
 
@@ -29,7 +30,7 @@ async def _sql(creds: dict[str, Any], statement: str) -> Any:
         await con.close()
 
 
-async def _until(check: Any, what: str, seconds: float = 60.0) -> Any:
+async def _until(check: Any, what: str, seconds: float = WAIT_SECONDS) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while loop.time() < deadline:

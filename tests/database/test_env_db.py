@@ -15,12 +15,12 @@ import httpx
 import pytest
 
 from svc.adapters.database.process import PrivateCluster
-from svc.adapters.workers.workerd import find_workerd
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
 from tests.workers.test_serve import Project, until_steady
 
-pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+pytestmark = components.WORKERD
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "notes"
 

@@ -19,8 +19,9 @@ from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.adapters.database.scram import verifier
 from svc.supervisor import ProcessError
+from tests.support import components
 
-pytestmark = pytest.mark.skipif(find_postgres() is None, reason="PostgreSQL's server is not installed")
+pytestmark = components.POSTGRES
 
 
 @pytest.fixture

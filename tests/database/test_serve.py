@@ -11,12 +11,12 @@ import tempfile
 from pathlib import Path
 
 import asyncpg
-import pytest
 
 from svc.adapters.database.process import ADMIN, PrivateCluster, find_postgres
+from tests.support import components
 from tests.support.serve import svc_serve
 
-pytestmark = pytest.mark.skipif(find_postgres() is None, reason="PostgreSQL's server is not installed")
+pytestmark = components.POSTGRES
 
 
 def _alive(pid: int) -> bool:

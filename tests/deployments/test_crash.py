@@ -18,6 +18,7 @@ from svc.settings import Settings
 from tests.deployments.conftest import Env
 from tests.support import bundles
 from tests.support.api import running_svc
+from tests.support.wait import START_SECONDS, until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,14 +37,17 @@ def _start(settings: Settings, tmp: Path) -> tuple[subprocess.Popen[bytes], Path
 
 
 async def _wait_for(check: Callable[[], bool], what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    for _ in range(600):
+    def done() -> bool:
         if check():
-            return
+            return True
         if proc.poll() is not None:
-            raise AssertionError(f"the server exited ({proc.returncode}) waiting for {what}:\n"
-                                 f"{log.read_text()[-3000:]}")
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}:\n{log.read_text()[-3000:]}")
+            raise AssertionError(f"the server exited ({proc.returncode}) waiting for {what}")
+        return False
+
+    try:
+        await until(done, timeout=START_SECONDS, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}:\n{log.read_text()[-3000:]}") from None
 
 
 def _partials(data_dir: Path) -> list[str]:

@@ -18,6 +18,7 @@ from svc.models import AuditEvent, Cycle, Job, JobKind, JobStatus, Zone
 from tests.support.api import Svc, assert_error
 from tests.support.pdns import NAMESERVERS, Pdns
 from tests.support.team import Team, make_team
+from tests.support.wait import WAIT_SECONDS
 
 Z = "/v1/orgs/acme/dns/zones"
 ZONE = f"{Z}/example.com"
@@ -29,7 +30,7 @@ async def _team(svc: Svc) -> Team:
     return await make_team(svc, other_org=True)
 
 
-async def _until(check: Callable[[], Awaitable[bool]], what: str, seconds: float = 30.0) -> None:
+async def _until(check: Callable[[], Awaitable[bool]], what: str, seconds: float = WAIT_SECONDS) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while not await check():

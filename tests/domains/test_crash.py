@@ -17,12 +17,13 @@ import httpx
 from svc.adapters.registrar import FakeRegistrar
 from tests.domains.conftest import CONTACT
 from tests.support.serve import svc_serve
+from tests.support.wait import WAIT_SECONDS
 
 NAME = "crash-proof.com"
 BUY = {"name": NAME, "contact": CONTACT}
 
 
-async def _until(check: Callable[[], bool], what: str, seconds: float = 60.0) -> None:
+async def _until(check: Callable[[], bool], what: str, seconds: float = WAIT_SECONDS) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while not check():

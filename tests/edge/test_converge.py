@@ -23,6 +23,7 @@ from tests.edge.helpers import FakeCheck, Site, bundle, create_project, deploy, 
 from tests.support import stores
 from tests.support.api import running_svc
 from tests.support.s3 import create_bucket, moto_server, s3_settings
+from tests.support.wait import WAIT_SECONDS
 
 
 def page(version: int) -> bytes:
@@ -37,7 +38,7 @@ def files(version: int) -> dict[str, bytes]:
     return {"index.html": page(version), "app.js": script(version)}
 
 
-async def wait_for(predicate_coro: object, what: str, seconds: float = 15.0) -> None:
+async def wait_for(predicate_coro: object, what: str, seconds: float = WAIT_SECONDS) -> None:
     for _ in range(int(seconds / 0.05)):
         if await predicate_coro():  # type: ignore[operator]
             return

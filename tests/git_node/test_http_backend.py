@@ -12,6 +12,7 @@ import pytest
 
 from svc.adapters.git.http_backend import CgiExchange
 from svc.adapters.git.port import HttpRequest
+from tests.support.wait import WAIT_SECONDS
 
 # More than the pipe holds (1 MiB): the writing thread is held until the program reads.
 CHUNK = 4 * 1024 * 1024
@@ -36,7 +37,7 @@ def open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-async def until(condition: object, seconds: float = 30.0) -> None:
+async def until(condition: object, seconds: float = WAIT_SECONDS) -> None:
     async with asyncio.timeout(seconds):
         while not condition():  # type: ignore[operator]
             await asyncio.sleep(0.01)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +18,11 @@ from svc.adapters.git.port import GitService, HookAnswer, Pusher, RefChange, Ref
 from svc.adapters.git.process import host_key_pem, ssh_banner
 from svc.adapters.git.ssh_server import ask_gate
 from svc.supervisor import Supervisor
+from tests.support import components
 from tests.support.ports import free_port
 from tests.support.smtp import eventually
 
-pytestmark = pytest.mark.skipif(not (shutil.which("git") and shutil.which("ssh") and shutil.which("ssh-keygen")),
-                                reason="needs git and openssh-client")
+pytestmark = components.SSH_CLIENTS
 
 PATH = "o/p/r.git"
 NO_SUCH = "svc: no repository o/p/nope.git here (or you may not see it)"
@@ -154,7 +153,7 @@ async def test_clone_push_and_clone_again(site: Site) -> None:
     assert site.gatekeeper.before[-1][1] == changes
     assert (await site.node.resolve("repo_test1", "main")) == commit
     # The push id is forgotten once the session ends (the server's ssh-done).
-    await eventually(lambda: _async(not site.node.gate._pushes), timeout=10, what="ssh-done")
+    await eventually(lambda: _async(not site.node.gate._pushes), what="ssh-done")
 
     again = await site.git("clone", site.url(), str(site.root / "again"))
     assert again.code == 0, again.err
@@ -178,7 +177,7 @@ async def test_an_unknown_key_is_refused(site: Site) -> None:
     assert cloned.code != 0
     assert "Permission denied" in cloned.err
     log = site.node.root / "ssh" / "ssh.log"
-    await eventually(lambda: _async("refused: no key it offered is known" in log.read_text()), timeout=10,
+    await eventually(lambda: _async("refused: no key it offered is known" in log.read_text()),
                      what="the refusal logged")
 
 

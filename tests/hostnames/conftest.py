@@ -3,7 +3,6 @@ for ownership checks (SVC_DNS_RESOLVER): a record set through the DNS API is wha
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ from sqlalchemy import select
 from svc.app import default_adapters
 from svc.models import AuditEvent
 from svc.settings import Settings
+from tests.support import wait
 from tests.support.api import Svc, running_svc
 from tests.support.pdns import Pdns, clear_zones
 from tests.support.team import Team, make_team
@@ -39,14 +39,9 @@ async def team(svc: Svc) -> Team:
     return await make_team(svc, project="web", other_project="site")
 
 
-async def until(check: Callable[[], Awaitable[Any]], what: str, *, tries: int = 400) -> Any:
-    """Poll `check` until it returns something truthy (10 s at most); returns that."""
-    for _ in range(tries):
-        found = await check()
-        if found:
-            return found
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"timed out waiting for {what}")
+async def until(check: Callable[[], Awaitable[Any]], what: str) -> Any:
+    """Poll `check` until it returns something truthy (tests/support/wait.py's bound); returns that."""
+    return await wait.until(check, what=what)
 
 
 async def audit(svc: Svc, prefix: str = "hostname.") -> list[tuple[str, str | None, dict[str, Any]]]:

@@ -13,14 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from svc.supervisor import find_binary
 from tests.hostnames.conftest import until
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.pdns import PDNS_REQUIRED
 from tests.support.public_dns import ELSEWHERE, PublicDns, running_public_dns
 from tests.support.serve import Server, svc_serve
 
-pytestmark = [PDNS_REQUIRED, pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed")]
+pytestmark = [PDNS_REQUIRED, components.NGINX]
 
 SVC_NS = ["ns1.svc.localhost.", "ns2.svc.localhost."]  # svc serve's nameservers (SVC_NAMESERVERS' default)
 JSON = {"accept": "application/json"}
@@ -83,7 +83,7 @@ async def _served(server: Server, host: str, page: str) -> None:
     async def check() -> bool:
         return (await _edge(server, host)).text == page
 
-    await until(check, f"{host} serving {page}", tries=800)
+    await until(check, f"{host} serving {page}")
 
 
 async def _never_served(server: Server, host: str) -> None:
@@ -163,7 +163,7 @@ async def test_a_squatter_gets_nothing_and_the_real_owner_takes_over(server: Ser
         found = await alice.host("api.bank.example")
         return bool(found and found["status"] == "active")
 
-    await until(api_active, "api.bank.example proven by the delegated zone", tries=800)
+    await until(api_active, "api.bank.example proven by the delegated zone")
     await _served(server, "api.bank.example", "<h1>the bank</h1>")
 
 

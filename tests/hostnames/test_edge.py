@@ -9,15 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from svc.supervisor import find_binary
 from tests.hostnames.conftest import until
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.pdns import PDNS_REQUIRED
 from tests.support.serve import Server, svc_serve
 
-pytestmark = [PDNS_REQUIRED, pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed")]
+pytestmark = [PDNS_REQUIRED, components.NGINX]
 
 HTML = {"accept": "text/html,application/xhtml+xml"}
 
@@ -105,7 +104,7 @@ async def test_pending_page_then_served_after_proof(tmp_path: Path) -> None:
             async def cycle_served() -> bool:
                 return (await _edge(http, server, "app.example.org")).text == "<h1>the web project</h1>"
 
-            await until(cycle_served, "app.example.org served after the cycle", tries=800)
+            await until(cycle_served, "app.example.org served after the cycle")
 
             # Removed: unrouted at once.
             assert (await alice.delete(f"{base}/www.example.org")).status_code == 204

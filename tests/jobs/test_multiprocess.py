@@ -27,6 +27,7 @@ from svc.uow import unit_of_work
 from tests.jobs.helpers import TestKind
 from tests.jobs.worker_process import STARTED
 from tests.support import stores
+from tests.support.wait import WAIT_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG_LEASE = 120.0
@@ -116,7 +117,7 @@ async def _audit(db: Database, action: str) -> list[AuditEvent]:
 
 
 async def _wait_until(check: Callable[[], Awaitable[bool]], what: str, procs: Processes,
-                      seconds: float = 60) -> None:
+                      seconds: float = WAIT_SECONDS) -> None:
     for _ in range(int(seconds / 0.1)):
         if await check():
             return
@@ -163,7 +164,7 @@ async def test_a_job_of_a_process_killed_mid_job_is_finished_by_the_other(pg: Pg
         async def started() -> bool:
             return bool(await _audit(pg.db, STARTED))
 
-        await _wait_until(started, "the job to start", procs, seconds=30)
+        await _wait_until(started, "the job to start", procs)
         victim = (await _audit(pg.db, STARTED))[0].data["marker"]
         survivor = ({"p1", "p2"} - {victim}).pop()
         os.kill(procs.procs[victim].pid, signal.SIGKILL)
@@ -175,7 +176,7 @@ async def test_a_job_of_a_process_killed_mid_job_is_finished_by_the_other(pg: Pg
         async def done() -> bool:
             return await _count_jobs(pg.db, "done") == 1
 
-        await _wait_until(done, "the other process to take the job over", procs, seconds=60)
+        await _wait_until(done, "the other process to take the job over", procs)
 
     rows = await _audit(pg.db, "test.job")
     assert [(r.target, r.data["marker"], r.data["attempt"]) for r in rows] == [("slow-1", survivor, 2)]

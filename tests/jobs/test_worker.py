@@ -16,6 +16,7 @@ from svc.kit.clock import utcnow
 from svc.models import Cycle, Job
 from svc.uow import unit_of_work
 from tests.jobs.helpers import Store, TestKind, audit_rows, job, jobs_of_kind, run_until_idle, set_job, write_audit
+from tests.support.wait import until
 
 KIND = TestKind.record
 
@@ -172,21 +173,17 @@ async def test_a_cycle_registered_on_two_workers_is_enqueued_once_per_slot(store
     loops = [asyncio.create_task(a.run(stop)), asyncio.create_task(b.run(stop))]
     try:
         async def wait_for_done(count: int) -> list[Job]:
-            for _ in range(600):
+            async def finished() -> list[Job] | None:
                 jobs = await jobs_of_kind(db, TestKind.tick)
-                if len([j for j in jobs if j.status == "done"]) >= count:
-                    return jobs
-                await asyncio.sleep(0.05)
-            raise AssertionError(f"fewer than {count} cycle runs finished")
+                return jobs if len([j for j in jobs if j.status == "done"]) >= count else None
+
+            return list(await until(finished, what=f"{count} cycle run(s) finished"))
 
         async def more_rounds(n: int) -> None:
             """Each worker has looked for due cycles n more times."""
             target = {name: done + n for name, done in rounds.items()}
-            for _ in range(600):
-                if all(rounds[name] >= target[name] for name in rounds):
-                    return
-                await asyncio.sleep(0.05)
-            raise AssertionError(f"the workers did not go round {n} more times: {rounds}")
+            await until(lambda: all(rounds[name] >= target[name] for name in rounds),
+                        what=f"the workers going round {n} more times")
 
         await wait_for_done(1)
         await more_rounds(10)  # the slot is taken: however often they look, nothing more

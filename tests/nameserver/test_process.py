@@ -5,7 +5,6 @@ one a killed svc left running, and a DNS port held by another program is one cle
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
@@ -30,6 +29,7 @@ from svc.app import create_app
 from svc.settings import Settings
 from svc.supervisor import Port, telling_line
 from tests.support.pdns import NAMESERVERS, PDNS_REQUIRED, free_dns_port, pdns_settings, running_pdns
+from tests.support.wait import until
 
 SVC = str(Path(sys.executable).parent / "svc")
 
@@ -74,13 +74,11 @@ async def test_a_dead_pdns_is_started_again(tmp_path: Path) -> None:
         first = pdns.running.managed.process.pid
         assert first is not None
         os.kill(first, signal.SIGKILL)
-        for _ in range(200):
-            pid = pdns.running.managed.process.pid
-            if pid != first and await pdns.nameserver.ping():
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("PowerDNS was not started again")
+
+        async def again() -> bool:
+            return pdns.running.managed.process.pid != first and await pdns.nameserver.ping()
+
+        await until(again, what="PowerDNS started again")
         assert await pdns.rcode("phoenix.test.", "SOA") == "NOERROR"
 
 

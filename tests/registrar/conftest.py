@@ -30,6 +30,7 @@ from svc.adapters.registrar.fake import GARBAGE, FakeRegistrar
 from svc.adapters.registrar.fake_state import PRICES
 from svc.adapters.registrar.port import Contact, Registrar
 from tests.support.dnsimple_double import DnsimpleDouble
+from tests.support.wait import WAIT_SECONDS
 
 ADAPTERS = ["fake", "dnsimple"]
 DNSIMPLE_TOKEN = "dnsimple-contract-secret-token-5150"
@@ -73,7 +74,7 @@ class FakeControl:
     """The test actions on the fake registrar, over its /_fake endpoints."""
 
     def __init__(self, url: str) -> None:
-        self._http = httpx.AsyncClient(base_url=f"{url}/_fake", timeout=5, trust_env=False)
+        self._http = httpx.AsyncClient(base_url=f"{url}/_fake", timeout=WAIT_SECONDS, trust_env=False)
 
     async def _post(self, action: str, body: dict[str, Any] | None = None) -> None:
         answer = await self._http.post(f"/{action}", json=body or {})

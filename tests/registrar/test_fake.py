@@ -15,6 +15,7 @@ import pytest
 from svc.adapters.registrar.client import RegistrarClient
 from svc.adapters.registrar.fake import FakeRegistrar
 from svc.adapters.registrar.port import Contact, NameUnavailable, RegistrarError, RegistrarRejected
+from tests.support.wait import WAIT_SECONDS, until
 
 CONTACT = {"name": "Ada Lovelace", "email": "ada@example.com", "phone": "+44.2079460000",
            "street": "12 Analytical Row", "city": "London", "postalCode": "W1 1AA", "country": "GB"}
@@ -22,7 +23,7 @@ CONTACT = {"name": "Ada Lovelace", "email": "ada@example.com", "phone": "+44.207
 
 @pytest.fixture
 async def http(fake: FakeRegistrar) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=fake.url, trust_env=False, timeout=5,
+    async with httpx.AsyncClient(base_url=fake.url, trust_env=False, timeout=WAIT_SECONDS,
                                  headers={"authorization": f"Bearer {fake.api_key}"}) as client:
         yield client
 
@@ -164,8 +165,7 @@ async def test_python_helpers(fake: FakeRegistrar, contact: Contact) -> None:
 async def test_a_held_call_is_let_go(fake: FakeRegistrar, http: httpx.AsyncClient) -> None:
     assert (await http.post("/_fake/fail", json={"step": "check", "mode": "timeout"})).status_code == 200
     held = asyncio.create_task(http.post("/v1/check", json={"names": ["a.com"]}))
-    while fake.state.failures["check"]:  # until the fake holds it
-        await asyncio.sleep(0.005)
+    await until(lambda: not fake.state.failures["check"], what="the fake holding the call")
     assert not held.done()
     assert (await http.post("/_fake/release")).status_code == 200
     answer = await held

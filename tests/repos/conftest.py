@@ -17,6 +17,7 @@ import uvicorn
 from svc.settings import AreaSettings, Settings
 from tests.support.api import Svc, User, running_svc
 from tests.support.ports import free_port
+from tests.support.wait import START_SECONDS, until
 
 
 @dataclass
@@ -88,10 +89,7 @@ async def serving(settings: Settings, area_settings: Iterable[AreaSettings] = ()
         server = uvicorn.Server(uvicorn.Config(svc.app, log_level="warning", lifespan="off"))
         task = asyncio.create_task(server.serve(sockets=[sock]))
         try:
-            for _ in range(1000):
-                if server.started:
-                    break
-                await asyncio.sleep(0.01)
+            await until(lambda: server.started, timeout=START_SECONDS, what="svc's HTTP server started")
             yield Served(svc, url)
         finally:
             server.should_exit = True

@@ -17,6 +17,7 @@ from svc.kit.clock import utcnow
 from svc.kit.store_session import UnitOfWorkCommits
 from svc.models import Org, RateCounter
 from svc.settings import Settings
+from tests.support.wait import until
 
 
 @pytest.fixture
@@ -174,12 +175,7 @@ async def test_row_locks(db: Database, store: str) -> None:
         await s1.execute(update(Org).where(Org.slug == "acme").values(name="First"))
         if store == "postgres":
             task = asyncio.create_task(second())
-            for _ in range(400):  # until the second transaction waits for the row
-                if await _waits_for_a_lock(db):
-                    break
-                await asyncio.sleep(0.025)
-            else:
-                raise AssertionError("the second transaction never waited for the row lock")
+            await until(lambda: _waits_for_a_lock(db), what="the second transaction waiting for the row lock")
             assert order == []
         order.append("first commits")
     if store == "postgres":

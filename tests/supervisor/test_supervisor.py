@@ -33,6 +33,7 @@ from svc.supervisor import (
     taken_port,
 )
 from svc.supervisor.system import alive
+from tests.support.wait import WAIT_SECONDS
 
 CHILD = r'''
 import http.server, os, pathlib, signal, subprocess, sys
@@ -75,7 +76,7 @@ server.serve_forever()
 '''
 
 
-async def eventually(condition: Callable[[], Awaitable[bool]], what: str, seconds: float = 30.0) -> None:
+async def eventually(condition: Callable[[], Awaitable[bool]], what: str, seconds: float = WAIT_SECONDS) -> None:
     for _ in range(int(seconds / 0.05)):
         if await condition():
             return

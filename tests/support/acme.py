@@ -7,12 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import pytest
-
 from svc.adapters.acme.pebble import Pebble, find_pebble
 from svc.supervisor import free_tcp_port
+from tests.support.components import needs
 
-PEBBLE_REQUIRED = pytest.mark.skipif(find_pebble() is None, reason="pebble is not installed (make setup)")
+PEBBLE_REQUIRED = needs("pebble", find_pebble() is not None)
 
 
 @asynccontextmanager

@@ -11,6 +11,7 @@ from pydantic import SecretStr
 
 from svc.adapters.billing import FakePolar
 from svc.adapters.billing.polar import PolarBilling
+from svc.adapters.billing.signatures import SecretForm
 from svc.app import default_adapters
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
@@ -19,14 +20,17 @@ SECRET = "whsec_test-secret-of-the-suite"
 
 
 @contextlib.asynccontextmanager
-async def billed_svc(settings: Settings) -> AsyncIterator[tuple[Svc, FakePolar]]:
-    settings = settings.model_copy(update={"billing": "polar", "billing_webhook_secret": SecretStr(SECRET),
-                                           "billing_timeout_seconds": 2.0})
+async def billed_svc(settings: Settings, *, secret: str = SECRET,
+                     form: SecretForm = "either") -> AsyncIterator[tuple[Svc, FakePolar]]:
+    """svc reading its webhook secret as `form` says, and the fake signing with that secret as that
+    form reads it."""
+    settings = settings.model_copy(update={"billing": "polar", "billing_webhook_secret": SecretStr(secret),
+                                           "billing_webhook_secret_form": form, "billing_timeout_seconds": 2.0})
     adapters = default_adapters(settings)
     fake: FakePolar | None = None
     try:
         async with running_svc(settings, adapters) as svc:
-            fake = FakePolar(webhook_secret=SECRET, hook_url="/v1/hooks/polar", http=svc.anon)
+            fake = FakePolar(webhook_secret=secret, secret_form=form, hook_url="/v1/hooks/polar", http=svc.anon)
             await fake.start()
             adapters.billing = PolarBilling(access_token=fake.access_token, product_id=fake.product_id,
                                             credit_product_id=fake.credit_product_id, sandbox=True,

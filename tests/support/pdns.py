@@ -23,19 +23,17 @@ import dns.name
 import dns.rcode
 import dns.rdatatype
 import dns.resolver
-import pytest
 
 from svc.adapters.nameserver import RunningNameserver, start_nameserver
 from svc.adapters.nameserver.powerdns import PowerDnsNameserver
 from svc.adapters.nameserver.process import find_schema
 from svc.settings import Settings
 from svc.supervisor import find_binary
+from tests.support.components import needs
 from tests.support.ports import free_port
 
 PDNS_INSTALLED = find_binary("pdns_server") is not None and find_schema() is not None
-PDNS_REQUIRED = pytest.mark.skipif(
-    not PDNS_INSTALLED,
-    reason="PowerDNS is not installed (pdns-server, pdns-backend-sqlite3; make test installs them)")
+PDNS_REQUIRED = needs("PowerDNS (pdns-server, pdns-backend-sqlite3)", PDNS_INSTALLED)
 
 NAMESERVERS = ["ns1.svc.test.", "ns2.svc.test."]
 

@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 
 from svc.settings import Settings
+from tests.support.wait import START_SECONDS
 
 ACCESS_KEY = "testing"
 SECRET_KEY = "testing"
@@ -28,7 +29,7 @@ _ADDRESS = re.compile(r"Running on (http://127\.0\.0\.1:\d+)")
 
 
 @contextmanager
-def moto_server(log_dir: Path, *, timeout: float = 30.0) -> Iterator[str]:
+def moto_server(log_dir: Path, *, timeout: float = START_SECONDS) -> Iterator[str]:
     log_path = log_dir / "moto.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen([str(_MOTO), "-H", "127.0.0.1", "-p", "0"], stdout=log, stderr=subprocess.STDOUT)

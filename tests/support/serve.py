@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,7 @@ import httpx
 
 from tests.support.pdns import free_dns_port
 from tests.support.ports import free_port
+from tests.support.wait import START_SECONDS, until
 
 
 @dataclass
@@ -34,17 +35,23 @@ class Server:
         return f"http://{host}:{self.edge_port}"
 
 
-async def _wait_until(check: object, what: str, log: Path, seconds: float = 30.0) -> None:
-    assert callable(check)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while True:
+async def _wait_until(check: Callable[[], Awaitable[bool]], what: str, log: Path,
+                      proc: subprocess.Popen[bytes]) -> None:
+    """Until `check` holds (a server starting on a busy machine: START_SECONDS at most), or the
+    server has exited."""
+
+    async def up() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"svc serve exited ({proc.returncode}) before {what} came up:\n"
+                                 f"{log.read_text()[-4000:]}")
         with contextlib.suppress(httpx.HTTPError):
-            if await check():
-                return
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} did not come up; svc serve said:\n{log.read_text()[-4000:]}")
-        await asyncio.sleep(0.1)
+            return await check()
+        return False
+
+    try:
+        await until(up, timeout=START_SECONDS, what=what)
+    except AssertionError:
+        raise AssertionError(f"{what} did not come up; svc serve said:\n{log.read_text()[-4000:]}") from None
 
 
 @contextlib.asynccontextmanager
@@ -79,8 +86,8 @@ async def svc_serve(tmp_path: Path, *, edge_port: int | None = None, **settings:
                 r = await http.get(f"http://127.0.0.1:{edge_port}/", headers={"host": "nobody.localhost"})
                 return r.status_code == 404 and r.json().get("code") == "unknown_hostname"
 
-            await _wait_until(api_up, "the svc API", log)
-            await _wait_until(edge_up, "the edge", log)
+            await _wait_until(api_up, "the svc API", log, proc)
+            await _wait_until(edge_up, "the edge", log, proc)
         yield server
     finally:
         proc.send_signal(signal.SIGTERM)

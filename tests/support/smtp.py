@@ -37,6 +37,7 @@ from svc.kit.clock import utcnow
 from svc.models import Job, JobKind, JobStatus, OutboundMail
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
+from tests.support.wait import WAIT_SECONDS, until
 
 
 @dataclass(frozen=True)
@@ -180,17 +181,14 @@ class SmtpSink:
     def to(self, address: str) -> list[Received]:
         return [m for m in self.messages if address.lower() in (r.lower() for r in m.rcpt_tos)]
 
-    async def wait_for(self, count: int, *, to: str | None = None, timeout: float = 20.0) -> list[Received]:
+    async def wait_for(self, count: int, *, to: str | None = None, timeout: float = WAIT_SECONDS) -> list[Received]:
         """Wait until at least `count` messages arrived (to `to` when given); returns them."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
+
+        def arrived() -> list[Received] | None:
             found = self.to(to) if to else self.messages
-            if len(found) >= count:
-                return found
-            if loop.time() > deadline:
-                raise AssertionError(f"expected {count} messages, got {len(found)}")
-            await asyncio.sleep(0.02)
+            return found if len(found) >= count else None
+
+        return list(await until(arrived, timeout=timeout, what=f"{count} message(s){f' to {to}' if to else ''}"))
 
 
 @asynccontextmanager
@@ -251,11 +249,7 @@ async def make_due(svc: Svc) -> None:
                         .values(run_at=utcnow() - timedelta(seconds=1)))
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], *, timeout: float = 20.0, what: str = "condition") -> None:
+async def eventually(check: Callable[[], Awaitable[bool]], *, timeout: float = WAIT_SECONDS,
+                     what: str = "condition") -> None:
     """Poll `check` until it is true (no timing assertion: the bound only stops a hung test)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        if loop.time() > deadline:
-            raise AssertionError(f"{what}: not reached within {timeout}s")
-        await asyncio.sleep(0.02)
+    await until(check, timeout=timeout, what=what)

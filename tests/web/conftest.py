@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from svc.supervisor import find_binary
-from tests.support.browser import CHROMIUM
+from tests.support import components
+from tests.support.browser import WAIT_MS
 from tests.support.serve import Server, svc_serve
 
 try:
@@ -44,9 +44,7 @@ WIDTHS = {"1440": (1440, 900), "375": (375, 812)}
 BLOCKING = {"serious", "critical"}
 
 pytestmark = [
-    pytest.mark.skipif(async_playwright is None, reason="playwright is not installed"),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
-    pytest.mark.skipif(find_binary("nginx") is None, reason="nginx is not installed (make test installs it)"),
+    components.PLAYWRIGHT, components.CHROMIUM, components.NGINX,
 ]
 
 
@@ -151,7 +149,7 @@ async def contexts(browser: Browser, server: Server) -> AsyncIterator[Callable[.
         if also is not None:
             watch.origins.add(also.api)
         context = await browser.new_context(**{"viewport": {"width": 1440, "height": 900}, **options})
-        context.set_default_timeout(20_000)
+        context.set_default_timeout(WAIT_MS)
         await watch.attach(context)
         made.append(context)
         return context

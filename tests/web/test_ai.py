@@ -7,7 +7,6 @@ then saved."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import tempfile
@@ -18,12 +17,13 @@ import httpx
 import pytest
 from playwright.async_api import BrowserContext, expect
 
-from svc.adapters.workers.workerd import find_workerd
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
+from tests.support.wait import until
 from tests.web.conftest import look, sign_in
 
-pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+pytestmark = components.WORKERD
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "chat"
 # The webhook comes back within a second or two; generous for a loaded machine.
@@ -91,11 +91,12 @@ async def test_grant_buy_credit_call_and_auto_top_up(ai_server: Server,
         answer = await client.post(edge, json={"message": "hello there"}, headers={"host": host})
         assert answer.status_code == 200 and answer.json()["reply"] == "echo: hello there", answer.text
     async with httpx.AsyncClient(base_url=server.api, timeout=30) as http:
-        for _ in range(300):  # an answer goes back before its settlement lands (milliseconds)
+
+        async def settled() -> bool:  # an answer goes back before its settlement lands
             entries = (await http.get("/v1/orgs/ada/ai/ledger", headers=auth)).json()["entries"]
-            if any(e["kind"] == "call" for e in entries):
-                break
-            await asyncio.sleep(0.02)
+            return any(e["kind"] == "call" for e in entries)
+
+        await until(settled, what="the call's settlement")
     await page.reload()
     ledger = page.get_by_role("table", name="Ledger")
     await expect(ledger.locator("tbody tr")).to_have_count(2)

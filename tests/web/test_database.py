@@ -11,7 +11,6 @@ deletes it with a typed confirmation; the final generation stays listed."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
@@ -24,6 +23,7 @@ from playwright.async_api import BrowserContext, Page, expect
 
 from svc.adapters.database.process import PrivateCluster
 from tests.support.serve import Server, svc_serve
+from tests.support.wait import until
 from tests.web.conftest import look, sign_in
 from tests.web.test_access_secrets import _accept, _csrf, _project
 
@@ -209,7 +209,7 @@ async def test_database_page_create_reveal_token_users_viewer_and_a_refusal(
         label = f"Restore {first[0]['epoch']}.{first[0]['seq']}"
         await owner.get_by_role("button", name=label).click()
         progress = owner.locator("#db-operation")
-        await expect(progress).to_contain_text("Finished", timeout=60_000)
+        await expect(progress).to_contain_text("Finished")
         await expect(progress.locator("li.done")).to_have_count(5)
         con = await _login(conn, conn["user"], conn["password"])
         try:
@@ -226,7 +226,7 @@ async def test_database_page_create_reveal_token_users_viewer_and_a_refusal(
         await owner.get_by_label("Type site to confirm").fill("site")
         await button.click()
         progress = owner.locator("#db-operation")
-        await expect(progress).to_contain_text("The database is gone", timeout=60_000)
+        await expect(progress).to_contain_text("The database is gone")
         await owner.reload()
         await expect(owner.get_by_role("heading", name="No database yet")).to_be_visible()
         await expect(owner.locator("#generations")).to_contain_text("final")
@@ -235,13 +235,14 @@ async def test_database_page_create_reveal_token_users_viewer_and_a_refusal(
 
 async def _verified_generations(http: httpx.AsyncClient, api: str, auth: dict[str, str],
                                 after: datetime) -> list[dict[str, Any]]:
-    """The generations once the newest was taken after `after` and all are proven (60 s at most:
-    the server checks every second)."""
-    gens: list[dict[str, Any]] = []
-    for _ in range(600):
-        gens = (await http.get(api + "/generations", headers=auth)).json()["generations"]
+    """The generations once the newest was taken after `after` and all are proven (the server
+    checks every second)."""
+
+    async def verified() -> list[dict[str, Any]] | None:
+        gens: list[dict[str, Any]] = (await http.get(api + "/generations", headers=auth)).json()["generations"]
         if gens and datetime.fromisoformat(gens[0]["createdAt"].replace("Z", "+00:00")) > after \
                 and all(g["verified"] is True for g in gens):
             return gens
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no verified generation taken after {after}: {gens}")
+        return None
+
+    return list(await until(verified, what=f"a verified generation taken after {after}"))

@@ -27,6 +27,7 @@ from playwright.async_api import Dialog, Page, expect
 
 from tests.support.pdns import PDNS_REQUIRED
 from tests.support.serve import Server, svc_serve
+from tests.support.wait import WAIT_SECONDS
 from tests.web.conftest import look, sign_in
 
 pytestmark = PDNS_REQUIRED
@@ -61,7 +62,7 @@ class Nameserver:
         return dns.rcode.to_text((await self.query(name, rdtype)).rcode())
 
 
-async def until(check: Callable[[], Awaitable[Any]], want: Any, what: str, seconds: float = 15) -> None:
+async def until(check: Callable[[], Awaitable[Any]], want: Any, what: str, seconds: float = WAIT_SECONDS) -> None:
     """Wait for the condition (the nameserver follows svc's store within a job run)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds

@@ -25,6 +25,7 @@ from playwright.async_api import Dialog, Locator, Page, expect
 from tests.support.bundles import site as bundle
 from tests.support.pdns import PDNS_REQUIRED
 from tests.support.serve import Server
+from tests.support.wait import WAIT_SECONDS
 from tests.web.conftest import look, sign_in
 
 pytestmark = PDNS_REQUIRED
@@ -73,7 +74,7 @@ async def _edge(server: Server, host: str) -> httpx.Response:
         return await client.get(f"http://127.0.0.1:{server.edge_port}/", headers={"host": host})
 
 
-async def _until(check: Callable[[], Awaitable[bool]], what: str, seconds: float = 15) -> None:
+async def _until(check: Callable[[], Awaitable[bool]], what: str, seconds: float = WAIT_SECONDS) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while not await check():

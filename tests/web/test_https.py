@@ -23,6 +23,7 @@ from tests.support.bundles import site
 from tests.support.pdns import PDNS_REQUIRED, free_dns_port
 from tests.support.ports import free_port
 from tests.support.serve import Server, svc_serve
+from tests.support.wait import until
 from tests.web.conftest import look, sign_in
 
 pytestmark = [PEBBLE_REQUIRED, PDNS_REQUIRED]
@@ -98,11 +99,11 @@ async def test_the_domains_tab_follows_a_certificate_order_live(tls_server: tupl
     assert await page.evaluate("window.notReloaded") is True
     await look(page, "hostnames-https")
 
-    issuer = None
-    for _ in range(300):  # the edge loads the new certificate (a graceful reload)
+    async def issuer_served() -> str | None:  # the edge loads the new certificate (a graceful reload)
         try:
-            issuer = await asyncio.to_thread(_https_issuer, tls_port, "www.shop.test", root)
-            break
+            return await asyncio.to_thread(_https_issuer, tls_port, "www.shop.test", root)
         except (OSError, ssl.SSLError):
-            await asyncio.sleep(0.1)
-    assert issuer is not None and issuer.startswith("Pebble")
+            return None
+
+    issuer = await until(issuer_served, what="the edge serving the new certificate")
+    assert issuer.startswith("Pebble")

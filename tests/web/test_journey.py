@@ -122,6 +122,6 @@ async def test_a_newcomers_first_hour(server: Server, contexts) -> None:
     await ada.goto(server.api + "/orgs/journey/projects/shop/settings")
     await ada.get_by_label("Type shop to confirm").fill("shop")
     await ada.get_by_role("button", name="Delete shop").click()
-    await expect(ada.get_by_role("status")).to_contain_text("the project is gone", timeout=30_000)
+    await expect(ada.get_by_role("status")).to_contain_text("the project is gone")
     gone = await _site(ada, url + "/")
     await expect(gone.get_by_role("heading", level=1)).to_have_text("Unknown host")

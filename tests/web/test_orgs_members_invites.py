@@ -324,7 +324,7 @@ async def test_an_org_is_renamed_and_deleted_once_it_holds_nothing(server: Serve
         op = (await http.get(f"/v1/orgs/ose-works/operations/{op_id}", headers=auth)).json()
         return op.get("finishedAt") is not None
 
-    await eventually(torn_down, timeout=60, what="the project's teardown")
+    await eventually(torn_down, what="the project's teardown")
     await admin.reload()
     await admin.get_by_label("Type ose-works to confirm").fill("ose-works")
     await admin.get_by_role("button", name="Delete ose-works").click()

@@ -4,13 +4,12 @@ lines arriving while the page is open; the Deployments page names the version's 
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 from playwright.async_api import expect
 
 from tests.support.bundles import site
 from tests.support.serve import Server
+from tests.support.wait import until
 from tests.web.conftest import look, sign_in
 
 WORKER = """export default { async fetch(request) {
@@ -40,11 +39,12 @@ async def test_logs_tab_traffic_chart_and_the_deployments_worker(server: Server,
     async with edge:
         for path in ("/hello", "/there", "/boom"):
             await edge.get(path, headers={"accept": "application/json"})
-        for _ in range(100):  # counted once svc has read the edge's log (every second)
+
+        async def counted() -> bool:  # counted once svc has read the edge's log (every second)
             traffic = (await http.get(f"/v1/orgs/{owner}/projects/api/traffic", headers=auth)).json()
-            if traffic["requests"] >= 3:
-                break
-            await asyncio.sleep(0.1)
+            return bool(traffic["requests"] >= 3)
+
+        await until(counted, what="the 3 requests counted")
 
         context = await contexts()
         page = await sign_in(context, server, owner, next_path=f"/orgs/{owner}/projects/api")
@@ -64,7 +64,7 @@ async def test_logs_tab_traffic_chart_and_the_deployments_worker(server: Server,
         await look(page, "workers-logs")
         # A request made now shows up without reloading the page.
         await edge.get("/while-you-watch")
-        await expect(lines).to_contain_text("served /while-you-watch", timeout=20_000)
+        await expect(lines).to_contain_text("served /while-you-watch")
 
     await page.get_by_role("link", name="Deployments").click()
     await expect(page.locator(".worker")).to_contain_text("Worker worker/index.js, compatibility date 2025-06-01")

@@ -22,8 +22,9 @@ import pytest
 
 from svc.adapters.workers.port import BadWorker, WorkerCode
 from svc.adapters.workers.workerd import WorkerdOptions, WorkerdRuntime, find_workerd, runnable_by_others
+from tests.support import components
 
-pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+pytestmark = components.WORKERD
 
 ASSETS_DIGEST = "ab" * 32
 HELLO = "export default { async fetch(request, env) { return Response.json({ hello: env.GREETING }) } }"

@@ -13,18 +13,20 @@ import tarfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from svc.adapters.workers.workerd import find_workerd
 from svc.edge.config import EdgeLayout
 from svc.edge.routes import RouteTable
 from tests.cli.conftest import Cli
+from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
+from tests.support.wait import WAIT_SECONDS, until
 
-pytestmark = pytest.mark.skipif(find_workerd() is None, reason="workerd is not installed (make setup)")
+pytestmark = components.WORKERD
 
 API_WORKER = """
 export default {
@@ -87,7 +89,7 @@ def edge_upstream(project: Project) -> str | None:
     return entry.upstream if entry is not None else None
 
 
-async def until_steady(project: Project, seconds: float = 60.0) -> str:
+async def until_steady(project: Project, seconds: float = WAIT_SECONDS) -> str:
     """Until the project's live worker is served by its own socket (its shard has converged)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
@@ -219,14 +221,12 @@ async def test_a_live_worker_is_served_on_its_own_socket_once_its_shard_has_conv
     thrown = await project.get("/api/throw", accept="application/json")
     assert thrown.status_code == 500 and thrown.json()["code"] == "worker_error"
     request_id = thrown.headers["x-request-id"]
-    for _ in range(300):  # sent once the request has ended (30 s: generous on a busy machine)
-        r = await project.http.get(f"{project.base}/logs", headers=project.auth)
-        lines = r.json()["lines"]
-        if any(line["requestId"] == request_id and "thrown on purpose" in line["message"] for line in lines):
-            break
-        await asyncio.sleep(0.1)
-    else:
-        raise AssertionError(f"the exception did not reach the logs: {r.json()['lines'][-5:]}")
+
+    async def thrown_logged() -> bool:  # sent once the request has ended
+        lines = (await project.http.get(f"{project.base}/logs", headers=project.auth)).json()["lines"]
+        return any(line["requestId"] == request_id and "thrown on purpose" in line["message"] for line in lines)
+
+    await until(thrown_logged, what="the exception in the logs")
 
 
 async def test_projects_on_steady_sockets_each_answer_with_their_own_worker(server: Server) -> None:
@@ -319,13 +319,12 @@ async def test_what_a_worker_prints_and_throws_is_in_the_projects_logs(project: 
         assert r.status_code == 200, r.text
         return list(r.json()["lines"])
 
-    lines: list[dict[str, object]] = []
-    for _ in range(200):  # the runtime sends them once each request has ended; the edge's come in batches
-        lines = await logged()
-        if len([line for line in lines if line["source"] == "edge"]) >= 3 and \
-                len([line for line in lines if line["level"] == "error"]) >= 2:
-            break
-        await asyncio.sleep(0.1)
+    async def all_logged() -> list[dict[str, object]] | None:
+        lines = await logged()  # the runtime sends them once each request has ended; the edge's in batches
+        return lines if len([line for line in lines if line["source"] == "edge"]) >= 3 and \
+            len([line for line in lines if line["level"] == "error"]) >= 2 else None
+
+    lines: list[dict[str, object]] = await until(all_logged, what="the edge's and the worker's lines")
     seen = [(line["source"], line["level"], line["message"]) for line in lines]
     assert ("worker", "log", 'serving /hello {"n":1}') in seen
     assert ("worker", "warn", "about to throw") in seen
@@ -444,26 +443,24 @@ async def test_the_edge_counts_a_projects_traffic_and_logs_its_requests(project:
         assert r.status_code == 200, r.text
         return dict(r.json())
 
-    body: dict[str, object] = {}
-    for _ in range(100):  # nginx flushes its log every second; svc reads it every second
-        body = await counted()
-        if body["requests"] == 9:
-            break
-        await asyncio.sleep(0.1)
-    assert body["requests"] == 9, body
+    async def nine() -> dict[str, object] | None:  # nginx flushes its log every second; svc reads it every second
+        found = await counted()
+        return found if found["requests"] == 9 else None
+
+    body: dict[str, object] = await until(nine, what="the 9 requests counted")
     buckets = body["buckets"]
     assert isinstance(buckets, list) and len(buckets) == 96 and body["minutesPerBucket"] == 15
     assert sum(b["s2xx"] for b in buckets) == 6 and sum(b["s4xx"] for b in buckets) == 3
     assert body["bytesSent"] > 0
     # The requests are in the project's logs too, with their request ids (the counts and the lines
     # reach svc each on its own way: nginx's memory and its log file, each every second).
-    edge: list[dict[str, object]] = []
-    for _ in range(100):
+
+    async def nine_lines() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         lines = (await project.http.get(f"{project.base}/logs", headers=project.auth)).json()["lines"]
         edge = [line for line in lines if line["source"] == "edge"]
-        if len(edge) >= 9:
-            break
-        await asyncio.sleep(0.1)
+        return (lines, edge) if len(edge) >= 9 else None
+
+    lines, edge = await until(nine_lines, what="the 9 requests in the logs")
     assert len(edge) == 9 and {line["level"] for line in edge} == {"2xx", "4xx"}, [line["message"] for line in lines]
     assert any(line["message"].startswith("GET /nothing/here 404 ") for line in edge)
     assert all(line["requestId"] for line in edge)

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import secrets
-
 from pydantic import SecretStr
 
 from svc.adapters.billing.fake import FakePolar
 from svc.adapters.billing.polar import PolarBilling
 from svc.adapters.billing.port import BillingProvider
+from svc.adapters.billing.signatures import made_secret, standard_key
 from svc.settings import Settings
 
 __all__ = ["FakePolar", "build_billing", "off_reason", "start_fake_billing"]
@@ -32,6 +31,11 @@ def off_reason(settings: Settings) -> str | None:
         return "off (SVC_BILLING=off): plans are set by the operator with `svc admin plan`"
     if settings.billing_webhook_secret is None and settings.billing == "polar":
         return "off: SVC_BILLING=polar needs SVC_BILLING_WEBHOOK_SECRET (Polar's webhook secret)"
+    secret = settings.billing_webhook_secret
+    if (settings.billing_webhook_secret_form == "standard" and secret is not None
+            and standard_key(secret.get_secret_value()) is None):
+        return ("off: SVC_BILLING_WEBHOOK_SECRET_FORM=standard needs a secret in Standard Webhooks' form "
+                "(whsec_ and base64 of 24 bytes or more)")
     if settings.billing == "polar" and (settings.polar_access_token is None or not settings.polar_product_id):
         return "off: SVC_BILLING=polar needs SVC_POLAR_ACCESS_TOKEN and SVC_POLAR_PRODUCT_ID"
     return None
@@ -39,12 +43,13 @@ def off_reason(settings: Settings) -> str | None:
 
 async def start_fake_billing(settings: Settings, hook_url: str) -> tuple[FakePolar, PolarBilling, Settings]:
     """The fake Polar on a free port, svc's Polar client pointed at it, and the settings with its
-    webhook secret (made for this run when none is set)."""
+    webhook secret (made for this run when none is set, of the form it signs with)."""
+    form = settings.billing_webhook_secret_form
     if settings.billing_webhook_secret is None:
-        made = SecretStr("whsec_" + secrets.token_urlsafe(24))
-        settings = settings.model_copy(update={"billing_webhook_secret": made})
+        settings = settings.model_copy(update={"billing_webhook_secret": SecretStr(made_secret(form))})
     assert settings.billing_webhook_secret is not None
-    fake = FakePolar(webhook_secret=settings.billing_webhook_secret.get_secret_value(), hook_url=hook_url)
+    fake = FakePolar(webhook_secret=settings.billing_webhook_secret.get_secret_value(), secret_form=form,
+                     hook_url=hook_url)
     await fake.start()
     client = PolarBilling(access_token=fake.access_token, product_id=fake.product_id, sandbox=True,
                           base_url=fake.url, timeout_seconds=settings.billing_timeout_seconds,

@@ -1,8 +1,8 @@
 """A fake Polar: a real HTTP server speaking the part of Polar's API svc uses (checkouts, customer
 sessions, subscriptions, off-session orders; answers in the SDK's own shapes, shapes.py), with the pages a person
 sees (a hosted checkout a browser completes, a customer portal), and Polar's webhooks sent back to
-svc, signed as Polar signs them (Standard Webhooks, the secret's UTF-8 bytes as the key), retried on
-anything but 2xx.
+svc, signed as Polar signs them (Standard Webhooks, the secret's UTF-8 bytes as the key) or, given a
+secret in Standard Webhooks' form, with its decoded bytes (signatures.py), retried on anything but 2xx.
 
 For the tests, `/_fake/...`: hold deliveries and release them in reverse order, lose the next one,
 redeliver one by id, change a subscription without telling svc (a lost event), make the API fail
@@ -16,7 +16,6 @@ which an off-session order (POST /v1/orders/, then its finalize) charges later."
 from __future__ import annotations
 
 import asyncio
-import base64
 import html
 import json
 import logging
@@ -34,6 +33,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from svc.adapters.billing.shapes import shape
+from svc.adapters.billing.signatures import SecretForm, signing_key
 from svc.kit.local_server import LocalServer
 
 log = logging.getLogger("svc.billing.fake")
@@ -79,8 +79,8 @@ class FakeState:
 class FakePolar:
     def __init__(self, *, webhook_secret: str, hook_url: str, access_token: str = "polar_oat_fake",  # noqa: S107
                  product_id: str = "prod_fake_pro", credit_product_id: str = "prod_fake_credit",
-                 http: httpx.AsyncClient | None = None) -> None:
-        self.webhook = Webhook(base64.b64encode(webhook_secret.encode()).decode())
+                 http: httpx.AsyncClient | None = None, secret_form: SecretForm = "either") -> None:  # noqa: S107
+        self.webhook = Webhook(signing_key(webhook_secret, secret_form))
         self.hook_url = hook_url
         self.access_token = access_token
         self.product_id = product_id
