@@ -14,6 +14,8 @@ import pytest
 
 from svc.adapters.ai import FakeUpstream
 from svc.adapters.ai.fake import count_tokens
+from svc.domains.ai import bodies
+from svc.errors import BadRequest
 from tests.ai.test_gateway import _call, _chat, _money, _ready, _stream
 from tests.support.api import Svc, assert_error
 
@@ -48,13 +50,15 @@ async def test_twenty_choices_of_a_thousand_tokens_are_refused_before_the_call(s
 @pytest.mark.parametrize("extra", [{"best_of": 4}, {"use_beam_search": True}, {"audio": {"voice": "alloy"}},
                                    {"modalities": ["text", "audio"]}, {"web_search_options": {}},
                                    {"prediction": {"type": "content", "content": "x"}}, {"plugins": [{"id": "web"}]},
-                                   {"n": 0}, {"n": True}, {"max_completion_tokens": "9"}])
+                                   {"modalities": [{}]}, {"modalities": [["text"]]}, {"modalities": "text"},
+                                   {"n": 0}, {"n": True}, {"n": [1]}, {"n": {}}, {"max_completion_tokens": "9"},
+                                   {"max_completion_tokens": [9]}, {"max_tokens": {}}])
 async def test_what_cannot_be_bounded_is_refused_in_words(svc: Svc, upstream: FakeUpstream,
                                                           extra: dict[str, Any]) -> None:
     _, project_id = await _ready(svc)
     r = await _call(svc, project_id, _chat("hi") | extra)
     field = next(iter(extra))
-    if field in ("n", "max_completion_tokens"):
+    if field in ("n", "max_completion_tokens", "max_tokens"):
         assert_error(r, 400, "bad_request")
     else:
         assert assert_error(r, 400, "ai_unbounded_request")["details"]["field"] == field
@@ -136,3 +140,25 @@ async def test_a_prompt_with_an_image_is_held_at_the_models_context(svc: Svc, up
     assert_error(await _call(svc, project_id, _chat("", max_tokens=10) | {"messages": [image]}), 402,
                  "insufficient_credit")
     assert len(upstream.state.calls) == 1
+
+
+# Any JSON a worker may send where svc expects something else.
+SHAPES: list[Any] = [None, True, 0, -1, 1.5, "", "text", [], [{}], [[]], ["text", {}], {}, {"type": {}}]
+
+
+def test_no_shape_of_a_field_is_a_crash() -> None:
+    """Each field, and each message and content part, as any JSON value: read, or refused in words
+    (a 400), never an exception of Python's (a 500). Without the API: bodies.read alone."""
+    base = _chat("hi")
+    names = sorted(bodies.FORWARDED | bodies.REFUSED.keys() | {"messages", "n", "max_tokens", "max_completion_tokens",
+                                                                "modalities", "model", "stream", "stream_options"})
+    bodies_to_read = [base | {name: shape} for name in names for shape in SHAPES]
+    bodies_to_read += [base | {"messages": [shape]} for shape in SHAPES]
+    bodies_to_read += [base | {"messages": [{"role": "user", key: shape}]} for key in ("content", "audio")
+                       for shape in SHAPES]
+    bodies_to_read += [base | {"messages": [{"role": "user", "content": [shape]}]} for shape in SHAPES]
+    for body in bodies_to_read:
+        try:
+            bodies.read(body)
+        except BadRequest:
+            pass

@@ -150,6 +150,7 @@ class EdgeHttp:
 # --- a fake of the API's edge endpoints (docs/edge.md), so these tests do not depend on the access area ---
 
 GOOD_COOKIE = "svc_access=good"
+REFUSED_COOKIE = "svc_access=refused"
 BYPASS = "svc_byp_fake-bypass-secret-3f9c1d"
 
 
@@ -180,6 +181,8 @@ def _check_app(state: FakeCheck) -> Starlette:
                              "bypass": h.get("svc-access-bypass"), "method": request.method})
         if "good" in access_values(h.get("cookie")) or h.get("svc-access-bypass") == BYPASS:
             return Response(status_code=204, headers={"Cache-Control": "no-store"})
+        if "refused" in access_values(h.get("cookie")):  # as the API's 403, e.g. host_not_routed
+            return Response(status_code=403, headers={"Cache-Control": "no-store"})
         login = f"http://svc.test/access/authorize?to={h.get('x-svc-host')}&next={h.get('x-svc-uri')}"
         if "no-login-url" in (h.get("x-svc-uri") or ""):  # a 401 that names no login page
             return Response(status_code=401, headers={"Cache-Control": "no-store"})

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from tests.edge.conftest import Running, edge_settings, started_edge
-from tests.edge.helpers import BYPASS, GOOD_COOKIE, FakeCheck, create_project, deploy, set_access
+from tests.edge.helpers import BYPASS, GOOD_COOKIE, REFUSED_COOKIE, FakeCheck, create_project, deploy, set_access
 from tests.support.api import assert_error, running_svc
 
 INDEX = b"<h1>members only</h1>"
@@ -131,6 +131,29 @@ async def test_protected_without_deployment_checks_first(running: Running) -> No
         body = assert_error(r, 404, "not_found")
         assert body["message"] == "This project has no deployment yet"
     assert len(running.check.checks) == 2
+
+
+async def test_a_refusal_answers_the_edges_404_never_a_file_of_the_deployment(running: Running) -> None:
+    # The check's 403 (e.g. host_not_routed, while the edge's table and the API disagree): the
+    # deployment's own /404.html is behind the policy too, so the edge answers its own page.
+    alice = await running.svc.login("alice")
+    site = await create_project(alice, "secret")
+    own_404 = b"<h1>the project's own 404, members only</h1>"
+    await deploy(running.ctx, site, {"index.html": INDEX, "404.html": own_404})
+    await set_access(running.ctx, site, "password")
+    await running.edge.converge_now()
+    http = running.http
+    for path in ("/", "/missing.txt", "/404.html"):
+        r = await http.get(site.host, path, headers={"cookie": REFUSED_COOKIE})
+        assert_error(r, 404, "not_found")
+        assert own_404 not in r.content and INDEX not in r.content
+        r = await http.get(site.host, path, headers={"cookie": REFUSED_COOKIE, "accept": "text/html"})
+        assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+        assert own_404 not in r.content and INDEX not in r.content
+    assert running.check.checks[-1]["cookie"] == REFUSED_COOKIE
+    # Allowed, a missing file is the project's own 404 page.
+    r = await http.get(site.host, "/missing.txt", headers={"cookie": GOOD_COOKIE})
+    assert (r.status_code, r.content) == (404, own_404)
 
 
 async def test_check_endpoint_down_is_a_json_500(running: Running) -> None:

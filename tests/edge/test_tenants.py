@@ -1,8 +1,8 @@
 """One host per request, against a tenant who names two (issue 42, 1 and 8): the edge routes a
 request, asks the access check and keys the check cache by the same host, the one of an
 absolute-form request target when there is one (RFC 9112 3.2.2), never the Host header's beside it;
-and what a client says of itself in Forwarded, X-Forwarded-Host, X-Real-IP and the like never
-reaches a worker or the API.
+and what a client says of itself in Forwarded, X-Forwarded-Host, X-Real-IP, X-Original-URL and the
+like never reaches a worker or the API.
 
 Through the real nginx: with the API's real check (svc's app served over HTTP) in both protected
 modes, over http and https, without a cookie and with a valid cookie of the tenant's own project;
@@ -268,14 +268,20 @@ async def test_a_request_naming_two_hosts_gets_nothing_of_a_protected_project(te
 
 # --- what a client says of itself, and which host the API is told (the fake check) ---
 
-# What a client may claim of itself; the edge says its own instead, or nothing.
-FORGED = {"Forwarded": "for=6.6.6.6;host=evil.test;proto=https", "X-Forwarded-Host": "evil.test",
-          "X-Real-IP": "6.6.6.6", "True-Client-IP": "6.6.6.6", "CF-Connecting-IP": "6.6.6.6",
-          "X-Forwarded-For": "6.6.6.6", "X-Forwarded-Proto": "https"}
+# What a client may claim of itself that the edge never says: dropped on the way.
+DROPPED = {"Forwarded": "for=6.6.6.6;host=evil.test;proto=https", "True-Client-IP": "6.6.6.6",
+           "X-Forwarded-Ssl": "on", "X-Forwarded-Scheme": "https", "X-Forwarded-Prefix": "/admin",
+           "X-Forwarded-Server": "evil.test", "X-Original-URL": "/admin", "X-Rewrite-URL": "/admin",
+           "X-Client-IP": "6.6.6.6", "X-Cluster-Client-IP": "6.6.6.6", "Client-IP": "6.6.6.6",
+           "Fastly-Client-IP": "6.6.6.6", "X-Original-Forwarded-For": "6.6.6.6"}
+# ... and all it may claim: the edge says its own instead, or nothing.
+FORGED = {**DROPPED, "X-Forwarded-Host": "evil.test", "X-Real-IP": "6.6.6.6", "CF-Connecting-IP": "6.6.6.6",
+          "X-Forwarded-For": "6.6.6.6", "X-Forwarded-Proto": "https", "X-Forwarded-Port": "6666"}
 
 
-def _as_the_edge_says(seen: dict[str, str], host: str) -> None:
-    assert "forwarded" not in seen and "true-client-ip" not in seen, seen
+def _as_the_edge_says(seen: dict[str, str], host: str, port: int) -> None:
+    assert not {name.lower() for name in DROPPED} & set(seen), seen
+    assert seen.get("x-forwarded-port") == str(port), seen
     assert seen.get("x-forwarded-host") == host, seen
     assert [seen.get(name) for name in ("x-real-ip", "cf-connecting-ip", "x-forwarded-for")] == ["127.0.0.1"] * 3, seen
     # (workerd takes X-Forwarded-Proto as the URL's scheme: the worker tests that.)
@@ -295,12 +301,12 @@ async def test_the_api_is_told_the_routed_host_and_the_edges_own_client_headers(
     r = await raw_get(port, f"http://{site.host}/secret.txt", NOWHERE, headers={**FORGED, "X-Svc-Host": NOWHERE})
     assert r.status == 302 and SECRET not in r.raw, r.head
     assert check.checks[-1]["host"] == site.host
-    _as_the_edge_says(check.headers[-1], site.host)
+    _as_the_edge_says(check.headers[-1], site.host, port)
     # The API's pages on the host (/__svc/) likewise.
     r = await raw_get(port, f"http://{site.host}/__svc/password?next=/", NOWHERE, headers=FORGED)
     assert r.status == 200 and r.raw.endswith(f"svc page /v1/edge/password for {site.host}".encode()), r.head
     assert check.proxied[-1]["host"] == site.host
-    _as_the_edge_says(check.headers[-1], site.host)
+    _as_the_edge_says(check.headers[-1], site.host, port)
 
 
 # --- a protected worker, and what a worker is told (`svc serve`: the edge and workerd) ---
@@ -395,4 +401,4 @@ async def test_a_worker_sees_the_edges_own_client_headers_never_the_clients(runt
         assert answer.status == 200, answer.raw
         seen = json.loads(answer.raw.partition(b"\r\n\r\n")[2])
         assert (seen["host"], seen["scheme"]) == (public, "http:"), seen
-        _as_the_edge_says(seen["headers"], public)
+        _as_the_edge_says(seen["headers"], public, port)

@@ -84,7 +84,8 @@ def read(body: dict[str, Any]) -> Asked:
         raise errors.Unbounded(f"{refused}: not forwarded, {REFUSED[refused]} (svc holds a call's worst case before "
                                "it starts, and cannot bound this)", details={"field": refused})
     modalities = body.get("modalities")
-    if modalities is not None and (not isinstance(modalities, list) or set(modalities) - {_TEXT}):
+    # (Compared, not hashed: a body may hold any JSON there, an object among them.)
+    if modalities is not None and (not isinstance(modalities, list) or any(m != _TEXT for m in modalities)):
         raise errors.Unbounded("modalities: only [\"text\"] (audio output is billed at its own rate)",
                                details={"field": "modalities"})
 

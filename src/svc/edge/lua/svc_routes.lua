@@ -91,8 +91,8 @@ end
 -- answer): asks the API (the check location, a subrequest), as auth_request would: 2xx passes and
 -- is kept for check_seconds when the request's credential is its one svc_access cookie or the
 -- bypass header (not when the Cookie header names svc_access twice: a sibling host may plant one,
--- and the API reads them all); 401 goes to the login (X-Svc-Login), 403 is refused, anything else
--- is an error.
+-- and the API reads them all); 401 goes to the login (X-Svc-Login), 403 is refused (the edge's own
+-- 404 page), anything else is an error.
 function M.check()
     local answer = capture(M.check_path)
     local status = answer.status
@@ -112,7 +112,9 @@ function M.check()
         return ngx.exit(401)
     end
     if status == 403 then
-        return ngx.exit(403)
+        -- Not 403: the locations map that (a directory without index.html) to the deployment's own
+        -- /404.html, which is behind the policy; 423 is the edge's own 404 page (nginx.conf.j2).
+        return ngx.exit(423)
     end
     ngx.log(ngx.ERR, "svc access check answered ", status)
     return ngx.exit(500)
