@@ -35,7 +35,7 @@ from svc.supervisor import (
 from svc.supervisor.system import alive
 
 CHILD = r'''
-import http.server, os, pathlib, signal, subprocess, sys
+import http.server, os, pathlib, signal, subprocess, sys, time
 
 port, state = int(sys.argv[1]), pathlib.Path(sys.argv[2])
 if (state / "broken").exists():
@@ -65,6 +65,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def stop(*_):
     print("stopping gracefully", file=sys.stderr, flush=True)
+    # A child that drains: it exits once the test lets it (a file), as long as that takes.
+    while (state / "drains").exists() and not (state / "drained").exists():
+        time.sleep(0.02)
     sys.exit(0)
 
 
@@ -134,6 +137,26 @@ async def test_start_returns_once_it_answers_and_stop_is_graceful(tmp_path: Path
     assert "stopping gracefully" in child.said
     assert not child.spec.pid_file.exists()
     assert await child.served_by() is None
+
+
+async def test_stop_gives_a_draining_child_the_grace_the_caller_gives(tmp_path: Path) -> None:
+    (tmp_path / "drains").touch()
+    # The spec's own bound would kill it at once; stop(grace=...) is what a caller gives it.
+    child = Child(tmp_path, stop_seconds=0.01)
+    async with supervised(child) as supervisor:
+        stopping = asyncio.create_task(supervisor.stop(grace=300))
+
+        async def draining() -> bool:
+            return "stopping gracefully" in child.said
+
+        await eventually(draining, "the child to begin draining")
+        (tmp_path / "drained").touch()
+        await stopping
+        assert await supervisor.wait() == 0  # it finished, not SIGKILL
+    (tmp_path / "drained").unlink()
+    async with supervised(child) as supervisor:
+        await supervisor.stop(grace=0.01)
+        assert await supervisor.wait() == -signal.SIGKILL
 
 
 async def test_a_port_held_by_another_program_is_one_error_and_nothing_runs(tmp_path: Path) -> None:

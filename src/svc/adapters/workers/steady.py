@@ -15,13 +15,18 @@ converges behind it:
 2. a new (green) process is started beside the serving (blue) one, each worker on a fresh socket
    path in the green's own directory; once it answers, each socket is renamed over its project's
    slot path (atomic: nginx's next connection reaches green; kept-alive ones to blue finish);
-3. blue is stopped: workerd drains on SIGTERM (idle connections closed at once, requests in
-   flight finished, then it exits), and nginx drops a kept-alive connection its peer closed;
-4. only then are the changed projects routed to their slots (SteadyChanged): no request can
-   reach blue's older code once the edge sends a project to its slot.
+3. blue is told to stop: workerd drains on SIGTERM (it stops listening, closes idle connections
+   at once, finishes the requests in flight, streamed answers included, then exits), and nginx
+   drops a kept-alive connection its peer closed (and retries a request it sent on one);
+4. once blue has stopped listening, the changed projects are routed to their slots
+   (SteadyChanged): a draining workerd reads no new request, so none reaches blue's older code
+   once the edge sends a project to its slot. blue drains in the background, for as long as a
+   request may take (SVC_WORKER_TIMEOUT_SECONDS), then is killed: a deploy or a secret set on
+   the shard neither waits for it nor cuts a long request in flight. At most MAX_DRAINING
+   processes of a shard drain at once (a stream of changes kills the oldest first).
 
-A project keeps its slot while it has a live worker (a freed one is used again once the process
-that bound it has stopped); slots cost nginx nothing (no reload, no config line). A shard
+A project keeps its slot while it has a live worker (a freed one is used again once every process
+that bound it has exited); slots cost nginx nothing (no reload, no config line). A shard
 whose new process cannot start (a worker whose top-level code fails only with its env, say)
 keeps blue serving what it has and the loading process the rest, and retries after a while."""
 
@@ -32,6 +37,7 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +55,12 @@ SETTLE_SECONDS = 0.3
 RETRY_SECONDS = 30.0
 # A shard's next new process waits this many times as long as the last one took to come up.
 BUSY_FACTOR = 2.0
+# Replaced processes of one shard left to finish their requests at once (each costs its memory).
+MAX_DRAINING = 2
+# The names of a shard's steady processes: serving, starting, and up to MAX_DRAINING draining.
+NAMES = "abcd"
+# How long a replaced process may take to stop listening (it does so as it reads SIGTERM).
+UNLISTEN_SECONDS = 2.0
 
 
 class SteadyProcess(Protocol):
@@ -56,6 +68,10 @@ class SteadyProcess(Protocol):
 
     def forget_config(self) -> None:
         """Remove its configuration from disk (it holds the projects' secrets)."""
+        ...
+
+    def listening(self) -> bool:
+        """Whether it still takes new connections (a draining workerd does not)."""
         ...
 
 
@@ -80,7 +96,12 @@ class _Shard:
     held: dict[str, str] = field(default_factory=dict)
     # What the edge may send to the slots: project -> key (a subset of `held` while swapping).
     steady: dict[str, str] = field(default_factory=dict)
-    turns: int = 0
+    # Replaced processes finishing their requests in flight, oldest first, with what each holds.
+    draining: list[tuple[SteadyProcess, dict[str, str]]] = field(default_factory=list)
+    # Held while the shard converges, and while a drained process's slots are let go.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The names (and so the directories) of the serving and the draining processes.
+    names: dict[int, str] = field(default_factory=dict)
     # Not before this (the event loop's time): see BUSY_FACTOR.
     next_at: float = 0.0
     failed: dict[str, str] | None = None
@@ -90,12 +111,14 @@ class SteadyWorkers:
     """The steady processes of every shard of a WorkerdRuntime, and the slots they bind."""
 
     def __init__(self, shards: int, shard_of: Callable[[str], int], make_process: ProcessFactory,
-                 sockets: Path, *, settle_seconds: float = SETTLE_SECONDS) -> None:
-        """The sockets' directory is made here; nothing runs before follow()."""
+                 sockets: Path, *, settle_seconds: float = SETTLE_SECONDS, drain_seconds: float = 30.0) -> None:
+        """The sockets' directory is made here; nothing runs before follow(). A replaced process
+        drains for drain_seconds (the wall-time bound of a request) before it is killed."""
         self.shard_of = shard_of
         self.make_process = make_process
         self.sockets = sockets
         self.settle_seconds = settle_seconds
+        self.drain_seconds = drain_seconds
         self._shards = [_Shard(n) for n in range(shards)]
         self._slots: dict[str, int] = {}
         self._free: list[int] = []
@@ -105,6 +128,7 @@ class SteadyWorkers:
         os.chmod(self.slots, 0o755)  # noqa: S103 - nginx's workers reach the sockets through it
         self._started: list[SteadyProcess] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._drains: set[asyncio.Task[None]] = set()
 
     def follow(self, live: LiveWorkers, on_steady: SteadyChanged) -> None:
         self.live = live
@@ -131,9 +155,9 @@ class SteadyWorkers:
             shard.poke.set()
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        for task in (*self._tasks, *self._drains):
             task.cancel()
-        for task in self._tasks:
+        for task in (*self._tasks, *self._drains):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         # Every process started and not yet stopped (a swap cut short leaves two in a shard).
@@ -145,7 +169,7 @@ class SteadyWorkers:
     async def _run(self, shard: _Shard) -> None:
         loop = asyncio.get_running_loop()
         # What a killed svc left running on these directories goes first.
-        for name in (f"steady-{shard.n}-a", f"steady-{shard.n}-b"):
+        for name in (f"steady-{shard.n}-{letter}" for letter in NAMES):
             await self.make_process(name, (), _nothing).supervisor.stop_stale()
         while True:
             await shard.poke.wait()
@@ -155,7 +179,8 @@ class SteadyWorkers:
             shard.poke.clear()
             started = loop.time()
             try:
-                await self._converge(shard)
+                async with shard.lock:
+                    await self._converge(shard)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -188,8 +213,9 @@ class SteadyWorkers:
         for worker in workers:
             if worker.project_id not in self._slots:
                 self._slots[worker.project_id] = self._free.pop() if self._free else len(self._slots)
-        shard.turns += 1
-        name = f"steady-{shard.n}-{'ab'[shard.turns % 2]}"
+        # A name (a directory) no process of the shard has: the serving one, the draining ones.
+        taken = set(shard.names.values())
+        name = next(n for n in (f"steady-{shard.n}-{letter}" for letter in NAMES) if n not in taken)
         own = self.sockets / name
         direct = [DirectWorker(slot=self._slots[w.project_id], socket=own / f"{self._slots[w.project_id]}.sock",
                                project_id=w.project_id, code=w.code, env=w.env, assets=w.assets)
@@ -199,12 +225,14 @@ class SteadyWorkers:
             await asyncio.to_thread(self._into_slots, direct)
 
         green = self.make_process(name, direct, into_slots)
+        shard.names[id(green)] = name
         await green.supervisor.stop_stale()
         self._started.append(green)
         try:
             await green.supervisor.launch()
         except ProcessError as exc:
             self._started.remove(green)
+            shard.names.pop(id(green), None)
             await asyncio.to_thread(green.forget_config)
             shard.failed = dict(wanted)
             log.error("workerd shard %d: a new steady process for %d workers did not start (its projects stay "
@@ -217,26 +245,82 @@ class SteadyWorkers:
 
     async def _swap(self, shard: _Shard, green: SteadyProcess | None, held: dict[str, str]) -> None:
         """Green is serving on the slots (renamed over): the edge may keep sending there the
-        projects whose key did not change; blue drains and stops; then the changed ones follow."""
+        projects whose key did not change; blue stops listening and drains in the background;
+        then the changed ones follow."""
         before = shard.steady
         shard.steady = {p: k for p, k in before.items() if held.get(p) == k}
-        blue, shard.serving, shard.held = shard.serving, green, held
+        blue, blue_held = shard.serving, shard.held
+        shard.serving, shard.held = green, held
         if blue is not None:
-            await blue.supervisor.stop()
-            self._started.remove(blue)
-        shard.steady = dict(held)
-        moved = {p for p in before.keys() | held.keys() if before.get(p) != held.get(p)}
-        gone = before.keys() - held.keys()
+            shard.draining.append((blue, blue_held))
+            await self._drain(shard, blue)
+        await self._settle(shard, before)
+        log.info("workerd shard %d: %d workers steady", shard.n, len(held))
+
+    async def _drain(self, shard: _Shard, blue: SteadyProcess) -> None:
+        """SIGTERM now, SIGKILL after drain_seconds (in a task of its own, not waited for); returns
+        once blue takes no new connection (one still listening after UNLISTEN_SECONDS, stuck, is
+        killed now). The oldest drainers over MAX_DRAINING are killed now."""
+        while len(shard.draining) > MAX_DRAINING:
+            oldest, _ = shard.draining[0]
+            log.warning("workerd shard %d: %d replaced processes are draining; killing the oldest",
+                        shard.n, len(shard.draining))
+            await self._kill(shard, oldest)
+        task = asyncio.create_task(self._drained(shard, blue),
+                                   name=f"workerd shard {shard.n} draining {blue.supervisor.name}")
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+        await asyncio.sleep(0)  # its stop() begins: no longer supervised, then SIGTERM
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + UNLISTEN_SECONDS
+        while blue.supervisor.running and await asyncio.to_thread(blue.listening):
+            if loop.time() > deadline:
+                log.warning("workerd shard %d: %s did not stop listening in %gs; killing it", shard.n,
+                            blue.supervisor.name, UNLISTEN_SECONDS)
+                await self._kill(shard, blue)
+                break
+            await asyncio.sleep(0.01)
+
+    async def _drained(self, shard: _Shard, process: SteadyProcess) -> None:
+        """A replaced process stopped (SIGKILL after drain_seconds); then the slots only it held
+        are freed."""
+        await process.supervisor.stop(grace=self.drain_seconds)
+        async with shard.lock:
+            if self._forget(shard, process):
+                await self._settle(shard, shard.steady)
+
+    async def _kill(self, shard: _Shard, process: SteadyProcess) -> None:
+        """A draining process killed now (its drain task then ends at once)."""
+        with contextlib.suppress(ProcessError):
+            process.supervisor.send_signal(signal.SIGKILL)
+        await process.supervisor.wait()
+        self._forget(shard, process)
+
+    def _forget(self, shard: _Shard, process: SteadyProcess) -> bool:
+        if not any(p is process for p, _ in shard.draining):
+            return False
+        shard.draining = [(p, h) for p, h in shard.draining if p is not process]
+        shard.names.pop(id(process), None)
+        if process in self._started:
+            self._started.remove(process)
+        return True
+
+    async def _settle(self, shard: _Shard, before: dict[str, str]) -> None:
+        """Route each project the serving process holds to its slot (no process left listening
+        holds older code of it); free the slots no process of the shard holds any more."""
+        shard.steady = dict(shard.held) if shard.serving is not None else {}
+        moved = {p for p in before.keys() | shard.steady.keys() if before.get(p) != shard.steady.get(p)}
         if moved:
             await self.on_steady(moved)
-        for project_id in gone:
-            if self.shard_of(project_id) == shard.n and project_id not in held:
-                slot = self._slots.pop(project_id, None)
-                if slot is not None:
-                    self._slot_path(slot).unlink(missing_ok=True)
-                    self._free.append(slot)
-        log.info("workerd shard %d: %d workers steady%s", shard.n, len(held),
-                 f" ({len(moved)} changed)" if moved else "")
+        bound = shard.steady.keys() | {p for _, h in shard.draining for p in h}
+        for project_id in [p for p in self._slots if self.shard_of(p) == shard.n and p not in shard.steady]:
+            # No new connection may reach a gone project's slot; its number is used again once no
+            # process that bound it is left (nginx keeps connections per socket path).
+            slot = self._slots[project_id]
+            self._slot_path(slot).unlink(missing_ok=True)
+            if project_id not in bound:
+                del self._slots[project_id]
+                self._free.append(slot)
 
     def _slot_path(self, slot: int) -> Path:
         return self.slots / f"{slot}.sock"

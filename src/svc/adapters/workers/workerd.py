@@ -44,14 +44,24 @@ from svc.adapters.workers.port import (
     WorkerCode,
 )
 from svc.adapters.workers.steady import SteadyWorkers
-from svc.supervisor import Port, ProcessError, ProcessSpec, Supervisor, find_binary, free_tcp_port, http_get
+from svc.supervisor import (
+    Port,
+    ProcessError,
+    ProcessSpec,
+    Supervisor,
+    find_binary,
+    free_tcp_port,
+    http_get,
+    port_in_use,
+)
 
 log = logging.getLogger("svc.workers")
 
 HEALTH_PATH = "/__svc/runtime/health"
 CHECK_PATH = "/__svc/runtime/check"
 START_SECONDS = 10.0
-# workerd takes SIGTERM only between requests: one stuck in a loop is killed after this.
+# How long svc's stop waits for a process before SIGKILL (one stuck in a loop never exits). A
+# replaced steady process is given the wall-time bound instead, to finish its requests in flight.
 STOP_SECONDS = 2.0
 # Where `make setup` installs workerd (npm, pinned by package-lock.json), besides PATH.
 NODE_BIN = Path(__file__).resolve().parents[4] / "node_modules" / ".bin"
@@ -128,6 +138,8 @@ class WorkerdOptions:
     memory_mb: int = 128
     # How long a shard waits after a change before its new steady process starts (steady.py).
     settle_seconds: float = 0.3
+    # How long a replaced steady process may finish its requests in flight (SVC_WORKER_TIMEOUT_SECONDS).
+    drain_seconds: float = 30.0
     # Run as this user (svc must then be root): it owns the process's directory and nothing else
     # of svc's (workerd reads no file of svc's: code and files come over HTTP).
     user: str | None = None
@@ -204,6 +216,10 @@ class _Process:
                                 headers={"X-Svc-Runtime-Token": self.runtime.token}, seconds=seconds)
         return answer is not None and answer[0] == 200
 
+    def listening(self) -> bool:
+        """Whether it takes new connections: a draining workerd has closed its listening sockets."""
+        return port_in_use(Port(self.runtime.options.host, self.port))
+
     def kill(self) -> None:
         """What the watchdog does to a process that stopped answering: the supervisor starts it again."""
         with contextlib.suppress(ProcessError, ProcessLookupError):  # not running (any more): nothing to kill
@@ -253,7 +269,8 @@ class WorkerdRuntime:
 
         sockets = await asyncio.to_thread(socket_dir, self.options.root)
         self._steady = SteadyWorkers(len(self._serving), self.shard_of, make_process, sockets,
-                                     settle_seconds=self.options.settle_seconds)
+                                     settle_seconds=self.options.settle_seconds,
+                                     drain_seconds=self.options.drain_seconds)
         for process in (*self._serving, self._checker):
             await process.supervisor.start()
         self._watchdog = asyncio.create_task(self._watch(), name="workerd watchdog")
