@@ -11,8 +11,8 @@ Everything they have lives under SVC_DATA_DIR/workers/:
 
 A project is served by the processes of one shard (shard_of). workerd has no
 limit on the CPU time of a request: a worker that loops forever stalls its whole process (every
-project of that shard). A watchdog asks each serving process for its health every few seconds and
-kills one that stops answering; the supervisor starts it again (docs/workers.md, "Limits")."""
+project of that shard). A watchdog asks each serving process for its health twice a second and
+kills one that answers none for 5 s; the supervisor starts it again (docs/workers.md, "Limits")."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ class WorkerdOptions:
     check_seconds: float = 10.0
     # The watchdog: a serving process that has not answered its health probe for this long is killed.
     stuck_seconds: float = 5.0
-    probe_every: float = 1.0
+    probe_every: float = 0.5
     # One isolate's V8 heap, in MB.
     memory_mb: int = 128
     # How long a shard waits after a change before its new steady process starts (steady.py).
@@ -288,27 +288,44 @@ class WorkerdRuntime:
         await self._client.aclose()
 
     async def _watch(self) -> None:
-        """Kill a serving process that answers nothing for stuck_seconds (a worker looping forever)."""
-        silent_since: dict[_Process, float] = {}
+        """Each serving process (loading or steady) watched on its own (one stuck process does not
+        delay the others' probes)."""
+        watching: dict[_Process, asyncio.Task[None]] = {}
+        try:
+            while True:
+                steady = self._steady.processes() if self._steady is not None else []
+                watched = {*self._serving, *(p for p in steady if isinstance(p, _Process))}
+                for process in watched - watching.keys():
+                    watching[process] = asyncio.create_task(self._watch_one(process),
+                                                            name=f"watchdog {process.supervisor.name}")
+                for process in watching.keys() - watched:
+                    watching.pop(process).cancel()
+                await asyncio.sleep(self.options.probe_every)
+        finally:
+            for task in watching.values():
+                task.cancel()
+
+    async def _watch_one(self, process: _Process) -> None:
+        """The CPU bound: a probe every probe_every; a process that answers none for stuck_seconds
+        from the first unanswered one's sending (a worker holding its only thread) is killed. A
+        loop that began just after a probe is cut within stuck_seconds + probe_every."""
         loop = asyncio.get_running_loop()
+        bound = self.options.stuck_seconds
         while True:
             await asyncio.sleep(self.options.probe_every)
-            steady = self._steady.processes() if self._steady is not None else []
-            watched = [*self._serving, *(p for p in steady if isinstance(p, _Process))]
-            silent_since = {p: t for p, t in silent_since.items() if p in watched}
-            for process in watched:
-                if not process.supervisor.running:
-                    silent_since.pop(process, None)
-                    continue
-                if await process.healthy(seconds=self.options.stuck_seconds / 2):
-                    silent_since.pop(process, None)
-                    continue
-                since = silent_since.setdefault(process, loop.time())
-                if loop.time() - since >= self.options.stuck_seconds:
-                    log.error("%s answered nothing for %.0fs (a worker that never returns?): killing it",
-                              process.supervisor.name, loop.time() - since)
+            pid = process.supervisor.pid
+            if not process.supervisor.running:
+                continue
+            since = loop.time()
+            while not await process.healthy(seconds=max(0.05, since + bound - loop.time())):
+                if not process.supervisor.running or process.supervisor.pid != pid:
+                    break  # it exited, or was started again: its next run is watched afresh
+                if loop.time() - since >= bound:
+                    log.error("%s answered no health probe for %gs, the CPU bound (a worker that never returns?): "
+                              "killing it", process.supervisor.name, bound)
                     process.kill()
-                    silent_since.pop(process, None)
+                    break
+                await asyncio.sleep(0.05)
 
     async def check(self, code: WorkerCode) -> None:
         process = self._checker
