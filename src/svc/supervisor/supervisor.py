@@ -178,10 +178,15 @@ class Supervisor:
                 # One that keeps dying young is started again less and less often; a long run starts afresh.
                 if time.monotonic() - self._started_at >= spec.steady_seconds:
                     delay = spec.min_backoff
-                self.log.error("%s exited (%s); starting it again in %.1fs: %s", self.name, exit_words(code),
-                               delay, self.last_log())
+                again = spec.on_exit is None or await spec.on_exit(code)
+                self.log.error("%s exited (%s); %s: %s", self.name, exit_words(code),
+                               f"starting it again in {delay:.1f}s" if again else "its owner replaces it",
+                               self.last_log())
                 async with self.lock:
                     await self._clean_up()
+                if not again:
+                    self._task = None
+                    return
             await self._sleep(delay)
             next_delay = min(delay * 2, spec.max_backoff)
             async with self.lock:

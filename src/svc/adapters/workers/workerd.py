@@ -150,7 +150,8 @@ class _Process:
     steady one also serves `direct` workers on their sockets; `on_ready` runs after each start."""
 
     def __init__(self, runtime: WorkerdRuntime, name: str, direct: Sequence[DirectWorker] = (),
-                 on_ready: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_ready: Callable[[], Awaitable[None]] | None = None,
+                 on_exit: Callable[[int], Awaitable[bool]] | None = None) -> None:
         self.runtime = runtime
         self.dir = runtime.options.root / name
         self.direct = tuple(direct)
@@ -163,7 +164,7 @@ class _Process:
             stdin=self.dir / "config.capnp",
             env={"PATH": os.defpath, "LANG": "C.UTF-8"}, user=options.user,
             ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self._ready,
-            start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True,
+            start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True, on_exit=on_exit,
         ), logger=log)
 
     async def _prepare(self) -> None:
@@ -248,9 +249,9 @@ class WorkerdRuntime:
 
     # --- the steady path (steady.py) ---
 
-    def follow(self, live: LiveWorkers, on_steady: SteadyChanged) -> None:
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, cuts: Path | None = None) -> None:
         if self._steady is not None:
-            self._steady.follow(live, on_steady)
+            self._steady.follow(live, on_steady, cuts)
 
     def changed(self, project_ids: Collection[str] | None = None) -> None:
         if self._steady is not None:
@@ -263,9 +264,9 @@ class WorkerdRuntime:
         return str(self._steady.slots) if self._steady is not None else ""
 
     async def start(self) -> None:
-        def make_process(name: str, direct: Sequence[DirectWorker],
-                         on_ready: Callable[[], Awaitable[None]]) -> _Process:
-            return _Process(self, name, direct, on_ready)
+        def make_process(name: str, direct: Sequence[DirectWorker], on_ready: Callable[[], Awaitable[None]],
+                         on_exit: Callable[[int], Awaitable[bool]] | None = None) -> _Process:
+            return _Process(self, name, direct, on_ready, on_exit)
 
         sockets = await asyncio.to_thread(socket_dir, self.options.root)
         self._steady = SteadyWorkers(len(self._serving), self.shard_of, make_process, sockets,
