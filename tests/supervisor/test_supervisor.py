@@ -221,6 +221,40 @@ async def test_a_failed_start_is_logged_in_one_line_and_retried(tmp_path: Path,
     assert "retrying in 0.2s" in failures[1]
 
 
+async def test_on_exit_hears_of_a_death_and_may_take_the_process_over(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The owner is told how a run ended before the restart, and may answer: not again."""
+    heard: list[int] = []
+    again = [True]
+
+    async def on_exit(code: int) -> bool:
+        heard.append(code)
+        return again[0]
+
+    child = Child(tmp_path)
+    caplog.set_level(logging.INFO, "svc.test-child")
+    async with supervised(child, on_exit=on_exit) as supervisor:
+        first = supervisor.pid
+        await http_get("127.0.0.1", child.port, "/die")
+
+        async def restarted() -> bool:  # and ready: its start is over
+            return sum(" started (pid " in r.getMessage() for r in caplog.records) == 2
+
+        await eventually(restarted, "the child started again")
+        assert heard == [7] and supervisor.pid != first
+        again[0] = False
+        await http_get("127.0.0.1", child.port, "/die")
+
+        async def heard_twice() -> bool:
+            return len(heard) == 2
+
+        await eventually(heard_twice, "the second death heard")
+        await eventually(lambda: asyncio.sleep(0, supervisor._task is None), "supervision to end")
+        # Not started again: the owner replaces it (supervision is over, and the log says so).
+        assert not supervisor.running and heard == [7, 7]
+        assert any("exited (exit status 7); its owner replaces it" in r.getMessage() for r in caplog.records)
+
+
 async def test_a_child_that_dies_is_started_again_with_backoff(tmp_path: Path,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     child = Child(tmp_path)
