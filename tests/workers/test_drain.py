@@ -47,7 +47,7 @@ LONG_SECONDS = 10.0
 
 @pytest.fixture(scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
-    # One shard: every project shares its steady process. The wall-time bound is the default's.
+    # One shard: every project shares its steady process. The drain is the wall-time bound (60 s here).
     async with svc_serve(tmp_path_factory.mktemp("drain"), SVC_WORKER_PROCESSES="1",
                          SVC_WORKER_TIMEOUT_SECONDS="60") as running:
         yield running

@@ -235,6 +235,8 @@ class SteadyWorkers:
                               shard.label, RETRY_SECONDS)
                 loop.call_later(RETRY_SECONDS, shard.poke.set)
             shard.next_at = loop.time() + BUSY_FACTOR * (loop.time() - started)
+            if shard.only is not None and self._quarantine.get(shard.only) is not shard and shard.serving is None:
+                return  # a quarantine let go: its project is home, its process stopped
 
     async def _converge(self, shard: _Shard) -> None:
         keys = await self.live.keys()
