@@ -257,7 +257,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 ctx.edge = edge
                 if runtime is not None and edge is not None:
                     # Each shard's live workers, served steadily behind the loading processes.
-                    runtime.follow(SteadySource(ctx), edge.steady_changed)
+                    runtime.follow(SteadySource(ctx), edge.steady_changed, edge.layout.error_log)
             if freeze_startup:
                 # What start-up made (the app, its routes and templates, the ORM's mappers: some
                 # 250,000 objects) lives as long as the process: frozen, a full collection no longer

@@ -36,7 +36,7 @@ from svc.supervisor.system import alive
 from tests.support.wait import WAIT_SECONDS
 
 CHILD = r'''
-import http.server, os, pathlib, signal, subprocess, sys
+import http.server, os, pathlib, signal, subprocess, sys, time
 
 port, state = int(sys.argv[1]), pathlib.Path(sys.argv[2])
 if (state / "broken").exists():
@@ -66,6 +66,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def stop(*_):
     print("stopping gracefully", file=sys.stderr, flush=True)
+    # A child that drains: it exits once the test lets it (a file), as long as that takes.
+    while (state / "drains").exists() and not (state / "drained").exists():
+        time.sleep(0.02)
     sys.exit(0)
 
 
@@ -137,6 +140,26 @@ async def test_start_returns_once_it_answers_and_stop_is_graceful(tmp_path: Path
     assert await child.served_by() is None
 
 
+async def test_stop_gives_a_draining_child_the_grace_the_caller_gives(tmp_path: Path) -> None:
+    (tmp_path / "drains").touch()
+    # The spec's own bound would kill it at once; stop(grace=...) is what a caller gives it.
+    child = Child(tmp_path, stop_seconds=0.01)
+    async with supervised(child) as supervisor:
+        stopping = asyncio.create_task(supervisor.stop(grace=300))
+
+        async def draining() -> bool:
+            return "stopping gracefully" in child.said
+
+        await eventually(draining, "the child to begin draining")
+        (tmp_path / "drained").touch()
+        await stopping
+        assert await supervisor.wait() == 0  # it finished, not SIGKILL
+    (tmp_path / "drained").unlink()
+    async with supervised(child) as supervisor:
+        await supervisor.stop(grace=0.01)
+        assert await supervisor.wait() == -signal.SIGKILL
+
+
 async def test_a_port_held_by_another_program_is_one_error_and_nothing_runs(tmp_path: Path) -> None:
     child = Child(tmp_path)
     with socket.socket() as other:
@@ -197,6 +220,40 @@ async def test_a_failed_start_is_logged_in_one_line_and_retried(tmp_path: Path,
     assert failures[0] == (f"test child did not start; retrying in 0.1s: exit status 3: "
                            f"Fatal error: the config is broken (log: {child.spec.log})")
     assert "retrying in 0.2s" in failures[1]
+
+
+async def test_on_exit_hears_of_a_death_and_may_take_the_process_over(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """The owner is told how a run ended before the restart, and may answer: not again."""
+    heard: list[int] = []
+    again = [True]
+
+    async def on_exit(code: int) -> bool:
+        heard.append(code)
+        return again[0]
+
+    child = Child(tmp_path)
+    caplog.set_level(logging.INFO, "svc.test-child")
+    async with supervised(child, on_exit=on_exit) as supervisor:
+        first = supervisor.pid
+        await http_get("127.0.0.1", child.port, "/die")
+
+        async def restarted() -> bool:  # and ready: its start is over
+            return sum(" started (pid " in r.getMessage() for r in caplog.records) == 2
+
+        await eventually(restarted, "the child started again")
+        assert heard == [7] and supervisor.pid != first
+        again[0] = False
+        await http_get("127.0.0.1", child.port, "/die")
+
+        async def heard_twice() -> bool:
+            return len(heard) == 2
+
+        await eventually(heard_twice, "the second death heard")
+        await eventually(lambda: asyncio.sleep(0, supervisor._task is None), "supervision to end")
+        # Not started again: the owner replaces it (supervision is over, and the log says so).
+        assert not supervisor.running and heard == [7, 7]
+        assert any("exited (exit status 7); its owner replaces it" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_child_that_dies_is_started_again_with_backoff(tmp_path: Path,

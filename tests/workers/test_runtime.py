@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import pwd
 import shutil
@@ -230,13 +231,19 @@ async def _answered_again(runtime: WorkerdRuntime, key: str) -> httpx.Response:
         await asyncio.sleep(0.1)
     raise AssertionError(f"{key} did not answer again within 30 s")
 
-async def test_the_watchdog_replaces_a_process_a_worker_stalls(runtime: WorkerdRuntime, fake_svc: FakeSvc) -> None:
+async def test_the_watchdog_replaces_a_process_a_worker_stalls(runtime: WorkerdRuntime, fake_svc: FakeSvc,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    # The CPU bound of docs/workers.md ("Limits": 5 s) is the runtime's default.
+    assert WorkerdOptions.stuck_seconds == 5.0
     fake_svc.add("loop.1", "export default { fetch() { while (true) {} } }")
     fake_svc.add("ok.1", HELLO, text={"GREETING": "still here"})
     stalled = asyncio.create_task(_get(runtime, "loop.1"))
     # Within the watchdog's bound the process is killed (the stalled request fails) and started again.
-    with pytest.raises(httpx.HTTPError):
-        await asyncio.wait_for(stalled, timeout=30)
+    with caplog.at_level(logging.ERROR, logger="svc.workers"), pytest.raises(httpx.HTTPError):
+        await asyncio.wait_for(stalled, timeout=60)
+    # Killed for the bound (this runtime's: 2 s), counted from the first probe it left unanswered.
+    kills = [r.getMessage() for r in caplog.records if "killing it" in r.getMessage()]
+    assert kills and all("answered no health probe for 2s, the CPU bound" in kill for kill in kills), kills
     answer = await _answered_again(runtime, "ok.1")
     assert answer.json() == {"hello": "still here"}
 

@@ -103,6 +103,9 @@ class ProcessSpec:
     other_logs: tuple[Path, ...] = ()
     # The line of what it said that tells what went wrong.
     explain: Callable[[str], str] | None = None
+    # Told how a run ended that nobody stopped (its exit status) before it is started again;
+    # answers whether to start it again (False: the owner replaces it, supervision ends).
+    on_exit: Callable[[int], Awaitable[bool]] | None = None
     start_seconds: float = 10.0
     stop_seconds: float = 5.0
     # How long a port may stay held by a process of ours on its way out.

@@ -12,7 +12,9 @@ stopped gracefully. What the process is comes from its ProcessSpec; the rules ar
   spec says so.
 - A process of ours that a killed svc left running (its pid in pid_file, its command line ours) is
   stopped before ours starts; its ports do not count as taken meanwhile (`taken_port`).
-- stop(): the spec's stop signal, SIGKILL after stop_seconds, and reaped.
+- stop(): the spec's stop signal, SIGKILL after stop_seconds (or the caller's `grace`: a process
+  that drains its requests in flight, a replaced workerd, is given as long as a request may take),
+  and reaped.
 
 Every start and stop runs under `lock`, which the owner may share to serialise its own work with
 restarts (the edge: converging and reloading nginx)."""
@@ -146,8 +148,9 @@ class Supervisor:
             self.log.error("%s did not start; retrying in %.1fs: %s", self.name, self.spec.min_backoff, exc)
         self._task = asyncio.create_task(self._supervise(), name=f"supervise {self.name}")
 
-    async def stop(self) -> None:
-        """Stop supervising and stop the process gracefully."""
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop supervising and stop the process gracefully: the stop signal, then SIGKILL after
+        `grace` seconds (default: the spec's stop_seconds)."""
         self._stopping.set()
         if self._task is not None:
             self._task.cancel()
@@ -155,7 +158,7 @@ class Supervisor:
                 await self._task
             self._task = None
         async with self.lock:
-            await self._stop_process()
+            await self._stop_process(self.spec.stop_seconds if grace is None else grace)
 
     def abandon(self) -> None:
         """Stop supervising and leave the process running: what an svc killed with -9 leaves behind
@@ -175,10 +178,15 @@ class Supervisor:
                 # One that keeps dying young is started again less and less often; a long run starts afresh.
                 if time.monotonic() - self._started_at >= spec.steady_seconds:
                     delay = spec.min_backoff
-                self.log.error("%s exited (%s); starting it again in %.1fs: %s", self.name, exit_words(code),
-                               delay, self.last_log())
+                again = spec.on_exit is None or await spec.on_exit(code)
+                self.log.error("%s exited (%s); %s: %s", self.name, exit_words(code),
+                               f"starting it again in {delay:.1f}s" if again else "its owner replaces it",
+                               self.last_log())
                 async with self.lock:
                     await self._clean_up()
+                if not again:
+                    self._task = None
+                    return
             await self._sleep(delay)
             next_delay = min(delay * 2, spec.max_backoff)
             async with self.lock:
@@ -314,7 +322,7 @@ class Supervisor:
             await proc.wait()
         await self._clean_up()
 
-    async def _stop_process(self) -> None:
+    async def _stop_process(self, grace: float) -> None:
         proc = self._proc
         if proc is None:
             return
@@ -322,9 +330,9 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(self.spec.stop_signal)
             try:
-                await asyncio.wait_for(proc.wait(), timeout=self.spec.stop_seconds)
+                await asyncio.wait_for(proc.wait(), timeout=grace)
             except TimeoutError:
-                self.log.warning("%s did not stop in %gs; killing it", self.name, self.spec.stop_seconds)
+                self.log.warning("%s did not stop in %gs; killing it", self.name, grace)
         await self._kill()
 
     # --- files ---

@@ -43,7 +43,8 @@ async def start_runtime(settings: Settings, *, api_address: str) -> WorkerRuntim
         binary = await asyncio.to_thread(runnable_by_others, binary)
     runtime = WorkerdRuntime(WorkerdOptions(binary=binary, root=data_dir / "workers", api_address=api_address,
                                             assets_address=edge, processes=settings.worker_processes, user=user,
-                                            memory_mb=settings.worker_memory_mb))
+                                            memory_mb=settings.worker_memory_mb,
+                                            drain_seconds=settings.worker_timeout_seconds))
     try:
         await runtime.start()
     except (PortInUse, ProcessError, OSError) as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 
@@ -107,8 +108,10 @@ class WorkerRuntime(Protocol):
         code); else None."""
         ...
 
-    def follow(self, live: LiveWorkers, on_steady: SteadyChanged) -> None:
-        """Start serving live workers steadily (after start()); on_steady tells the edge."""
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, cuts: Path | None = None) -> None:
+        """Start serving live workers steadily (after start()); on_steady tells the edge. `cuts`:
+        the edge's error log, where nginx names the upstream of each request a dying process cut
+        (how the runtime finds whose worker killed a process)."""
         ...
 
     def changed(self, project_ids: Collection[str] | None = None) -> None:

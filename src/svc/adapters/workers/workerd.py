@@ -11,8 +11,8 @@ Everything they have lives under SVC_DATA_DIR/workers/:
 
 A project is served by the processes of one shard (shard_of). workerd has no
 limit on the CPU time of a request: a worker that loops forever stalls its whole process (every
-project of that shard). A watchdog asks each serving process for its health every few seconds and
-kills one that stops answering; the supervisor starts it again (docs/workers.md, "Limits")."""
+project of that shard). A watchdog asks each serving process for its health twice a second and
+kills one that answers none for 5 s; the supervisor starts it again (docs/workers.md, "Limits")."""
 
 from __future__ import annotations
 
@@ -44,14 +44,24 @@ from svc.adapters.workers.port import (
     WorkerCode,
 )
 from svc.adapters.workers.steady import SteadyWorkers
-from svc.supervisor import Port, ProcessError, ProcessSpec, Supervisor, find_binary, free_tcp_port, http_get
+from svc.supervisor import (
+    Port,
+    ProcessError,
+    ProcessSpec,
+    Supervisor,
+    find_binary,
+    free_tcp_port,
+    http_get,
+    port_in_use,
+)
 
 log = logging.getLogger("svc.workers")
 
 HEALTH_PATH = "/__svc/runtime/health"
 CHECK_PATH = "/__svc/runtime/check"
 START_SECONDS = 10.0
-# workerd takes SIGTERM only between requests: one stuck in a loop is killed after this.
+# How long svc's stop waits for a process before SIGKILL (one stuck in a loop never exits). A
+# replaced steady process is given the wall-time bound instead, to finish its requests in flight.
 STOP_SECONDS = 2.0
 # Where `make setup` installs workerd (npm, pinned by package-lock.json), besides PATH.
 NODE_BIN = Path(__file__).resolve().parents[4] / "node_modules" / ".bin"
@@ -123,11 +133,13 @@ class WorkerdOptions:
     check_seconds: float = 10.0
     # The watchdog: a serving process that has not answered its health probe for this long is killed.
     stuck_seconds: float = 5.0
-    probe_every: float = 1.0
+    probe_every: float = 0.5
     # One isolate's V8 heap, in MB.
     memory_mb: int = 128
     # How long a shard waits after a change before its new steady process starts (steady.py).
     settle_seconds: float = 0.3
+    # How long a replaced steady process may finish its requests in flight (SVC_WORKER_TIMEOUT_SECONDS).
+    drain_seconds: float = 30.0
     # Run as this user (svc must then be root): it owns the process's directory and nothing else
     # of svc's (workerd reads no file of svc's: code and files come over HTTP).
     user: str | None = None
@@ -138,7 +150,8 @@ class _Process:
     steady one also serves `direct` workers on their sockets; `on_ready` runs after each start."""
 
     def __init__(self, runtime: WorkerdRuntime, name: str, direct: Sequence[DirectWorker] = (),
-                 on_ready: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_ready: Callable[[], Awaitable[None]] | None = None,
+                 on_exit: Callable[[int], Awaitable[bool]] | None = None) -> None:
         self.runtime = runtime
         self.dir = runtime.options.root / name
         self.direct = tuple(direct)
@@ -151,7 +164,7 @@ class _Process:
             stdin=self.dir / "config.capnp",
             env={"PATH": os.defpath, "LANG": "C.UTF-8"}, user=options.user,
             ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self._ready,
-            start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True,
+            start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True, on_exit=on_exit,
         ), logger=log)
 
     async def _prepare(self) -> None:
@@ -204,6 +217,10 @@ class _Process:
                                 headers={"X-Svc-Runtime-Token": self.runtime.token}, seconds=seconds)
         return answer is not None and answer[0] == 200
 
+    def listening(self) -> bool:
+        """Whether it takes new connections: a draining workerd has closed its listening sockets."""
+        return port_in_use(Port(self.runtime.options.host, self.port))
+
     def kill(self) -> None:
         """What the watchdog does to a process that stopped answering: the supervisor starts it again."""
         with contextlib.suppress(ProcessError, ProcessLookupError):  # not running (any more): nothing to kill
@@ -232,9 +249,9 @@ class WorkerdRuntime:
 
     # --- the steady path (steady.py) ---
 
-    def follow(self, live: LiveWorkers, on_steady: SteadyChanged) -> None:
+    def follow(self, live: LiveWorkers, on_steady: SteadyChanged, cuts: Path | None = None) -> None:
         if self._steady is not None:
-            self._steady.follow(live, on_steady)
+            self._steady.follow(live, on_steady, cuts)
 
     def changed(self, project_ids: Collection[str] | None = None) -> None:
         if self._steady is not None:
@@ -247,13 +264,14 @@ class WorkerdRuntime:
         return str(self._steady.slots) if self._steady is not None else ""
 
     async def start(self) -> None:
-        def make_process(name: str, direct: Sequence[DirectWorker],
-                         on_ready: Callable[[], Awaitable[None]]) -> _Process:
-            return _Process(self, name, direct, on_ready)
+        def make_process(name: str, direct: Sequence[DirectWorker], on_ready: Callable[[], Awaitable[None]],
+                         on_exit: Callable[[int], Awaitable[bool]] | None = None) -> _Process:
+            return _Process(self, name, direct, on_ready, on_exit)
 
         sockets = await asyncio.to_thread(socket_dir, self.options.root)
         self._steady = SteadyWorkers(len(self._serving), self.shard_of, make_process, sockets,
-                                     settle_seconds=self.options.settle_seconds)
+                                     settle_seconds=self.options.settle_seconds,
+                                     drain_seconds=self.options.drain_seconds)
         for process in (*self._serving, self._checker):
             await process.supervisor.start()
         self._watchdog = asyncio.create_task(self._watch(), name="workerd watchdog")
@@ -271,27 +289,44 @@ class WorkerdRuntime:
         await self._client.aclose()
 
     async def _watch(self) -> None:
-        """Kill a serving process that answers nothing for stuck_seconds (a worker looping forever)."""
-        silent_since: dict[_Process, float] = {}
+        """Each serving process (loading or steady) watched on its own (one stuck process does not
+        delay the others' probes)."""
+        watching: dict[_Process, asyncio.Task[None]] = {}
+        try:
+            while True:
+                steady = self._steady.processes() if self._steady is not None else []
+                watched = {*self._serving, *(p for p in steady if isinstance(p, _Process))}
+                for process in watched - watching.keys():
+                    watching[process] = asyncio.create_task(self._watch_one(process),
+                                                            name=f"watchdog {process.supervisor.name}")
+                for process in watching.keys() - watched:
+                    watching.pop(process).cancel()
+                await asyncio.sleep(self.options.probe_every)
+        finally:
+            for task in watching.values():
+                task.cancel()
+
+    async def _watch_one(self, process: _Process) -> None:
+        """The CPU bound: a probe every probe_every; a process that answers none for stuck_seconds
+        from the first unanswered one's sending (a worker holding its only thread) is killed. A
+        loop that began just after a probe is cut within stuck_seconds + probe_every."""
         loop = asyncio.get_running_loop()
+        bound = self.options.stuck_seconds
         while True:
             await asyncio.sleep(self.options.probe_every)
-            steady = self._steady.processes() if self._steady is not None else []
-            watched = [*self._serving, *(p for p in steady if isinstance(p, _Process))]
-            silent_since = {p: t for p, t in silent_since.items() if p in watched}
-            for process in watched:
-                if not process.supervisor.running:
-                    silent_since.pop(process, None)
-                    continue
-                if await process.healthy(seconds=self.options.stuck_seconds / 2):
-                    silent_since.pop(process, None)
-                    continue
-                since = silent_since.setdefault(process, loop.time())
-                if loop.time() - since >= self.options.stuck_seconds:
-                    log.error("%s answered nothing for %.0fs (a worker that never returns?): killing it",
-                              process.supervisor.name, loop.time() - since)
+            pid = process.supervisor.pid
+            if not process.supervisor.running:
+                continue
+            since = loop.time()
+            while not await process.healthy(seconds=max(0.05, since + bound - loop.time())):
+                if not process.supervisor.running or process.supervisor.pid != pid:
+                    break  # it exited, or was started again: its next run is watched afresh
+                if loop.time() - since >= bound:
+                    log.error("%s answered no health probe for %gs, the CPU bound (a worker that never returns?): "
+                              "killing it", process.supervisor.name, bound)
                     process.kill()
-                    silent_since.pop(process, None)
+                    break
+                await asyncio.sleep(0.05)
 
     async def check(self, code: WorkerCode) -> None:
         process = self._checker
