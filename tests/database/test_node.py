@@ -14,13 +14,14 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from svc.adapters.database.port import DatabaseEndpoint
+from svc.adapters.database.port import DatabaseEndpoint, ProjectLimits
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.adapters.database.scram import verifier
 from svc.supervisor import ProcessError
 
 pytestmark = pytest.mark.skipif(find_postgres() is None, reason="PostgreSQL's server is not installed")
+LIMITS = ProjectLimits(connections=5, token_connections=1, statement_seconds=2, idle_transaction_seconds=5)
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_a_cluster_its_user_cannot_reach_is_refused_in_words(tmp_path: Path) -> 
 
 @pytest.fixture
 async def node(cluster: PrivateCluster) -> AsyncIterator[PostgresNode]:
-    node = PostgresNode(cluster.admin_url, connection_limit=5, statement_timeout_ms=1500)
+    node = PostgresNode(cluster.admin_url)
     yield node
     await node.close()
 
@@ -55,15 +56,15 @@ async def connect(endpoint: DatabaseEndpoint, user: str, password: str) -> async
 async def test_a_project_reaches_its_own_database_and_no_other(node: PostgresNode) -> None:
     alice, bob = f"prj_a{secrets.token_hex(4)}", f"prj_b{secrets.token_hex(4)}"
     pw_a, pw_b = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    a = await node.provision(alice, verifier(pw_a))
-    b = await node.provision(bob, verifier(pw_b))
+    a = await node.provision(alice, verifier(pw_a), LIMITS)
+    b = await node.provision(bob, verifier(pw_b), LIMITS)
     role_a, role_b = node.names(alice)[1], node.names(bob)[1]
     con = await connect(a, role_a, pw_a)
     try:
         await con.execute("create table notes (id int primary key, body text)")
         await con.execute("insert into notes values (1, 'mine')")
         assert await con.fetchval("select body from notes where id = 1") == "mine"
-        assert await con.fetchval("show statement_timeout") == "1500ms"
+        assert await con.fetchval("show statement_timeout") == "2s"
         # no rights beyond its database
         flags = await con.fetchrow("select rolsuper, rolcreaterole, rolcreatedb, rolconnlimit from pg_roles "
                                    "where rolname = current_user")
@@ -90,12 +91,12 @@ async def test_a_project_reaches_its_own_database_and_no_other(node: PostgresNod
 async def test_provisioning_again_keeps_the_data_and_takes_the_verifier(node: PostgresNode) -> None:
     project = f"prj_c{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
-    endpoint = await node.provision(project, verifier(password))
+    endpoint = await node.provision(project, verifier(password), LIMITS)
     role = node.names(project)[1]
     con = await connect(endpoint, role, password)
     await con.execute("create table kept (n int)")
     await con.close()
-    assert await node.provision(project, verifier(password)) == endpoint
+    assert await node.provision(project, verifier(password), LIMITS) == endpoint
     con = await connect(endpoint, role, password)
     assert await con.fetchval("select count(*) from kept") == 0
     await con.close()
@@ -107,10 +108,10 @@ async def test_provisioning_again_keeps_the_data_and_takes_the_verifier(node: Po
 async def test_a_token_user_acts_as_the_project_until_it_is_dropped(node: PostgresNode) -> None:
     project = f"prj_d{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
-    endpoint = await node.provision(project, verifier(password))
+    endpoint = await node.provision(project, verifier(password), LIMITS)
     role = node.names(project)[1]
-    user, token = f"tok_{secrets.token_hex(6)}", secrets.token_urlsafe(24)
-    await node.add_login(project, user, verifier(token), datetime.now(UTC) + timedelta(hours=1))
+    user, token = f"{role}_t{secrets.token_hex(6)}", secrets.token_urlsafe(24)
+    await node.add_login(project, user, verifier(token), datetime.now(UTC) + timedelta(hours=1), LIMITS)
     con = await connect(endpoint, user, token)
     try:
         assert await con.fetchval("select current_user") == role  # the session opens as the project's role
@@ -122,8 +123,8 @@ async def test_a_token_user_acts_as_the_project_until_it_is_dropped(node: Postgr
     with pytest.raises(asyncpg.PostgresError):
         await connect(endpoint, user, token)
     # expired: refused
-    expired, old = f"tok_{secrets.token_hex(6)}", secrets.token_urlsafe(24)
-    await node.add_login(project, expired, verifier(old), datetime.now(UTC) - timedelta(minutes=1))
+    expired, old = f"{role}_t{secrets.token_hex(6)}", secrets.token_urlsafe(24)
+    await node.add_login(project, expired, verifier(old), datetime.now(UTC) - timedelta(minutes=1), LIMITS)
     with pytest.raises(asyncpg.InvalidPasswordError):
         await connect(endpoint, expired, old)
     await node.drop(project)
@@ -136,7 +137,7 @@ async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(clust
     # (Its pool's connections end with the cluster's stop below: a new one is made after.)
     project = f"prj_e{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
-    endpoint = await node.provision(project, verifier(password))
+    endpoint = await node.provision(project, verifier(password), LIMITS)
     await cluster.stop()
     await cluster.start()
     assert cluster.port == port

@@ -24,6 +24,13 @@ class PlanLimits:
     # A project's AI calls a minute at most, and what they may cost in a day (micro-cents).
     ai_calls_per_minute: int
     ai_micro_cents_per_day: int
+    # A project's database (docs/database.md, "Ceilings"): the connections its role, its token users,
+    # env.db and the tunnel share; token users at once; a statement's seconds and an idle
+    # transaction's seconds, enforced by the watchdog whatever a session sets.
+    db_connections: int
+    db_token_users: int
+    db_statement_seconds: int
+    db_idle_transaction_seconds: int
 
 
 def limits(settings: Settings, plan: str) -> PlanLimits:
@@ -33,11 +40,13 @@ def limits(settings: Settings, plan: str) -> PlanLimits:
         return PlanLimits(projects=settings.pro_project_limit, storage_bytes=100 * GIB, mail_per_hour=2000,
                           ai_max_output_tokens=0, ai_max_input_tokens=0,
                           ai_calls_per_minute=settings.pro_ai_calls_per_minute,
-                          ai_micro_cents_per_day=100 * DOLLAR)
+                          ai_micro_cents_per_day=100 * DOLLAR, db_connections=40, db_token_users=16,
+                          db_statement_seconds=120, db_idle_transaction_seconds=300)
     return PlanLimits(projects=settings.free_project_limit, storage_bytes=1 * GIB, mail_per_hour=100,
                       ai_max_output_tokens=4096, ai_max_input_tokens=0,
                       ai_calls_per_minute=settings.free_ai_calls_per_minute,
-                      ai_micro_cents_per_day=1 * DOLLAR)
+                      ai_micro_cents_per_day=1 * DOLLAR, db_connections=10, db_token_users=4,
+                      db_statement_seconds=30, db_idle_transaction_seconds=60)
 
 
 def every(settings: Settings) -> dict[str, PlanLimits]:
