@@ -163,10 +163,13 @@ class PostgresNode:
         async with con.transaction():
             await ceilings.lock(con)
             now = await ceilings.held(con, role)
+            # By its oid: once the role is gone its sessions no longer show its name.
+            oid = await con.fetchval("select oid from pg_roles where rolname = $1", user)
             await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
             if user in now.tokens and now.role is not None:  # its connections go back to the role
                 await con.execute(f"ALTER ROLE {ident(role)} CONNECTION LIMIT {now.role + now.tokens[user]}")
-        await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
+        if oid is not None:
+            await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usesysid = $1", oid)
 
     async def watch(self, limits: dict[str, ProjectLimits], default: ProjectLimits) -> Watched:
         roles = {self.names(p)[1]: each for p, each in limits.items()}
