@@ -126,3 +126,24 @@ async def test_an_expired_token_users_session_ends_and_the_user_is_dropped(watch
     finally:
         await admin.close()
         con.terminate()
+
+
+async def test_a_project_holding_more_than_its_ceiling_is_shrunk_to_it(watched: Svc, project_cluster: Any) -> None:
+    """Roles made before ceilings (20 connections each) or under a bigger plan: the watchdog takes
+    them down to the plan's ceiling (only ever down), the role keeping what its token users do not."""
+    bob = (await make_team(watched, project="web")).bob
+    creds = (await bob.client.post(URL)).json()
+    token = (await bob.client.post(URL + "/tokens")).json()
+    admin = await asyncpg.connect(project_cluster.admin_url)
+    try:
+        for role in (creds["user"], token["user"]):
+            await admin.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT 20')
+
+        async def fitted() -> bool:
+            rows = dict(await admin.fetch("select rolname, rolconnlimit from pg_roles where rolname like $1",
+                                          creds["user"] + "%"))
+            return rows == {creds["user"]: 9, token["user"]: 1}
+
+        await _until(fitted, "the project's roles shrunk to the free plan's ceiling of 10")
+    finally:
+        await admin.close()

@@ -28,6 +28,7 @@ LOCK_KEY = 0x5356_4344_4243_4C47  # "SVCDBCLG"
 # The roles svc makes: a project's (p_ and 24 hex digits) and its token users' (then _t and 12).
 PROJECT_ROLES = r"^p_[0-9a-f]{24}(_t[0-9a-f]{12})?$"
 TOKEN_USERS = r"^p_[0-9a-f]{24}_t[0-9a-f]{12}$"
+ROLE_LENGTH = len("p_") + 24  # a token user's name starts with its project's role
 
 
 @dataclass(frozen=True)
@@ -100,3 +101,39 @@ async def token_share(con: asyncpg.Connection, role: str, limits: ProjectLimits,
                              f"the project's role has {open_now} connections open and another token user would "
                              f"leave it {left} of the project's ceiling of {limits.connections}: close some first")
     return left
+
+
+async def fit(con: asyncpg.Connection, limits: dict[str, ProjectLimits], default: ProjectLimits) -> list[str]:
+    """Shrink what a project holds to its plan's ceiling where it holds more (a downgrade, or
+    roles made before ceilings were): each token user to its share, the role to what is left
+    (at least one). Only ever down, so the budget cannot be passed. The roles changed."""
+    rows = await con.fetch("select rolname, rolconnlimit from pg_roles where rolname ~ $1", PROJECT_ROLES)
+    projects: dict[str, dict[str, int]] = {}
+    for name, limit in rows:
+        projects.setdefault(name[:ROLE_LENGTH], {})[name] = int(limit)
+    over = []
+    for role, held_now in projects.items():
+        own = limits.get(role, default)
+        tokens = {n: v for n, v in held_now.items() if n != role}
+        unbounded = any(v < 0 for v in held_now.values())
+        if role in held_now and (unbounded or sum(held_now.values()) > own.connections
+                                 or any(v > own.token_connections for v in tokens.values())):
+            over.append(role)
+    changed = []
+    for role in over:
+        async with con.transaction():
+            await lock(con)
+            now = await held(con, role)
+            if now.role is None:
+                continue
+            own = limits.get(role, default)
+            tokens = {n: own.token_connections if v < 0 else min(v, own.token_connections)
+                      for n, v in now.tokens.items()}
+            for name, value in tokens.items():
+                if value != now.tokens[name]:
+                    await con.execute(f'ALTER ROLE "{name}" CONNECTION LIMIT {value}')
+            share = max(1, own.connections - sum(tokens.values()))
+            if now.role < 0 or share < now.role:
+                await con.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT {share}')
+            changed.append(role)
+    return changed

@@ -50,11 +50,13 @@ class ProjectLimits:
 
 @dataclass(frozen=True)
 class Watched:
-    """What one watchdog turn did: backends cancelled or ended, expired token users dropped."""
+    """What one watchdog turn did: backends cancelled or ended, expired token users dropped, the
+    projects' roles whose connections were shrunk to their plan's ceiling."""
 
     cancelled: list[int]
     ended: list[int]
     dropped: list[str]
+    shrunk: list[str]
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,8 @@ class DatabaseNode(Protocol):
     async def watch(self, limits: dict[str, ProjectLimits], default: ProjectLimits) -> Watched:
         """One watchdog turn over the projects' sessions (keyed by project id; `default` for a
         role of a project not named): cancel a statement past its bound, end a transaction idle
-        past its bound, end the sessions of expired token users and drop them."""
+        past its bound, end the sessions of expired token users and drop them, and shrink what a
+        project holds to its ceiling where it holds more (a downgrade)."""
         ...
 
     async def drop(self, project_id: str) -> None:

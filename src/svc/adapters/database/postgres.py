@@ -30,7 +30,6 @@ from svc.adapters.database.sessions import ProjectSessions
 # What every svc-made role gets, on top of LOGIN.
 ROLE_OPTIONS = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
 HEAVY_AT_ONCE = 2
-ROLE_LENGTH = len("p_") + 24
 
 # One watchdog turn (watch()): each project session's bounds by its project's role (a token user's
 # name starts with it), the default for a role no project named; a statement running past its
@@ -181,9 +180,10 @@ class PostgresNode:
             expired = [r[0] for r in await con.fetch(
                 "select rolname from pg_roles where rolname ~ $1 and rolvaliduntil < now()", ceilings.TOKEN_USERS)]
             for user in expired:
-                await self._drop_login(con, user[:ROLE_LENGTH], user)
+                await self._drop_login(con, user[:ceilings.ROLE_LENGTH], user)
+            shrunk = await ceilings.fit(con, roles, default)
         return Watched(cancelled=[r[0] for r in acted if r[1] == "cancel"],
-                       ended=[r[0] for r in acted if r[1] == "end"], dropped=expired)
+                       ended=[r[0] for r in acted if r[1] == "end"], dropped=expired, shrunk=shrunk)
 
     def warm(self, project_id: str) -> bool:
         return self.sessions.warm(project_id)

@@ -6,7 +6,8 @@ change (`SET statement_timeout = 0`, even `ALTER ROLE current_user SET ...`), an
 gates a token user's new logins only. So each turn reads pg_stat_activity and, by the plan of the
 session's project: cancels a statement running past the plan's bound, ends a session idle in a
 transaction past its bound, and ends the sessions of every token user whose expiry passed and
-drops it (its row goes too, and its connections go back to the project's role)."""
+drops it (its row goes too, and its connections go back to the project's role). A project holding
+more connections than its plan's ceiling (after a downgrade) is shrunk to it."""
 
 from __future__ import annotations
 
@@ -41,9 +42,10 @@ async def turn(uow: UnitOfWork) -> Watched | None:
     except DatabaseNodeError as exc:
         log.warning("database watchdog: %s", exc)
         return None
-    if watched.cancelled or watched.ended or watched.dropped:
-        log.info("database watchdog: %d statements cancelled, %d idle transactions ended, token users dropped: %s",
-                 len(watched.cancelled), len(watched.ended), ", ".join(watched.dropped) or "none")
+    if watched.cancelled or watched.ended or watched.dropped or watched.shrunk:
+        log.info("database watchdog: %d statements cancelled, %d idle transactions ended, token users dropped: %s; "
+                 "connections shrunk to the plan's ceiling: %s", len(watched.cancelled), len(watched.ended),
+                 ", ".join(watched.dropped) or "none", ", ".join(watched.shrunk) or "none")
     if watched.dropped:
         session = await uow.begin_write()
         await queries.delete_tokens(session, watched.dropped)
