@@ -4,8 +4,9 @@
 A project has a database and a login role of the same name (`p_<24 hex digits>`, from its id:
 lower case, so a psql user types it as it is). The role has no rights beyond its database: no
 superuser, no CREATEDB, no CREATEROLE, no replication; CONNECT on its database is revoked from
-PUBLIC and granted to the role alone, so no other project's role can even open it; a connection
-limit and a statement_timeout are set on the role. Token users are login roles that are members
+PUBLIC and granted to the role alone, so no other project's role can even open it; the role holds
+its share of the project's connection ceiling (ceilings.py) and has its plan's bounds as defaults,
+which the watchdog (watch()) holds whatever a session sets. Token users are login roles that are members
 of the project's role (their sessions act as it: `SET ROLE` is automatic through INHERIT and
 the objects they make belong to the project's role by default privileges of ownership)."""
 
@@ -29,6 +30,7 @@ from svc.adapters.database.sessions import ProjectSessions
 
 # What every svc-made role gets, on top of LOGIN.
 ROLE_OPTIONS = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+# Dumps and restores at once per process: each holds two connections of svc's reserve.
 HEAVY_AT_ONCE = 2
 
 # One watchdog turn (watch()): each project session's bounds by its project's role (a token user's
@@ -76,8 +78,7 @@ class PostgresNode:
         self.description = description or f"PostgreSQL on {self.public_host}:{self.public_port}"
         self._pool: asyncpg.Pool | None = None
         self.sessions = ProjectSessions()
-        # Dumps and restores at once in this process (each holds two of svc's reserved connections
-        # and a core); the rest wait their turn.
+        # (Per node, so per process: the rest wait their turn.)
         self._heavy = asyncio.Semaphore(HEAVY_AT_ONCE)
 
     @staticmethod
@@ -249,11 +250,11 @@ class PostgresNode:
     async def verify(self, project_id: str, source: Path) -> tuple[dict[str, int], float]:
         database, role = self.names(project_id)
         scratch = f"{database}_v{secrets.token_hex(4)}"
-        async with self._admin("making the scratch database") as con:
+        # The turn first: no administrator's connection is held while waiting for it.
+        async with self._heavy, self._admin("making the scratch database") as con:
             await self._fresh(con, scratch, role)
             try:
-                async with self._heavy:
-                    return await backups.restore_and_count(self.admin_url, scratch, role, source)
+                return await backups.restore_and_count(self.admin_url, scratch, role, source)
             finally:
                 with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
                     await con.execute(f"DROP DATABASE IF EXISTS {ident(scratch)} WITH (FORCE)")
