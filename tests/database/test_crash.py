@@ -29,7 +29,7 @@ async def _sql(creds: dict[str, Any], statement: str) -> Any:
         await con.close()
 
 
-async def _until(check: Any, what: str, seconds: float = 60.0) -> Any:
+async def _until(check: Any, what: str, seconds: float = 120.0) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while loop.time() < deadline:

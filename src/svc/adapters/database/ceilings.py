@@ -103,17 +103,21 @@ async def token_share(con: asyncpg.Connection, role: str, limits: ProjectLimits,
     return left
 
 
-async def fit(con: asyncpg.Connection, limits: dict[str, ProjectLimits], default: ProjectLimits) -> list[str]:
+async def fit(con: asyncpg.Connection, limits: dict[str, ProjectLimits]) -> list[str]:
     """Shrink what a project holds to its plan's ceiling where it holds more (a downgrade, or
     roles made before ceilings were): each token user to its share, the role to what is left
-    (at least one). Only ever down, so the budget cannot be passed. The roles changed."""
+    (at least one). Only ever down, so the budget cannot be passed. Only the projects named (a
+    role provisioned a moment before its project's row is written is not taken for a free one's).
+    The roles changed."""
     rows = await con.fetch("select rolname, rolconnlimit from pg_roles where rolname ~ $1", PROJECT_ROLES)
     projects: dict[str, dict[str, int]] = {}
     for name, limit in rows:
         projects.setdefault(name[:ROLE_LENGTH], {})[name] = int(limit)
     over = []
     for role, held_now in projects.items():
-        own = limits.get(role, default)
+        own = limits.get(role)
+        if own is None:
+            continue
         tokens = {n: v for n, v in held_now.items() if n != role}
         unbounded = any(v < 0 for v in held_now.values())
         if role in held_now and (unbounded or sum(held_now.values()) > own.connections
@@ -126,7 +130,7 @@ async def fit(con: asyncpg.Connection, limits: dict[str, ProjectLimits], default
             now = await held(con, role)
             if now.role is None:
                 continue
-            own = limits.get(role, default)
+            own = limits[role]
             tokens = {n: own.token_connections if v < 0 else min(v, own.token_connections)
                       for n, v in now.tokens.items()}
             for name, value in tokens.items():

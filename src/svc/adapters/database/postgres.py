@@ -182,7 +182,7 @@ class PostgresNode:
                 "select rolname from pg_roles where rolname ~ $1 and rolvaliduntil < now()", ceilings.TOKEN_USERS)]
             for user in expired:
                 await self._drop_login(con, user[:ceilings.ROLE_LENGTH], user)
-            shrunk = await ceilings.fit(con, roles, default)
+            shrunk = await ceilings.fit(con, roles)
         return Watched(cancelled=[r[0] for r in acted if r[1] == "cancel"],
                        ended=[r[0] for r in acted if r[1] == "end"], dropped=expired, shrunk=shrunk)
 
