@@ -14,7 +14,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from svc.adapters.database.port import DatabaseEndpoint, ProjectLimits
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, ProjectLimits
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.adapters.database.scram import verifier
@@ -146,3 +146,54 @@ async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(clust
     await node.close()
     await node.drop(project)
     await node.close()
+
+
+async def test_a_dump_waits_for_a_held_lock_no_longer_than_its_bound(node: PostgresNode, cluster: PrivateCluster,
+                                                                    tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project holding a table's lock fails the dump in words once the lock wait passes (here
+    1 s), instead of holding the dump's turn and svc's connections for as long as it likes."""
+    from svc.adapters.database import backups
+
+    monkeypatch.setattr(backups, "LOCK_WAIT", "1s")
+    project = f"prj_f{secrets.token_hex(4)}"
+    password = secrets.token_urlsafe(24)
+    endpoint = await node.provision(project, verifier(password), LIMITS)
+    holder = await connect(endpoint, node.names(project)[1], password)
+    try:
+        await holder.execute("create table t (x int)")
+        await holder.execute("begin; lock table t in access exclusive mode")
+        with pytest.raises(DatabaseNodeError, match="lock timeout"):
+            await asyncio.wait_for(node.dump(project, tmp_path / "held.dump"), 90)
+        await holder.execute("rollback")
+        assert await node.dump(project, tmp_path / "free.dump") == {"public.t": 0}
+    finally:
+        await holder.close()
+        await node.drop(project)
+
+
+async def test_dumps_and_restores_take_turns_two_at_a_time(node: PostgresNode, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from svc.adapters.database import backups
+
+    running, most = 0, 0
+    release = asyncio.Event()
+
+    async def dump(admin_url: str, database: str, dest: Path) -> dict[str, int]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await release.wait()
+        running -= 1
+        return {}
+
+    monkeypatch.setattr(backups, "dump", dump)
+    dumps = [asyncio.create_task(node.dump(f"prj_g{i}", tmp_path / f"{i}.dump")) for i in range(6)]
+    while running < 2:
+        await asyncio.sleep(0.01)
+    for _ in range(20):  # others get every chance to start, and none does
+        await asyncio.sleep(0)
+    assert running == 2
+    release.set()
+    await asyncio.gather(*dumps)
+    assert most == 2
