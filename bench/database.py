@@ -73,6 +73,7 @@ from harness import ApiClient, Server, machine, pct
 
 from svc.adapters.blobs.files import FileBlobStore
 from svc.adapters.database.backups import libpq_env, tool
+from svc.adapters.database.port import ProjectLimits
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.adapters.database.scram import verifier
@@ -118,6 +119,9 @@ export default {
 };
 """.replace("__SQL__", json.dumps(SQL))
 
+# A free plan's database (domains/orgs/plans.py).
+LIMITS = ProjectLimits(connections=10, token_connections=1, statement_seconds=30, idle_transaction_seconds=60)
+
 
 @asynccontextmanager
 async def private_cluster() -> AsyncIterator[PrivateCluster]:
@@ -127,7 +131,9 @@ async def private_cluster() -> AsyncIterator[PrivateCluster]:
         sys.exit("PostgreSQL's server is not installed (make setup)")
     root = Path(tempfile.mkdtemp(prefix="svc-bench-db-"))
     os.chmod(root, 0o755)  # the postgres user passes through
-    cluster = PrivateCluster(root / "projectdb", binary, user="postgres" if os.geteuid() == 0 else None)
+    # Room for every project's ceiling the provisioning runs make (a free plan's 10 each).
+    cluster = PrivateCluster(root / "projectdb", binary, user="postgres" if os.geteuid() == 0 else None,
+                             max_connections=1000)
     try:
         await cluster.start()
         yield cluster
@@ -147,7 +153,7 @@ async def provisioning(projects: int) -> tuple[list[float], list[float]]:
         try:
             for i in range(projects):
                 t0 = time.perf_counter()
-                await node.provision(f"prj_bench{i}", verifier(secrets.token_urlsafe(24)))
+                await node.provision(f"prj_bench{i}", verifier(secrets.token_urlsafe(24)), LIMITS)
                 ours.append(time.perf_counter() - t0)
                 name = f"bare_{i}"
                 t0 = time.perf_counter()
@@ -428,7 +434,7 @@ async def backups(megabytes: int, rounds: int) -> dict[str, Any]:
     async with private_cluster() as cluster:
         node = PostgresNode(cluster.admin_url)
         project = "prj_backup_bench"
-        await node.provision(project, verifier(secrets.token_urlsafe(24)))
+        await node.provision(project, verifier(secrets.token_urlsafe(24)), LIMITS)
         database, role = node.names(project)
         admin = await asyncpg.connect(cluster.admin_url, database=database)
         rows = megabytes * 1024 * 1024 // 250
@@ -481,7 +487,7 @@ async def change_checks(projects: int, rounds: int) -> tuple[list[float], int]:
         node = PostgresNode(cluster.admin_url)
         ids = [f"prj_check{i}" for i in range(projects)]
         for project in ids:
-            await node.provision(project, verifier(secrets.token_urlsafe(24)))
+            await node.provision(project, verifier(secrets.token_urlsafe(24)), LIMITS)
         before = await node.change_markers(ids)
         for r in range(rounds):
             for project in ids[r::10]:

@@ -138,7 +138,7 @@ async def db_svc(settings: Settings, project_cluster: PrivateCluster) -> AsyncIt
     from svc.adapters.database.postgres import PostgresNode
 
     adapters = default_adapters(settings)
-    node = PostgresNode(project_cluster.admin_url, connection_limit=5, statement_timeout_ms=5000)
+    node = PostgresNode(project_cluster.admin_url)
     adapters.database = node
     try:
         async with running_svc(settings, adapters) as running:

@@ -97,9 +97,11 @@ class Settings(BaseSettings):
     acme_caa_identities: str = ""
     project_db_enabled: bool = True
     project_db_admin_url: str | None = None
-    # What each project's role may hold: connections at once, and a statement's time by default.
-    project_db_connection_limit: int = Field(default=20, ge=1, le=10000)
-    project_db_statement_timeout_ms: int = Field(default=30000, ge=0)
+    # A project's connections and bounds come from its plan (domains/orgs/plans.py); these say what
+    # the cluster holds: the private cluster's max_connections, and the connections svc keeps for
+    # itself (its administrator's pool, dumps and restores) that no project's ceiling may take.
+    project_db_max_connections: int = Field(default=200, ge=20, le=10000)
+    project_db_svc_connections: int = Field(default=10, ge=4, le=1000)
     # Who the private cluster runs as when svc runs as root (PostgreSQL refuses root).
     project_db_user: str = "postgres"
     # Where the private cluster lives: SVC_DATA_DIR/projectdb, or, when svc runs as root, a

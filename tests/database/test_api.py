@@ -141,3 +141,62 @@ async def test_without_a_node_the_routes_answer_503(settings: Settings) -> None:
         body = assert_error(await team.bob.client.post(URL), 503, "no_node_admin")
         assert "PostgreSQL's server was not found" in body["message"]
         assert_error(await team.bob.client.get(URL + "/endpoint"), 503, "no_node_admin")
+
+
+async def test_another_projects_database_is_404_on_every_route(db_svc: Svc) -> None:
+    """Another org's existing project, with a database, token users and an operation: every database
+    route answers 404 to acme's people as if it were absent; an operation of one project is 404
+    through another project's path, in another org or in the same one."""
+    team = await make_team(db_svc, project="web", other_project="site")
+    assert (await team.alice.client.post("/v1/orgs/acme/projects", json={"name": "blog"})).status_code == 201
+    site = "/v1/orgs/other/projects/site/database"
+    assert (await team.eve.client.post(site)).status_code == 200
+    token = (await team.eve.client.post(site + "/tokens")).json()
+    assert (await team.eve.client.get(site + "/connect")).status_code == 200
+    assert (await team.alice.client.post(URL)).status_code == 200
+    op = (await team.alice.client.post(URL + "/delete", json={"confirm": "web"})).json()["operationId"]
+    assert (await team.alice.client.get(f"{URL}/operations/{op}")).status_code == 200
+
+    routes = [("GET", ""), ("POST", ""), ("GET", "/connect"), ("GET", "/endpoint"), ("GET", "/tokens"),
+              ("POST", "/tokens"), ("DELETE", f"/tokens/{token['user']}"), ("POST", "/export"),
+              ("GET", "/generations"), ("POST", "/restore"), ("POST", "/delete"), ("GET", f"/operations/{op}"),
+              ("POST", f"/operations/{op}/abort")]
+    bodies = {"/restore": {"epoch": 1, "seq": 1}, "/delete": {"confirm": "site"}}
+    for user in (team.alice, team.bob, team.vic):
+        for method, path in routes:
+            r = await user.client.request(method, site + path, json=bodies.get(path))
+            assert_error(r, 404, "not_found")
+    # acme's operation, asked through another existing project's path: as if absent.
+    for path in (f"{site}/operations/{op}", f"{site}/operations/{op}/abort"):
+        method = "POST" if path.endswith("abort") else "GET"
+        assert_error(await team.eve.client.request(method, path), 404, "not_found")
+    blog = "/v1/orgs/acme/projects/blog/database"
+    assert_error(await team.alice.client.get(f"{blog}/operations/{op}"), 404, "not_found")
+    assert_error(await team.alice.client.post(f"{blog}/operations/{op}/abort"), 404, "not_found")
+    # The port-forward path too: acme's admin cannot open a tunnel to eve's project.
+    from svc.domains.databases.service import tunnel_target
+    from svc.errors import AppError
+
+    with pytest.raises(AppError) as refused:
+        await tunnel_target(db_svc.ctx, team.alice.token, "other", "site")
+    assert refused.value.status == 404
+    # Eve's database, token user and password are as they were.
+    assert (await team.eve.client.get(site + "/tokens")).json()["tokens"][0]["user"] == token["user"]
+
+
+async def test_a_node_that_does_not_answer_is_503_no_home_node(settings: Settings) -> None:
+    from svc.adapters.database.postgres import PostgresNode
+    from svc.app import default_adapters
+    from svc.supervisor import free_tcp_port
+
+    adapters = default_adapters(settings)
+    # An administrator's URL where nothing listens: every call to the node fails to connect.
+    adapters.database = node = PostgresNode(f"postgresql://svc_admin:x@127.0.0.1:{free_tcp_port('127.0.0.1')}/postgres")
+    try:
+        async with running_svc(settings, adapters) as svc:
+            bob = (await make_team(svc, project="web")).bob
+            body = assert_error(await bob.client.post(URL), 503, "no_home_node")
+            assert "did not answer" in body["message"]
+            assert (await bob.client.get(URL)).json() == {"db": False}  # nothing was recorded
+    finally:
+        await node.close()

@@ -6,6 +6,7 @@ export refused while an operation has the database closed."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -122,3 +123,68 @@ async def test_one_operation_at_a_time_and_export_waits_for_it(settings: Setting
             assert kinds.count("export") == 1
     finally:
         await node.close()
+
+
+async def _verified(svc: Svc, generation_id: str) -> DatabaseGeneration:
+    """Verify the generation again (as its job does after a dump) and wait for the outcome."""
+    async with svc.ctx.db.transaction() as s:
+        row = await s.get(DatabaseGeneration, generation_id)
+        assert row is not None
+        row.verified, row.restore_seconds, row.verify_error = None, None, None
+        await s.flush()
+    async with unit_of_work(svc.ctx, Tx.WRITE) as uow:
+        uow.enqueue(JobKind.database_verify, {"generation_id": generation_id})
+    for _ in range(1800):
+        async with svc.ctx.db.transaction(write=False) as s:
+            row = await s.get(DatabaseGeneration, generation_id)
+            assert row is not None
+            if row.verified is not None:
+                return row
+        await asyncio.sleep(0.05)
+    raise AssertionError("the verification did not finish within 90 s")
+
+
+async def test_the_restore_proof_restores_the_archive_and_compares_its_rows(db_svc: Svc) -> None:
+    """A generation is proven only by a restore whose rows per table are the dump's: an archive
+    whose sha256 is the recorded one but which does not restore is not proven (a proof that skipped
+    the restore would pass it), nor is one whose restored rows differ from the counts recorded at
+    dump time (a proof that did not compare them would pass it)."""
+    alice = (await make_team(db_svc, project="web")).alice
+    creds = (await alice.client.post(URL)).json()
+    await _sql(creds, "create table t (x int)", "insert into t select generate_series(1, 3)",
+               "create table u (y text)")
+    async with unit_of_work(db_svc.ctx, Tx.READ_THEN_WRITE) as uow:
+        assert await jobs.check_all(uow) == 1
+    for _ in range(1800):
+        async with db_svc.ctx.db.transaction(write=False) as s:
+            row = (await s.scalars(select(DatabaseGeneration))).first()
+        if row is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert row is not None and row.row_counts == {"public.t": 3, "public.u": 0}
+    proven = await _verified(db_svc, row.id)
+    assert proven.verified is True and proven.restore_seconds is not None and proven.verify_error is None
+
+    # The counts recorded at dump time no longer match what the archive holds: not proven.
+    async with db_svc.ctx.db.transaction() as s:
+        changed = await s.get(DatabaseGeneration, row.id)
+        assert changed is not None
+        changed.row_counts = {"public.t": 4, "public.u": 0}
+        await s.flush()
+    differs = await _verified(db_svc, row.id)
+    assert differs.verified is False and differs.restore_seconds is not None
+    assert "public.t: 4 dumped, 3 restored" in (differs.verify_error or "")
+
+    # An archive that is not a dump, recorded with its own sha256 and size (so the digest check
+    # passes): only the restore itself can find it out.
+    archive = next((db_svc.ctx.settings.data_dir / "blobs").rglob("*.dump"))
+    garbage = b"PGDMP" + bytes(range(256)) * 4
+    archive.write_bytes(garbage)
+    async with db_svc.ctx.db.transaction() as s:
+        changed = await s.get(DatabaseGeneration, row.id)
+        assert changed is not None
+        changed.row_counts = {"public.t": 3, "public.u": 0}
+        changed.sha256, changed.bytes = hashlib.sha256(garbage).hexdigest(), len(garbage)
+        await s.flush()
+    broken = await _verified(db_svc, row.id)
+    assert broken.verified is False and "pg_restore" in (broken.verify_error or ""), broken.verify_error

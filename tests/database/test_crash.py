@@ -30,7 +30,7 @@ async def _sql(creds: dict[str, Any], statement: str) -> Any:
         await con.close()
 
 
-async def _until(check: Any, what: str, seconds: float = WAIT_SECONDS) -> Any:
+async def _until(check: Any, what: str, seconds: float = 2 * WAIT_SECONDS) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while loop.time() < deadline:

@@ -14,7 +14,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from svc.adapters.database.port import DatabaseEndpoint
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, ProjectLimits
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
 from svc.adapters.database.scram import verifier
@@ -22,6 +22,7 @@ from svc.supervisor import ProcessError
 from tests.support import components
 
 pytestmark = components.POSTGRES
+LIMITS = ProjectLimits(connections=5, token_connections=1, statement_seconds=2, idle_transaction_seconds=5)
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def test_a_cluster_its_user_cannot_reach_is_refused_in_words(tmp_path: Path) -> 
 
 @pytest.fixture
 async def node(cluster: PrivateCluster) -> AsyncIterator[PostgresNode]:
-    node = PostgresNode(cluster.admin_url, connection_limit=5, statement_timeout_ms=1500)
+    node = PostgresNode(cluster.admin_url)
     yield node
     await node.close()
 
@@ -56,15 +57,15 @@ async def connect(endpoint: DatabaseEndpoint, user: str, password: str) -> async
 async def test_a_project_reaches_its_own_database_and_no_other(node: PostgresNode) -> None:
     alice, bob = f"prj_a{secrets.token_hex(4)}", f"prj_b{secrets.token_hex(4)}"
     pw_a, pw_b = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    a = await node.provision(alice, verifier(pw_a))
-    b = await node.provision(bob, verifier(pw_b))
+    a = await node.provision(alice, verifier(pw_a), LIMITS)
+    b = await node.provision(bob, verifier(pw_b), LIMITS)
     role_a, role_b = node.names(alice)[1], node.names(bob)[1]
     con = await connect(a, role_a, pw_a)
     try:
         await con.execute("create table notes (id int primary key, body text)")
         await con.execute("insert into notes values (1, 'mine')")
         assert await con.fetchval("select body from notes where id = 1") == "mine"
-        assert await con.fetchval("show statement_timeout") == "1500ms"
+        assert await con.fetchval("show statement_timeout") == "2s"
         # no rights beyond its database
         flags = await con.fetchrow("select rolsuper, rolcreaterole, rolcreatedb, rolconnlimit from pg_roles "
                                    "where rolname = current_user")
@@ -91,12 +92,12 @@ async def test_a_project_reaches_its_own_database_and_no_other(node: PostgresNod
 async def test_provisioning_again_keeps_the_data_and_takes_the_verifier(node: PostgresNode) -> None:
     project = f"prj_c{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
-    endpoint = await node.provision(project, verifier(password))
+    endpoint = await node.provision(project, verifier(password), LIMITS)
     role = node.names(project)[1]
     con = await connect(endpoint, role, password)
     await con.execute("create table kept (n int)")
     await con.close()
-    assert await node.provision(project, verifier(password)) == endpoint
+    assert await node.provision(project, verifier(password), LIMITS) == endpoint
     con = await connect(endpoint, role, password)
     assert await con.fetchval("select count(*) from kept") == 0
     await con.close()
@@ -108,10 +109,10 @@ async def test_provisioning_again_keeps_the_data_and_takes_the_verifier(node: Po
 async def test_a_token_user_acts_as_the_project_until_it_is_dropped(node: PostgresNode) -> None:
     project = f"prj_d{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
-    endpoint = await node.provision(project, verifier(password))
+    endpoint = await node.provision(project, verifier(password), LIMITS)
     role = node.names(project)[1]
-    user, token = f"tok_{secrets.token_hex(6)}", secrets.token_urlsafe(24)
-    await node.add_login(project, user, verifier(token), datetime.now(UTC) + timedelta(hours=1))
+    user, token = f"{role}_t{secrets.token_hex(6)}", secrets.token_urlsafe(24)
+    await node.add_login(project, user, verifier(token), datetime.now(UTC) + timedelta(hours=1), LIMITS)
     con = await connect(endpoint, user, token)
     try:
         assert await con.fetchval("select current_user") == role  # the session opens as the project's role
@@ -123,8 +124,8 @@ async def test_a_token_user_acts_as_the_project_until_it_is_dropped(node: Postgr
     with pytest.raises(asyncpg.PostgresError):
         await connect(endpoint, user, token)
     # expired: refused
-    expired, old = f"tok_{secrets.token_hex(6)}", secrets.token_urlsafe(24)
-    await node.add_login(project, expired, verifier(old), datetime.now(UTC) - timedelta(minutes=1))
+    expired, old = f"{role}_t{secrets.token_hex(6)}", secrets.token_urlsafe(24)
+    await node.add_login(project, expired, verifier(old), datetime.now(UTC) - timedelta(minutes=1), LIMITS)
     with pytest.raises(asyncpg.InvalidPasswordError):
         await connect(endpoint, expired, old)
     await node.drop(project)
@@ -137,7 +138,7 @@ async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(clust
     # (Its pool's connections end with the cluster's stop below: a new one is made after.)
     project = f"prj_e{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
-    endpoint = await node.provision(project, verifier(password))
+    endpoint = await node.provision(project, verifier(password), LIMITS)
     await cluster.stop()
     await cluster.start()
     assert cluster.port == port
@@ -146,3 +147,54 @@ async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(clust
     await node.close()
     await node.drop(project)
     await node.close()
+
+
+async def test_a_dump_waits_for_a_held_lock_no_longer_than_its_bound(node: PostgresNode, cluster: PrivateCluster,
+                                                                    tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project holding a table's lock fails the dump in words once the lock wait passes (here
+    1 s), instead of holding the dump's turn and svc's connections for as long as it likes."""
+    from svc.adapters.database import backups
+
+    monkeypatch.setattr(backups, "LOCK_WAIT", "1s")
+    project = f"prj_f{secrets.token_hex(4)}"
+    password = secrets.token_urlsafe(24)
+    endpoint = await node.provision(project, verifier(password), LIMITS)
+    holder = await connect(endpoint, node.names(project)[1], password)
+    try:
+        await holder.execute("create table t (x int)")
+        await holder.execute("begin; lock table t in access exclusive mode")
+        with pytest.raises(DatabaseNodeError, match="lock timeout"):
+            await asyncio.wait_for(node.dump(project, tmp_path / "held.dump"), 90)
+        await holder.execute("rollback")
+        assert await node.dump(project, tmp_path / "free.dump") == {"public.t": 0}
+    finally:
+        await holder.close()
+        await node.drop(project)
+
+
+async def test_dumps_and_restores_take_turns_two_at_a_time(node: PostgresNode, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from svc.adapters.database import backups
+
+    running, most = 0, 0
+    release = asyncio.Event()
+
+    async def dump(admin_url: str, database: str, dest: Path) -> dict[str, int]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await release.wait()
+        running -= 1
+        return {}
+
+    monkeypatch.setattr(backups, "dump", dump)
+    dumps = [asyncio.create_task(node.dump(f"prj_g{i}", tmp_path / f"{i}.dump")) for i in range(6)]
+    while running < 2:
+        await asyncio.sleep(0.01)
+    for _ in range(20):  # others get every chance to start, and none does
+        await asyncio.sleep(0)
+    assert running == 2
+    release.set()
+    await asyncio.gather(*dumps)
+    assert most == 2

@@ -11,16 +11,17 @@ import asyncpg
 import pytest
 
 from svc.adapters.database.postgres import PostgresNode
-from svc.adapters.database.process import PrivateCluster, find_postgres
+from svc.adapters.database.process import PrivateCluster
 from svc.adapters.database.scram import verifier
-from tests.database.test_node import connect
+from tests.database.test_node import LIMITS, connect
+from tests.support import components
 
-pytestmark = pytest.mark.skipif(find_postgres() is None, reason="PostgreSQL's server is not installed")
+pytestmark = components.POSTGRES
 
 
 @pytest.fixture
 async def node(project_cluster: PrivateCluster) -> AsyncIterator[PostgresNode]:
-    node = PostgresNode(project_cluster.admin_url, connection_limit=5, statement_timeout_ms=1500)
+    node = PostgresNode(project_cluster.admin_url)
     yield node
     await node.close()
 
@@ -28,8 +29,8 @@ async def node(project_cluster: PrivateCluster) -> AsyncIterator[PostgresNode]:
 async def test_a_project_role_reaches_nothing_of_the_server_or_its_neighbours(node: PostgresNode) -> None:
     mine, theirs = f"prj_m{secrets.token_hex(4)}", f"prj_t{secrets.token_hex(4)}"
     pw_m, pw_t = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    home = await node.provision(mine, verifier(pw_m))
-    there = await node.provision(theirs, verifier(pw_t))
+    home = await node.provision(mine, verifier(pw_m), LIMITS)
+    there = await node.provision(theirs, verifier(pw_t), LIMITS)
     role_m, role_t = node.names(mine)[1], node.names(theirs)[1]
     neighbour = await connect(there, role_t, pw_t)
     con = await connect(home, role_m, pw_m)

@@ -15,12 +15,15 @@ from svc.adapters.database.process import PrivateCluster, find_postgres
 
 
 @asynccontextmanager
-async def running_cluster() -> AsyncIterator[PrivateCluster]:
+async def running_cluster(max_connections: int = 1000) -> AsyncIterator[PrivateCluster]:
+    """By default with room for the ceilings (a free plan's 10 connections each) of every database a
+    test process makes; a test of the ceilings asks for a small cluster of its own."""
     binary = find_postgres()
     assert binary is not None
     root = Path(tempfile.mkdtemp(prefix="svc-test-projectdb-"))
     os.chmod(root, 0o755)
-    cluster = PrivateCluster(root / "projectdb", binary, user="postgres" if os.geteuid() == 0 else None)
+    cluster = PrivateCluster(root / "projectdb", binary, user="postgres" if os.geteuid() == 0 else None,
+                             max_connections=max_connections)
     try:
         await cluster.start()
         yield cluster

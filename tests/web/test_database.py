@@ -32,11 +32,9 @@ OWNER, MEMBER, VIEWER, ORG = "dbw-owner", "dbw-member", "dbw-viewer", "dbw-team"
 
 @pytest.fixture(scope="module")
 async def db_server(tmp_path_factory: pytest.TempPathFactory, project_cluster: PrivateCluster) -> AsyncIterator[Server]:
-    """`svc serve` whose database node is PostgresNode(project_cluster.admin_url, connection_limit=5,
-    statement_timeout_ms=5000), as `db_svc` has it."""
+    """`svc serve` whose database node is PostgresNode(project_cluster.admin_url), as `db_svc` has it."""
     async with svc_serve(tmp_path_factory.mktemp("database-dashboard"), SVC_PROJECT_DB_ENABLED="true",
-                         SVC_PROJECT_DB_ADMIN_URL=project_cluster.admin_url, SVC_PROJECT_DB_CONNECTION_LIMIT="5",
-                         SVC_PROJECT_DB_STATEMENT_TIMEOUT_MS="5000",
+                         SVC_PROJECT_DB_ADMIN_URL=project_cluster.admin_url,
                          SVC_DATABASE_BACKUP_SECONDS="1") as running:  # change checks every second
         yield running
 

@@ -150,6 +150,7 @@ class JobKind(StrEnum):
     database_generation = "database.generation"
     database_verify = "database.verify"
     database_operation = "database.operation"
+    database_watchdog = "database.watchdog"
     # Certificates (domains/certificates/jobs.py): the cycle that asks for the certificates svc
     # should hold and renews the due ones; one order ({"name"}).
     certificate_cycle = "certificate.cycle"

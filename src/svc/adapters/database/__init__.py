@@ -44,8 +44,7 @@ def database_plan(settings: Settings) -> DatabasePlan:
 
 
 def _node(settings: Settings, admin_url: str, description: str) -> PostgresNode:
-    return PostgresNode(admin_url, connection_limit=settings.project_db_connection_limit,
-                        statement_timeout_ms=settings.project_db_statement_timeout_ms, description=description)
+    return PostgresNode(admin_url, svc_connections=settings.project_db_svc_connections, description=description)
 
 
 class PrivateNode(PostgresNode):
@@ -54,9 +53,7 @@ class PrivateNode(PostgresNode):
     project asks for (a svc whose projects have none runs no PostgreSQL and makes no cluster)."""
 
     def __init__(self, settings: Settings, cluster: PrivateCluster) -> None:
-        super().__init__("postgresql://", public_host="127.0.0.1",
-                         connection_limit=settings.project_db_connection_limit,
-                         statement_timeout_ms=settings.project_db_statement_timeout_ms,
+        super().__init__("postgresql://", public_host="127.0.0.1", svc_connections=settings.project_db_svc_connections,
                          description=f"a private PostgreSQL cluster in {cluster.layout.root}")
         self.cluster = cluster
         self._started = False
@@ -121,7 +118,8 @@ async def start_database(settings: Settings) -> RunningDatabase:
     binary = find_postgres()
     assert binary is not None
     user = settings.project_db_user if os.geteuid() == 0 else None
-    node = PrivateNode(settings, PrivateCluster(settings.private_cluster_dir().resolve(), binary, user=user))
+    node = PrivateNode(settings, PrivateCluster(settings.private_cluster_dir().resolve(), binary, user=user,
+                                                  max_connections=settings.project_db_max_connections))
     if node.initialised:
         try:
             await node.ready()

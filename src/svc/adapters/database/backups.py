@@ -37,6 +37,11 @@ where c.relkind = 'r' and n.nspname not in ('pg_catalog', 'information_schema') 
 order by 1
 """
 
+# How long a dump (its counts, then pg_dump) waits for a table's lock: a project holding one (LOCK
+# TABLE in a transaction) fails that dump in words instead of holding one of svc's connections and
+# a dump's turn for ever.
+LOCK_WAIT = "60s"
+
 
 def tool(name: str) -> str:
     """pg_dump or pg_restore: beside the server binary when there is one (the same major
@@ -83,10 +88,13 @@ async def dump(admin_url: str, database: str, dest: Path) -> dict[str, int]:
     con = await asyncpg.connect(admin_url, database=database, timeout=10)
     try:
         async with con.transaction(isolation="repeatable_read", readonly=True):
+            # The counts wait for a table's lock as pg_dump does, no longer.
+            await con.execute(f"set local lock_timeout = '{LOCK_WAIT}'")
             snapshot = await con.fetchval("select pg_export_snapshot()")
             rows = await counts(con)
             await _run([tool("pg_dump"), "--format=custom", f"--snapshot={snapshot}", f"--file={dest}",
-                        "--no-password"], libpq_env(admin_url, database), "pg_dump")
+                        f"--lock-wait-timeout={LOCK_WAIT}", "--no-password"], libpq_env(admin_url, database),
+                       "pg_dump")
     except (asyncpg.PostgresError, OSError) as exc:
         raise DatabaseNodeError(f"the dump failed: {exc}") from None
     finally:

@@ -26,6 +26,39 @@ class DatabaseNodeError(Exception):
     """The cluster refused or did not answer; the message says what svc was doing."""
 
 
+class CeilingReached(DatabaseNodeError):
+    """A new role would oversubscribe: the project's own ceiling (`connection_ceiling`) or the
+    cluster's budget for all projects (`node_full`); the message says which and by how much."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ProjectLimits:
+    """What a project's plan lets its database hold (domains/orgs/plans.py): `connections` is its
+    ceiling, which its role's and its token users' CONNECTION LIMITs sum to (env.db's pool and the
+    tunnel log in as the role, so they count in it); each token user holds `token_connections` of
+    it. The seconds are the role's defaults and the watchdog's bounds (watch())."""
+
+    connections: int
+    token_connections: int
+    statement_seconds: int
+    idle_transaction_seconds: int
+
+
+@dataclass(frozen=True)
+class Watched:
+    """What one watchdog turn did: backends cancelled or ended, expired token users dropped, the
+    projects' roles whose connections were shrunk to their plan's ceiling."""
+
+    cancelled: list[int]
+    ended: list[int]
+    dropped: list[str]
+    shrunk: list[str]
+
+
 @dataclass(frozen=True)
 class QueryResult:
     """What a statement sent through env.db gave: column names, rows as lists of JSON values, the
@@ -59,18 +92,29 @@ class DatabaseNode(Protocol):
 
     def endpoint(self, project_id: str) -> DatabaseEndpoint: ...
 
-    async def provision(self, project_id: str, verifier: str) -> DatabaseEndpoint:
-        """The project's role (login with this SCRAM verifier, no other rights) and its database
-        (owned by the role, closed to every other role). Idempotent: a repeat sets the verifier
-        again and creates what is missing."""
+    async def provision(self, project_id: str, verifier: str, limits: ProjectLimits) -> DatabaseEndpoint:
+        """The project's role (login with this SCRAM verifier, no other rights, its share of
+        `limits.connections`) and its database (owned by the role, closed to every other role).
+        Idempotent: a repeat sets the verifier again and creates what is missing.
+        CeilingReached (node_full): the cluster has no room for another ceiling."""
         ...
 
-    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
-        """A token user: logs in with its own password and acts as the project's role."""
+    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None,
+                        limits: ProjectLimits) -> None:
+        """A token user: logs in with its own password and acts as the project's role; its
+        connections are taken from the role's. CeilingReached: no room for them."""
         ...
 
     async def drop_login(self, project_id: str, user: str) -> None:
-        """The token user is gone: its next connection is refused, its open ones are ended."""
+        """The token user is gone: its next connection is refused, its open ones are ended, its
+        connections go back to the project's role."""
+        ...
+
+    async def watch(self, limits: dict[str, ProjectLimits], default: ProjectLimits) -> Watched:
+        """One watchdog turn over the projects' sessions (keyed by project id; `default` for a
+        role of a project not named): cancel a statement past its bound, end a transaction idle
+        past its bound, end the sessions of expired token users and drop them, and shrink what a
+        project holds to its ceiling where it holds more (a downgrade)."""
         ...
 
     async def drop(self, project_id: str) -> None:

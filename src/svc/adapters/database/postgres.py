@@ -4,8 +4,9 @@
 A project has a database and a login role of the same name (`p_<24 hex digits>`, from its id:
 lower case, so a psql user types it as it is). The role has no rights beyond its database: no
 superuser, no CREATEDB, no CREATEROLE, no replication; CONNECT on its database is revoked from
-PUBLIC and granted to the role alone, so no other project's role can even open it; a connection
-limit and a statement_timeout are set on the role. Token users are login roles that are members
+PUBLIC and granted to the role alone, so no other project's role can even open it; the role holds
+its share of the project's connection ceiling (ceilings.py) and has its plan's bounds as defaults,
+which the watchdog (watch()) holds whatever a session sets. Token users are login roles that are members
 of the project's role (their sessions act as it: `SET ROLE` is automatic through INHERIT and
 the objects they make belong to the project's role by default privileges of ownership)."""
 
@@ -23,12 +24,32 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from svc.adapters.database import backups, proxy
-from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, QueryResult
+from svc.adapters.database import backups, ceilings, proxy
+from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, ProjectLimits, QueryResult, Watched
 from svc.adapters.database.sessions import ProjectSessions
 
 # What every svc-made role gets, on top of LOGIN.
 ROLE_OPTIONS = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+# Dumps and restores at once per process: each holds two connections of svc's reserve.
+HEAVY_AT_ONCE = 2
+
+# One watchdog turn (watch()): each project session's bounds by its project's role (a token user's
+# name starts with it), the default for a role no project named; a statement running past its
+# bound is cancelled, a transaction idle past its bound ended. One statement, so what is acted on
+# is what was just seen (a statement that finished meanwhile is not the one cancelled).
+WATCH = """
+with bound as (select * from unnest($1::text[], $2::float8[], $3::float8[]) as b(role, statement, idle)),
+seen as (
+    select a.pid, a.state, now() - a.query_start as running, now() - a.state_change as still,
+           coalesce(b.statement, $4) as statement, coalesce(b.idle, $5) as idle
+    from pg_stat_activity a left join bound b on b.role = substr(a.usename, 1, 26)
+    where a.backend_type = 'client backend' and a.usename ~ $6 and a.pid <> pg_backend_pid())
+select pid, 'cancel' from seen
+where state = 'active' and running > make_interval(secs => statement) and pg_cancel_backend(pid)
+union all
+select pid, 'end' from seen
+where state like 'idle in transaction%' and still > make_interval(secs => idle) and pg_terminate_backend(pid)
+"""
 
 
 def ident(name: str) -> str:
@@ -47,18 +68,18 @@ class PostgresNode:
     """DatabaseNode (port.py) on a cluster svc administers through `admin_url`."""
 
     def __init__(self, admin_url: str, *, public_host: str | None = None, public_port: int | None = None,
-                 sslmode: str = "disable", connection_limit: int = 20, statement_timeout_ms: int = 30000,
-                 description: str | None = None) -> None:
+                 sslmode: str = "disable", svc_connections: int = 10, description: str | None = None) -> None:
         self.admin_url = admin_url
         parts = urlsplit(admin_url)
         self.public_host = public_host or parts.hostname or "127.0.0.1"
         self.public_port = public_port or parts.port or 5432
         self.sslmode = sslmode
-        self.connection_limit = connection_limit
-        self.statement_timeout_ms = statement_timeout_ms
+        self.svc_connections = svc_connections
         self.description = description or f"PostgreSQL on {self.public_host}:{self.public_port}"
         self._pool: asyncpg.Pool | None = None
         self.sessions = ProjectSessions()
+        # (Per node, so per process: the rest wait their turn.)
+        self._heavy = asyncio.Semaphore(HEAVY_AT_ONCE)
 
     @staticmethod
     def names(project_id: str) -> tuple[str, str]:
@@ -90,15 +111,24 @@ class PostgresNode:
         finally:
             await self._pool.release(con)
 
-    async def provision(self, project_id: str, verifier: str) -> DatabaseEndpoint:
+    @staticmethod
+    async def _defaults(con: asyncpg.Connection, role: str, limits: ProjectLimits) -> None:
+        """The plan's bounds as the role's defaults (the watchdog holds them whatever a session sets)."""
+        await con.execute(f"ALTER ROLE {ident(role)} SET statement_timeout = {int(limits.statement_seconds) * 1000}")
+        await con.execute(f"ALTER ROLE {ident(role)} SET idle_in_transaction_session_timeout = "
+                          f"{int(limits.idle_transaction_seconds) * 1000}")
+
+    async def provision(self, project_id: str, verifier: str, limits: ProjectLimits) -> DatabaseEndpoint:
         database, role = self.names(project_id)
-        options = (f"LOGIN {ROLE_OPTIONS} CONNECTION LIMIT {int(self.connection_limit)} "
-                   f"PASSWORD {literal(verifier)}")
         async with self._admin("provisioning the database") as con:
-            exists = await con.fetchval("select 1 from pg_roles where rolname = $1", role)
-            await con.execute(f"{'ALTER' if exists else 'CREATE'} ROLE {ident(role)} WITH {options}")
-            await con.execute(f"ALTER ROLE {ident(role)} SET statement_timeout = "
-                              f"{int(self.statement_timeout_ms)}")
+            async with con.transaction():
+                await ceilings.lock(con)
+                now = await ceilings.held(con, role)
+                share = ceilings.role_share(limits, now)
+                await ceilings.check_room(con, now, share + sum(now.tokens.values()), self.svc_connections)
+                options = f"LOGIN {ROLE_OPTIONS} CONNECTION LIMIT {share} PASSWORD {literal(verifier)}"
+                await con.execute(f"{'CREATE' if now.role is None else 'ALTER'} ROLE {ident(role)} WITH {options}")
+                await self._defaults(con, role, limits)
             if not await con.fetchval("select 1 from pg_database where datname = $1", database):
                 # (Not in a transaction: CREATE DATABASE cannot run in one.)
                 await con.execute(f"CREATE DATABASE {ident(database)} OWNER {ident(role)} TEMPLATE template0 "
@@ -107,21 +137,54 @@ class PostgresNode:
                               f"GRANT CONNECT, TEMPORARY ON DATABASE {ident(database)} TO {ident(role)}")
         return self.endpoint(project_id)
 
-    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None) -> None:
+    async def add_login(self, project_id: str, user: str, verifier: str, valid_until: datetime | None,
+                        limits: ProjectLimits) -> None:
         _, role = self.names(project_id)
         until = f" VALID UNTIL {literal(valid_until.isoformat())}" if valid_until is not None else ""
-        async with self._admin("creating the token user") as con:
+        async with self._admin("creating the token user") as con, con.transaction():
+            await ceilings.lock(con)
+            now = await ceilings.held(con, role)
+            left = await ceilings.token_share(con, role, limits, now)
+            await ceilings.check_room(con, now, limits.connections, self.svc_connections)
+            await con.execute(f"ALTER ROLE {ident(role)} CONNECTION LIMIT {left}")
             await con.execute(f"CREATE ROLE {ident(user)} WITH LOGIN {ROLE_OPTIONS} INHERIT "
-                              f"CONNECTION LIMIT {int(self.connection_limit)} PASSWORD {literal(verifier)}"
+                              f"CONNECTION LIMIT {int(limits.token_connections)} PASSWORD {literal(verifier)}"
                               f"{until} IN ROLE {ident(role)}")
             await con.execute(f"ALTER ROLE {ident(user)} SET role = {literal(role)}")
-            await con.execute(f"ALTER ROLE {ident(user)} SET statement_timeout = "
-                              f"{int(self.statement_timeout_ms)}")
+            await self._defaults(con, user, limits)
 
     async def drop_login(self, project_id: str, user: str) -> None:
+        _, role = self.names(project_id)
         async with self._admin("dropping the token user") as con:
+            await self._drop_login(con, role, user)
+
+    @staticmethod
+    async def _drop_login(con: asyncpg.Connection, role: str, user: str) -> None:
+        async with con.transaction():
+            await ceilings.lock(con)
+            now = await ceilings.held(con, role)
+            # By its oid: once the role is gone its sessions no longer show its name.
+            oid = await con.fetchval("select oid from pg_roles where rolname = $1", user)
             await con.execute(f"DROP ROLE IF EXISTS {ident(user)}")
-            await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", user)
+            if user in now.tokens and now.role is not None:  # its connections go back to the role
+                await con.execute(f"ALTER ROLE {ident(role)} CONNECTION LIMIT {now.role + now.tokens[user]}")
+        if oid is not None:
+            await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usesysid = $1", oid)
+
+    async def watch(self, limits: dict[str, ProjectLimits], default: ProjectLimits) -> Watched:
+        roles = {self.names(p)[1]: each for p, each in limits.items()}
+        async with self._admin("watching the projects' sessions") as con:
+            acted = await con.fetch(WATCH, list(roles), [float(r.statement_seconds) for r in roles.values()],
+                                    [float(r.idle_transaction_seconds) for r in roles.values()],
+                                    float(default.statement_seconds), float(default.idle_transaction_seconds),
+                                    ceilings.PROJECT_ROLES)
+            expired = [r[0] for r in await con.fetch(
+                "select rolname from pg_roles where rolname ~ $1 and rolvaliduntil < now()", ceilings.TOKEN_USERS)]
+            for user in expired:
+                await self._drop_login(con, user[:ceilings.ROLE_LENGTH], user)
+            shrunk = await ceilings.fit(con, roles)
+        return Watched(cancelled=[r[0] for r in acted if r[1] == "cancel"],
+                       ended=[r[0] for r in acted if r[1] == "end"], dropped=expired, shrunk=shrunk)
 
     def warm(self, project_id: str) -> bool:
         return self.sessions.warm(project_id)
@@ -174,7 +237,8 @@ class PostgresNode:
 
     async def dump(self, project_id: str, dest: Path) -> dict[str, int]:
         await self.ready()
-        return await backups.dump(self.admin_url, self.names(project_id)[0], dest)
+        async with self._heavy:
+            return await backups.dump(self.admin_url, self.names(project_id)[0], dest)
 
     async def _fresh(self, con: asyncpg.Connection, database: str, role: str) -> None:
         """An empty database owned by the role, which no one may connect to yet."""
@@ -186,7 +250,8 @@ class PostgresNode:
     async def verify(self, project_id: str, source: Path) -> tuple[dict[str, int], float]:
         database, role = self.names(project_id)
         scratch = f"{database}_v{secrets.token_hex(4)}"
-        async with self._admin("making the scratch database") as con:
+        # The turn first: no administrator's connection is held while waiting for it.
+        async with self._heavy, self._admin("making the scratch database") as con:
             await self._fresh(con, scratch, role)
             try:
                 return await backups.restore_and_count(self.admin_url, scratch, role, source)
@@ -208,7 +273,8 @@ class PostgresNode:
         database, role = self.names(project_id)
         async with self._admin("replacing the database") as con:
             await self._fresh(con, database, role)
-        await backups.restore(self.admin_url, database, role, source)
+        async with self._heavy:
+            await backups.restore(self.admin_url, database, role, source)
 
     async def reopen(self, project_id: str) -> None:
         database, role = self.names(project_id)

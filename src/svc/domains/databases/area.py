@@ -32,5 +32,9 @@ AREA = Area(
     settings=DatabaseSettings,
     lifespan=_lifespan,
     hints={"no_node_admin": "The server's operator turns project databases on: install PostgreSQL's server "
-                            "(make setup) or set SVC_PROJECT_DB_ADMIN_URL, then restart svc."},
+                            "(make setup) or set SVC_PROJECT_DB_ADMIN_URL, then restart svc.",
+           "connection_ceiling": "Delete a token user or close some of the project's connections, then try again; "
+                                 "the pro plan has a higher ceiling.",
+           "node_full": "The operator of this svc gives the node more connections (SVC_PROJECT_DB_MAX_CONNECTIONS "
+                        "for the private cluster) or another node."},
 )

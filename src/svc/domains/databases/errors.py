@@ -16,6 +16,20 @@ class TooManyTokens(Conflict):
     default_message = "This project has too many token users; delete one or let them expire"
 
 
+class ConnectionCeiling(Conflict):
+    """A token user would take the project past its plan's connection ceiling (the message says how)."""
+
+    code = "connection_ceiling"
+    default_message = "This project's connections are at its plan's ceiling"
+
+
+class NodeFull(Conflict):
+    """Another project's ceiling would take the node past what it keeps for projects."""
+
+    code = "node_full"
+    default_message = "The database node has no room for another project's connections; ask the operator"
+
+
 class DatabasesOff(ServiceUnavailable):
     """No node: the server runs without project databases (the banner says why)."""
 

@@ -1,5 +1,6 @@
 """The databases area's jobs: the hourly cycle (change checks, retention), a generation, its
-verification, and the phases of restore and delete (operations.py). Each reads, lets go of the
+verification, the phases of restore and delete (operations.py), and the watchdog's turn
+(watchdog.py). Each reads, lets go of the
 store for the work on the node and the blob store, then writes (Tx.READ_THEN_WRITE)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from svc.adapters.database.port import DatabaseNodeError
-from svc.domains.databases import generations, operations, queries
+from svc.domains.databases import generations, operations, queries, watchdog
 from svc.domains.databases.settings import DatabaseSettings
 from svc.domains.notifications import service as notifications
 from svc.domains.operations.service import running_for, running_projects
@@ -28,6 +29,7 @@ def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.database_generation, take_generation)
     registry.handler(JobKind.database_verify, verify_generation)
     registry.handler(JobKind.database_operation, operations.step)
+    registry.cycle(JobKind.database_watchdog, own.database_watchdog_seconds, watchdog.watch)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the node is asked with nothing of the store held

@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, select
 
 from svc.db import lock_rows
 from svc.kit.store_session import StoreSession
-from svc.models import DatabaseGeneration, DatabaseToken, Project, ProjectDatabase
+from svc.models import DatabaseGeneration, DatabaseToken, Org, Project, ProjectDatabase
 
 
 async def lock_project(session: StoreSession, project_id: str) -> None:
@@ -55,6 +55,14 @@ async def delete_tokens(session: StoreSession, users: list[str]) -> None:
 
 async def all_grants(session: StoreSession) -> list[ProjectDatabase]:
     return list((await session.scalars(select(ProjectDatabase).order_by(ProjectDatabase.project_id))).all())
+
+
+async def plans(session: StoreSession) -> dict[str, str]:
+    """Each project with a database: its org's plan."""
+    rows = await session.execute(select(ProjectDatabase.project_id, Org.plan)
+                                 .join(Project, Project.id == ProjectDatabase.project_id)
+                                 .join(Org, Org.id == Project.org_id))
+    return {str(r[0]): str(r[1]) for r in rows}
 
 
 async def generations(session: StoreSession, project_id: str, kinds: Sequence[str]) -> list[DatabaseGeneration]:

@@ -16,7 +16,14 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from svc.adapters.database.port import ColdSession, DatabaseEndpoint, DatabaseNode, DatabaseNodeError, SqlError
+from svc.adapters.database.port import (
+    ColdSession,
+    DatabaseEndpoint,
+    DatabaseNode,
+    DatabaseNodeError,
+    ProjectLimits,
+    SqlError,
+)
 from svc.adapters.database.scram import verifier
 from svc.adapters.workers.port import EntrypointBinding
 from svc.auth.principal import resolve
@@ -25,8 +32,9 @@ from svc.auth.roles import OrgAccess, check_role
 from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.databases import errors, generations, queries, schemas
-from svc.domains.databases.node import answering, node_of
+from svc.domains.databases.node import answering, limits_for, node_of
 from svc.domains.operations.service import running_for
+from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
@@ -34,7 +42,6 @@ from svc.kit.store_session import StoreSession
 from svc.models import DatabaseToken, GenerationKind, Project, ProjectDatabase, Role
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
-MAX_TOKENS = 50  # token users a project may hold at once (abuse prevention)
 # The binding the runtime gives a project's worker (the wrapper presents it as env.db).
 BINDING = "__SVC_DB__"
 ENTRYPOINT = "Database"
@@ -64,9 +71,9 @@ def _endpoint(node: DatabaseNode, project_id: str) -> DatabaseEndpoint:
         return node.endpoint(project_id)
 
 
-async def _provision(node: DatabaseNode, project_id: str, password: str) -> None:
+async def _provision(node: DatabaseNode, project_id: str, password: str, limits: ProjectLimits) -> None:
     with answering():
-        await node.provision(project_id, verifier(password))
+        await node.provision(project_id, verifier(password), limits)
 
 
 async def has_database(uow: UnitOfWork, project: Project) -> bool:
@@ -79,8 +86,9 @@ async def create_database(uow: UnitOfWork, access: OrgAccess, project: Project) 
     node = node_of(ctx)
     row = await queries.grant(uow.session, project.id)
     password = _password(ctx, row) if row is not None else secrets.token_urlsafe(24)
+    limits = limits_for(ctx.settings, access.org.plan)
     await uow.close_reads()
-    await _provision(node, project.id, password)
+    await _provision(node, project.id, password, limits)
     if row is not None:
         return _connect(node, project.id, password)
     session = await uow.begin_write()
@@ -90,7 +98,7 @@ async def create_database(uow: UnitOfWork, access: OrgAccess, project: Project) 
         # Another request created it meanwhile: its password is the project's; the node gets it
         # again, after ours (every loser of the race ends on the winner's).
         password = _password(ctx, row)
-        await _provision(node, project.id, password)
+        await _provision(node, project.id, password, limits)
         return _connect(node, project.id, password)
     session.add(ProjectDatabase(project_id=project.id, created_at=utcnow(), created_by=access.principal.user.id,
                                 sealed_password=ctx.keys.seal(password.encode(), context=_seal_context(project.id))))
@@ -132,9 +140,12 @@ async def create_token(uow: UnitOfWork, access: OrgAccess, project: Project,
     node = node_of(uow.ctx)
     await _grant(uow, project)
     now = utcnow()
+    limits = limits_for(uow.ctx.settings, access.org.plan)
+    allowed = orgs.limits_of(uow.ctx.settings, access.org.plan).db_token_users
     held = await queries.count_tokens(uow.session, project.id, now=now)
-    if held >= MAX_TOKENS:
-        raise errors.TooManyTokens(details={"limit": MAX_TOKENS})
+    if held >= allowed:
+        raise errors.TooManyTokens(f"This project holds {held} token users, its plan's most; delete one or let it "
+                                   "expire", details={"limit": allowed})
     expired = await queries.expired_tokens(uow.session, project.id, now=now)
     await uow.close_reads()
     user = f"{node.names(project.id)[1]}_t{secrets.token_hex(6)}"
@@ -143,7 +154,7 @@ async def create_token(uow: UnitOfWork, access: OrgAccess, project: Project,
     with answering():
         for old in expired:  # their VALID UNTIL passed already; the roles go with their rows
             await node.drop_login(project.id, old)
-        await node.add_login(project.id, user, verifier(password), expires_at)
+        await node.add_login(project.id, user, verifier(password), expires_at, limits)
     session = await uow.begin_write()
     await queries.delete_tokens(session, expired)
     session.add(DatabaseToken(user=user, project_id=project.id, created_at=now, expires_at=expires_at,

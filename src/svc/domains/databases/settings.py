@@ -1,4 +1,4 @@
-"""The databases area's settings (generations: their cycle and retention)."""
+"""The databases area's settings (generations: their cycle and retention; the watchdog's turn)."""
 
 from __future__ import annotations
 
@@ -14,3 +14,6 @@ class DatabaseSettings(AreaSettings):
     # The final generation of a deleted database and exports are never pruned.
     database_keep_hourly: int = Field(default=24, ge=1, le=24 * 90)
     database_keep_daily: int = Field(default=7, ge=0, le=3650)
+    # The watchdog's turn (watchdog.py): how late past its plan's bound a statement is cancelled, an
+    # idle transaction ended, an expired token user's sessions ended and the user dropped.
+    database_watchdog_seconds: float = Field(default=10.0, ge=1.0, le=60.0)

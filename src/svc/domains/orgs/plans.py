@@ -26,6 +26,13 @@ class PlanLimits:
     ai_micro_cents_per_day: int
     # What the org's git repositories may hold on disk, deleted ones until they are purged.
     repo_storage_bytes: int
+    # A project's database (docs/database.md, "Ceilings"): the connections its role, its token users,
+    # env.db and the tunnel share; token users at once; a statement's seconds and an idle
+    # transaction's seconds, enforced by the watchdog whatever a session sets.
+    db_connections: int
+    db_token_users: int
+    db_statement_seconds: int
+    db_idle_transaction_seconds: int
 
 
 def limits(settings: Settings, plan: str) -> PlanLimits:
@@ -36,11 +43,15 @@ def limits(settings: Settings, plan: str) -> PlanLimits:
         return PlanLimits(projects=settings.pro_project_limit, storage_bytes=100 * GIB, mail_per_hour=2000,
                           ai_max_output_tokens=0, ai_max_input_tokens=0,
                           ai_calls_per_minute=settings.pro_ai_calls_per_minute,
-                          ai_micro_cents_per_day=100 * DOLLAR, repo_storage_bytes=settings.pro_repo_storage_bytes)
+                          ai_micro_cents_per_day=100 * DOLLAR,
+                          repo_storage_bytes=settings.pro_repo_storage_bytes, db_connections=40, db_token_users=16,
+                          db_statement_seconds=120, db_idle_transaction_seconds=300)
     return PlanLimits(projects=settings.free_project_limit, storage_bytes=1 * GIB, mail_per_hour=100,
                       ai_max_output_tokens=4096, ai_max_input_tokens=0,
                       ai_calls_per_minute=settings.free_ai_calls_per_minute,
-                      ai_micro_cents_per_day=1 * DOLLAR, repo_storage_bytes=settings.free_repo_storage_bytes)
+                      ai_micro_cents_per_day=1 * DOLLAR,
+                      repo_storage_bytes=settings.free_repo_storage_bytes, db_connections=10, db_token_users=4,
+                      db_statement_seconds=30, db_idle_transaction_seconds=60)
 
 
 def every(settings: Settings) -> dict[str, PlanLimits]:

@@ -1,0 +1,52 @@
+"""The watchdog over the projects' sessions (docs/database.md, "Ceilings"): a cycle every
+SVC_DATABASE_WATCHDOG_SECONDS, in whichever process takes its slot.
+
+A role's statement_timeout and idle_in_transaction_session_timeout are defaults its sessions may
+change (`SET statement_timeout = 0`, even `ALTER ROLE current_user SET ...`), and VALID UNTIL
+gates a token user's new logins only. So each turn reads pg_stat_activity and, by the plan of the
+session's project: cancels a statement running past the plan's bound, ends a session idle in a
+transaction past its bound, and ends the sessions of every token user whose expiry passed and
+drops it (its row goes too, and its connections go back to the project's role). A project holding
+more connections than its plan's ceiling (after a downgrade) is shrunk to it."""
+
+from __future__ import annotations
+
+import logging
+
+from svc.adapters.database.port import DatabaseNodeError, Watched
+from svc.domains.databases import queries
+from svc.domains.databases.node import limits_for
+from svc.jobs.registry import JobRun
+from svc.models import Plan
+from svc.uow import Tx, UnitOfWork, use_case
+
+log = logging.getLogger("svc.databases")
+
+
+@use_case(Tx.READ_THEN_WRITE)  # the node is watched with nothing of the store held
+async def watch(run: JobRun) -> None:
+    await turn(run.uow)
+
+
+async def turn(uow: UnitOfWork) -> Watched | None:
+    """One turn (also what a test runs at once); None when there is nothing to watch."""
+    node = uow.ctx.adapters.database
+    plans = await queries.plans(uow.session)
+    await uow.close_reads()
+    if node is None or not plans:  # no project has a database: a private cluster is not started for this
+        return None
+    settings = uow.ctx.settings
+    limits = {project_id: limits_for(settings, plan) for project_id, plan in plans.items()}
+    try:
+        watched = await node.watch(limits, default=limits_for(settings, Plan.free))
+    except DatabaseNodeError as exc:
+        log.warning("database watchdog: %s", exc)
+        return None
+    if watched.cancelled or watched.ended or watched.dropped or watched.shrunk:
+        log.info("database watchdog: %d statements cancelled, %d idle transactions ended, token users dropped: %s; "
+                 "connections shrunk to the plan's ceiling: %s", len(watched.cancelled), len(watched.ended),
+                 ", ".join(watched.dropped) or "none", ", ".join(watched.shrunk) or "none")
+    if watched.dropped:
+        session = await uow.begin_write()
+        await queries.delete_tokens(session, watched.dropped)
+    return watched
