@@ -1,11 +1,13 @@
 """The watchdog (issue 42, item 2): statements and idle transactions are bounded by the plan whatever
-a session sets, and an expired token user's sessions end and the user is dropped. Driven by the
+a session sets, an expired token user's sessions end and the user is dropped, and a password a
+session set on its project's role is set back to svc's. Driven by the
 real cycle (every second here) against the real cluster, with the plan's bounds shortened to a few
 seconds so that a test does not wait the free plan's 30 s."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -18,6 +20,7 @@ from svc.domains.orgs import service as orgs
 from svc.domains.orgs.plans import PlanLimits
 from svc.models import DatabaseToken
 from svc.settings import Settings
+from tests.database.test_ceilings import _env_db, _project_id
 from tests.support.api import Svc, running_svc
 from tests.support.team import make_team
 
@@ -147,3 +150,47 @@ async def test_a_project_holding_more_than_its_ceiling_is_shrunk_to_it(watched: 
         await _until(fitted, "the project's roles shrunk to the free plan's ceiling of 10")
     finally:
         await admin.close()
+
+
+async def test_a_password_a_token_user_sets_on_the_projects_role_is_set_back(watched: Svc, project_cluster: Any) -> None:
+    """PostgreSQL lets a role change its own password, and a token user's session acts as its
+    project's role: without the watchdog a token of 30 minutes would become a login of its own for
+    good, and env.db (svc's password) would be locked out."""
+    bob = (await make_team(watched, project="web")).bob
+    creds = (await bob.client.post(URL)).json()
+    token = (await bob.client.post(URL + "/tokens", json={"expiresInMinutes": 30})).json()
+    project_id = await _project_id(watched, "acme", "web")
+    assert (await _env_db(watched, project_id))["rows"] == [[42]]  # env.db's pool is open
+    con = await _connect(creds, token["user"], token["password"])
+    admin = await asyncpg.connect(project_cluster.admin_url)
+    taken: asyncpg.Connection | None = None
+    try:
+        async def took() -> bool:
+            # A turn runs every second: set it and log in with it until the login comes first.
+            nonlocal taken
+            await con.execute(f"ALTER ROLE \"{creds['user']}\" PASSWORD 'taken'")
+            with contextlib.suppress(asyncpg.InvalidPasswordError):
+                taken = await _connect(creds, password="taken")
+            return taken is not None
+
+        await _until(took, "a login with the password the token user set")
+        assert taken is not None
+        assert await taken.fetchval("select session_user") == creds["user"]
+        pid = await taken.fetchval("select pg_backend_pid()")
+
+        async def ended() -> bool:
+            return not await admin.fetchval("select 1 from pg_stat_activity where pid = $1", pid)
+
+        await _until(ended, "the session logged in with the token user's password ended")
+        with pytest.raises(asyncpg.InvalidPasswordError):
+            await _connect(creds, password="taken")
+        # svc's password is the role's again: a member's psql and env.db log in with it.
+        fresh = await _connect(creds)
+        assert await fresh.fetchval("select current_user") == creds["user"]
+        await fresh.close()
+        assert (await _env_db(watched, project_id))["rows"] == [[42]]
+    finally:
+        await admin.close()
+        con.terminate()
+        if taken is not None:
+            taken.terminate()

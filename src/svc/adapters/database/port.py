@@ -117,6 +117,14 @@ class DatabaseNode(Protocol):
         project holds to its ceiling where it holds more (a downgrade)."""
         ...
 
+    async def restore_passwords(self, passwords: dict[str, str]) -> list[str]:
+        """The watchdog's check of the projects' roles (keyed by project id: svc's password of
+        each): a role whose password on the node is not svc's any more (a role may change its own,
+        and a token user's session acts as the role) gets svc's again and its sessions are ended.
+        The projects set back; none when the node cannot show the roles' verifiers (an external
+        cluster whose administrator is not a superuser: said once in the log)."""
+        ...
+
     async def drop(self, project_id: str) -> None:
         """The project's database, its role and its token users (connections ended first)."""
         ...

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
@@ -24,9 +25,11 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from svc.adapters.database import backups, ceilings, proxy
+from svc.adapters.database import backups, ceilings, proxy, scram
 from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, ProjectLimits, QueryResult, Watched
 from svc.adapters.database.sessions import ProjectSessions
+
+log = logging.getLogger("svc.database")
 
 # What every svc-made role gets, on top of LOGIN.
 ROLE_OPTIONS = "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
@@ -80,6 +83,10 @@ class PostgresNode:
         self.sessions = ProjectSessions()
         # (Per node, so per process: the rest wait their turn.)
         self._heavy = asyncio.Semaphore(HEAVY_AT_ONCE)
+        # restore_passwords(): per role, the last verifier found to be svc's password (only a
+        # changed one costs a PBKDF2 again); False once pg_authid proved unreadable here.
+        self._verified: dict[str, str] = {}
+        self._authid_readable = True
 
     @staticmethod
     def names(project_id: str) -> tuple[str, str]:
@@ -185,6 +192,42 @@ class PostgresNode:
             shrunk = await ceilings.fit(con, roles)
         return Watched(cancelled=[r[0] for r in acted if r[1] == "cancel"],
                        ended=[r[0] for r in acted if r[1] == "end"], dropped=expired, shrunk=shrunk)
+
+    async def restore_passwords(self, passwords: dict[str, str]) -> list[str]:
+        # A role may change its own password (PostgreSQL 15 has no way to forbid it), and a token
+        # user's session runs as the project's role: without this, a token of 30 minutes could
+        # set a password of its own and keep the role for good (and env.db would be locked out).
+        if not self._authid_readable:
+            return []
+        projects = {self.names(p)[1]: p for p in passwords}
+        async with self._admin("checking the projects' passwords") as con:
+            try:
+                found: dict[str, str | None] = dict(await con.fetch(
+                    "select rolname, rolpassword from pg_authid where rolname = any($1::text[])", list(projects)))
+            except asyncpg.InsufficientPrivilegeError:
+                self._authid_readable = False
+                log.warning("project databases: the administrator cannot read pg_authid (not a superuser), so "
+                            "the watchdog cannot check that each project's role keeps svc's password")
+                return []
+            self._verified = {r: v for r, v in self._verified.items() if found.get(r) == v}
+            changed = [r for r in found if r not in self._verified]
+
+            def check() -> list[bool]:
+                return [scram.matches(found[r], passwords[projects[r]]) for r in changed]
+
+            restored = []
+            for role, good in zip(changed, await asyncio.to_thread(check) if changed else [], strict=True):
+                if good:
+                    self._verified[role] = str(found[role])
+                    continue
+                verifier = scram.verifier(passwords[projects[role]])
+                await con.execute(f"ALTER ROLE {ident(role)} PASSWORD {literal(verifier)}")
+                # Whoever logged in with the other password; env.db's pool too (it opens again).
+                await con.execute("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", role)
+                await self.sessions.forget(projects[role])
+                self._verified[role] = verifier
+                restored.append(projects[role])
+        return restored
 
     def warm(self, project_id: str) -> bool:
         return self.sessions.warm(project_id)

@@ -24,3 +24,20 @@ def verifier(password: str, *, salt: bytes | None = None, iterations: int = ITER
         return base64.b64encode(data).decode()
 
     return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
+
+
+def matches(stored: str | None, password: str) -> bool:
+    """Whether `stored` (pg_authid.rolpassword: None, an md5 hash or a SCRAM verifier) is a SCRAM
+    verifier of this password: StoredKey and ServerKey computed again with its salt and iteration
+    count. A count above svc's own is refused unread: svc never makes one, and a verifier set by
+    someone else could otherwise make this check spend minutes in PBKDF2."""
+    try:
+        method, rest = (stored or "").split("$", 1)
+        count, salt, keys = rest.replace(":", "$", 1).split("$")
+        iterations = int(count)
+        if method != "SCRAM-SHA-256" or not 0 < iterations <= ITERATIONS:
+            return False
+        expected = verifier(password, salt=base64.b64decode(salt, validate=True), iterations=iterations)
+    except ValueError:  # (binascii.Error is one)
+        return False
+    return hmac.compare_digest(expected.rsplit("$", 1)[1], keys)

@@ -56,7 +56,8 @@ def _seal_context(project_id: str) -> str:
     return f"database/{project_id}"
 
 
-def _password(ctx: AppContext, row: ProjectDatabase) -> str:
+def password_of(ctx: AppContext, row: ProjectDatabase) -> str:
+    """The project's password, unsealed (kept in memory only, never logged)."""
     return ctx.keys.unseal(row.sealed_password, context=_seal_context(row.project_id)).decode()
 
 
@@ -85,7 +86,7 @@ async def create_database(uow: UnitOfWork, access: OrgAccess, project: Project) 
     ctx = uow.ctx
     node = node_of(ctx)
     row = await queries.grant(uow.session, project.id)
-    password = _password(ctx, row) if row is not None else secrets.token_urlsafe(24)
+    password = password_of(ctx, row) if row is not None else secrets.token_urlsafe(24)
     limits = limits_for(ctx.settings, access.org.plan)
     await uow.close_reads()
     await _provision(node, project.id, password, limits)
@@ -97,7 +98,7 @@ async def create_database(uow: UnitOfWork, access: OrgAccess, project: Project) 
     if row is not None:
         # Another request created it meanwhile: its password is the project's; the node gets it
         # again, after ours (every loser of the race ends on the winner's).
-        password = _password(ctx, row)
+        password = password_of(ctx, row)
         await _provision(node, project.id, password, limits)
         return _connect(node, project.id, password)
     session.add(ProjectDatabase(project_id=project.id, created_at=utcnow(), created_by=access.principal.user.id,
@@ -120,7 +121,7 @@ async def _grant(uow: UnitOfWork, project: Project) -> ProjectDatabase:
 async def connect(uow: UnitOfWork, project: Project) -> schemas.DatabaseConnect:
     """The one read of the project's password (member or higher)."""
     row = await _grant(uow, project)
-    return _connect(node_of(uow.ctx), project.id, _password(uow.ctx, row))
+    return _connect(node_of(uow.ctx), project.id, password_of(uow.ctx, row))
 
 
 def endpoint(ctx: AppContext, project: Project) -> schemas.DatabaseEndpointView:
@@ -214,7 +215,7 @@ async def _project_password(uow: UnitOfWork, project_id: str) -> str:
     row = await queries.grant(uow.session, project_id)
     if row is None:
         raise errors.DatabaseNotFound()
-    password = _password(uow.ctx, row)
+    password = password_of(uow.ctx, row)
     await uow.close_reads()
     return password
 
@@ -320,4 +321,4 @@ async def tunnel_target(ctx: AppContext, token: str | None, org_slug: str,
         if project is None:
             raise ProjectNotFound()
         row = await _grant(uow, project)
-        return node_of(ctx), project.id, _password(ctx, row)
+        return node_of(ctx), project.id, password_of(ctx, row)

@@ -7,14 +7,19 @@ gates a token user's new logins only. So each turn reads pg_stat_activity and, b
 session's project: cancels a statement running past the plan's bound, ends a session idle in a
 transaction past its bound, and ends the sessions of every token user whose expiry passed and
 drops it (its row goes too, and its connections go back to the project's role). A project holding
-more connections than its plan's ceiling (after a downgrade) is shrunk to it."""
+more connections than its plan's ceiling (after a downgrade) is shrunk to it.
+
+A role may also change its own password, and a token user's session acts as the project's role:
+each turn checks that every project's role still has svc's password on the node, and sets it back
+and ends the role's sessions where it does not (a token user would keep the role for good, and
+env.db would be locked out). svc's passwords are unsealed for the turn, in memory only."""
 
 from __future__ import annotations
 
 import logging
 
 from svc.adapters.database.port import DatabaseNodeError, Watched
-from svc.domains.databases import queries
+from svc.domains.databases import queries, service
 from svc.domains.databases.node import limits_for
 from svc.jobs.registry import JobRun
 from svc.models import Plan
@@ -32,11 +37,20 @@ async def turn(uow: UnitOfWork) -> Watched | None:
     """One turn (also what a test runs at once); None when there is nothing to watch."""
     node = uow.ctx.adapters.database
     plans = await queries.plans(uow.session)
+    passwords = {row.project_id: service.password_of(uow.ctx, row) for row in await queries.all_grants(uow.session)}
     await uow.close_reads()
     if node is None or not plans:  # no project has a database: a private cluster is not started for this
         return None
     settings = uow.ctx.settings
     limits = {project_id: limits_for(settings, plan) for project_id, plan in plans.items()}
+    try:
+        restored = await node.restore_passwords(passwords)
+    except DatabaseNodeError as exc:
+        log.warning("database watchdog: %s", exc)
+    else:
+        for project_id in restored:
+            log.warning("database watchdog: the role of project %s had a password that is not svc's (changed by "
+                        "one of its sessions): svc's is set again and the role's sessions are ended", project_id)
     try:
         watched = await node.watch(limits, default=limits_for(settings, Plan.free))
     except DatabaseNodeError as exc:
