@@ -131,6 +131,41 @@ async def test_a_token_user_acts_as_the_project_until_it_is_dropped(node: Postgr
     await node.drop(project)
 
 
+async def test_a_role_whose_password_is_not_svcs_gets_svcs_again(node: PostgresNode, cluster: PrivateCluster,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """restore_passwords() on the node (the watchdog's turn drives it: test_watchdog.py). A verifier
+    found good is not checked again; one whose iteration count svc never uses is not computed, only
+    replaced; an administrator that cannot read pg_authid skips the check and says so once."""
+    project = f"prj_e{secrets.token_hex(4)}"
+    password = secrets.token_urlsafe(24)
+    endpoint = await node.provision(project, verifier(password), LIMITS)
+    role = node.names(project)[1]
+    admin = await asyncpg.connect(cluster.admin_url)
+    outsider = f"svc_ext_{secrets.token_hex(4)}"
+    try:
+        assert await node.restore_passwords({project: password}) == []
+        for found in ("taken", verifier("taken"), "SCRAM-SHA-256$2000000000:AAAAAAAAAAAAAAAAAAAAAA==$AAAA:AAAA"):
+            await admin.execute(f"ALTER ROLE \"{role}\" PASSWORD '{found}'")
+            assert await node.restore_passwords({project: password}) == [project]
+            assert await node.restore_passwords({project: password}) == []
+            await (await connect(endpoint, role, password)).close()
+        # An administrator that may create roles and databases but is not a superuser.
+        await admin.execute(f"CREATE ROLE {outsider} LOGIN CREATEROLE CREATEDB PASSWORD 'outsider'")
+        external = PostgresNode(f"postgresql://{outsider}:outsider@127.0.0.1:{cluster.port}/postgres")
+        await admin.execute(f"ALTER ROLE \"{role}\" PASSWORD 'taken'")
+        with caplog.at_level("WARNING", logger="svc.database"):
+            assert await external.restore_passwords({project: password}) == []
+            assert await external.restore_passwords({project: password}) == []
+        await external.close()
+        assert [r.getMessage() for r in caplog.records].count(
+            "project databases: the administrator cannot read pg_authid (not a superuser), so the watchdog cannot "
+            "check that each project's role keeps svc's password") == 1
+    finally:
+        await admin.execute(f"DROP ROLE IF EXISTS {outsider}")
+        await admin.close()
+        await node.drop(project)
+
+
 async def test_the_private_cluster_keeps_its_port_and_data_across_restarts(cluster: PrivateCluster,
                                                                            tmp_path: Path) -> None:
     port = cluster.port

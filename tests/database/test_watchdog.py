@@ -152,7 +152,8 @@ async def test_a_project_holding_more_than_its_ceiling_is_shrunk_to_it(watched: 
         await admin.close()
 
 
-async def test_a_password_a_token_user_sets_on_the_projects_role_is_set_back(watched: Svc, project_cluster: Any) -> None:
+async def test_a_password_a_token_user_sets_on_its_projects_role_is_set_back(watched: Svc,
+                                                                               project_cluster: Any) -> None:
     """PostgreSQL lets a role change its own password, and a token user's session acts as its
     project's role: without the watchdog a token of 30 minutes would become a login of its own for
     good, and env.db (svc's password) would be locked out."""
