@@ -14,6 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from svc.adapters.git.local import LocalGitNode
 from svc.adapters.git.port import ZERO_ID, Pusher, RefChange, Refused
 from svc.domains.repos import gatekeeper, jobs
 from svc.domains.repos.gatekeeper import Gatekeeper
@@ -22,7 +23,7 @@ from svc.jobs.registry import JobRun
 from svc.models import Org, Plan, RefUpdate, Repo
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
-from tests.repos.conftest import Git, new_token, project_with_repo, serving, with_token
+from tests.repos.conftest import Git, Served, new_token, project_with_repo, serving, with_token
 from tests.support.api import Svc
 
 KIB = 1024
@@ -179,6 +180,32 @@ async def test_refs_are_bounded_per_push_and_per_repository(settings: Settings, 
         assert "with 9 refs" in refused.said, refused.said
         await git("push", url, ":refs/heads/b0", "main:refs/heads/ninth", cwd=work)
         assert len((await refs_of(git, url)).splitlines()) == 1 + 8  # HEAD, and the 8 refs
+
+
+async def test_a_push_is_kept_as_a_pack_and_counted_in_blocks(served: Served, git: Git, tmp_path: Path) -> None:
+    """A few small objects stay the pack they came in (no file, and no block, per object), and the
+    org's disk is its allocated blocks, which a push of small files exceeds its bytes by far."""
+    alice = await served.svc.login("alice")
+    url = with_token((await project_with_repo(alice))["cloneUrl"], await new_token(alice))
+    work = tmp_path / "work"
+    await git("init", "-q", "-b", "main", str(work))
+    for i in range(20):
+        (work / f"f{i}.txt").write_text(f"{i}\n")
+    await git("add", ".", cwd=work)
+    await git("commit", "-qm", "twenty small files", cwd=work)
+    await git("push", url, "main", cwd=work)
+
+    node = served.svc.ctx.adapters.git
+    assert isinstance(node, LocalGitNode)
+    async with served.svc.ctx.db.transaction(write=False) as s:
+        repo_id = (await s.scalars(select(Repo.id))).one()
+    where = node.repo_dir(repo_id)
+    objects = [p.relative_to(where / "objects") for p in (where / "objects").rglob("*") if p.is_file()]
+    assert objects and all(p.parts[0] == "pack" for p in objects), objects
+    everything = list(where.rglob("*"))
+    blocks = sum(p.lstat().st_blocks * 512 for p in everything)
+    assert await node.disk_bytes([repo_id]) == blocks
+    assert blocks > 2 * sum(p.lstat().st_size for p in everything if p.is_file())
 
 
 async def until(check: Callable[[], bool], what: str) -> None:
