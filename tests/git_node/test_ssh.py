@@ -47,6 +47,12 @@ class StubGatekeeper:
         pusher = Pusher("repo_test1", "user_1", "Ada", "ssh") if service == "receive-pack" else None
         return SshAccess(repo_id="repo_test1", default_branch="main", service=service, pusher=pusher)
 
+    async def admit_push(self, pusher: Pusher, push: str | None) -> int:
+        return 512 * 1024 * 1024
+
+    def push_ended(self, push: str) -> None:
+        pass
+
     async def before_push(self, pusher: Pusher, changes: Sequence[RefChange], incoming_bytes: int) -> HookAnswer:
         self.before.append((pusher, list(changes)))
         return HookAnswer(["deployed v1"])

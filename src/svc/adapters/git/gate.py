@@ -45,9 +45,9 @@ QUESTION_SECONDS = 30.0
 _SERVICES: dict[str, GitService] = {"git-upload-pack": "upload-pack", "git-receive-pack": "receive-pack",
                                     "git upload-pack": "upload-pack", "git receive-pack": "receive-pack"}
 
-# What a git process of the node runs with, given the repository's directory, the service, and the
-# push id (receive-pack only): argv and the environment's additions.
-Launch = Callable[[str, GitService, "str | None"], "tuple[list[str], dict[str, str]]"]
+# What a git process of the node runs with, given the repository's directory, the service, the
+# push id and the bytes the push may bring (receive-pack only): argv and the environment's additions.
+Launch = Callable[[str, GitService, "str | None", "int | None"], "tuple[list[str], dict[str, str]]"]
 
 
 def parse_ssh_command(command: str) -> tuple[GitService, str]:
@@ -70,6 +70,7 @@ class Gate:
         self._launch = launch
         self._ensure = ensure
         self._pushes: dict[str, Pusher] = {}
+        self._admitted: set[str] = set()  # pushes the gatekeeper counts as in flight
         self._server: asyncio.AbstractServer | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self.path: Path | None = None
@@ -95,9 +96,22 @@ class Gate:
         self._pushes[push] = pusher
         return push
 
+    async def admit(self, push: str, *, receiving: bool) -> int:
+        """The bytes the push may bring (Refused: none, in words). `receiving`: git reads its pack
+        now, and it counts as in flight until close_push; else (git's first HTTP request of a push,
+        which lists the refs) it is only asked, so a push refused is told before it sends."""
+        pusher = self._pushes[push]
+        allowance = await self.gatekeeper.admit_push(pusher, push if receiving else None)
+        if receiving:
+            self._admitted.add(push)
+        return allowance
+
     def close_push(self, push: str | None) -> None:
         if push is not None:
             self._pushes.pop(push, None)
+            if push in self._admitted:
+                self._admitted.discard(push)
+                self.gatekeeper.push_ended(push)
 
     def hook_env(self, push: str | None) -> dict[str, str]:
         """What git's hooks need to find this gate and their push."""
@@ -184,8 +198,18 @@ class Gate:
         except Refused as exc:
             return {"ok": False, "message": str(exc)}
         await self._ensure(access.repo_id, access.default_branch)
-        push = self.open_push(access.pusher) if access.pusher is not None else None
-        argv, env = self._launch(access.repo_id, service, push)
+        push, allowance = None, None
+        if access.pusher is not None:
+            push = self.open_push(access.pusher)
+            try:
+                allowance = await self.admit(push, receiving=True)
+            except Refused as exc:
+                self.close_push(push)
+                return {"ok": False, "message": str(exc)}
+            except BaseException:
+                self.close_push(push)
+                raise
+        argv, env = self._launch(access.repo_id, service, push, allowance)
         return {"ok": True, "argv": argv, "env": env, "push": push}
 
 

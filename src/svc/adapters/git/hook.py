@@ -52,12 +52,13 @@ def main() -> int:
 
 
 def incoming_bytes(quarantine: str | None) -> int:
-    """The files' bytes under the push's quarantine (none: a push that only moves or deletes refs)."""
+    """The disk the push's quarantine takes (none: a push that only moves or deletes refs): its
+    files' and directories' allocated blocks, as svc counts the repositories (local.py)."""
     total = 0
-    for folder, _, files in os.walk(quarantine or ""):
-        for name in files:
+    for folder, dirs, files in os.walk(quarantine or ""):
+        for name in (*dirs, *files):
             try:
-                total += os.lstat(os.path.join(folder, name)).st_size
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
             except OSError:
                 pass
     return total

@@ -13,7 +13,9 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from svc.adapters.git import reading
@@ -27,6 +29,7 @@ from svc.adapters.git.port import (
     GitUnavailable,
     GitUnreachable,
     HttpRequest,
+    HttpResponse,
     Pusher,
     Ref,
     SshPortInUse,
@@ -119,13 +122,17 @@ class LocalGitNode:
                 temporary.chmod(stat.S_IRWXU)
                 os.replace(temporary, path)
 
-    def environment(self, push: str | None) -> dict[str, str]:
+    def environment(self, push: str | None, max_input: int | None = None) -> dict[str, str]:
         """What every git process of the node runs with: a clean git environment, the node's hooks and
         the gate; pushes are allowed over HTTP only with a push id (receive-pack needs REMOTE_USER too).
-        receive.maxInputSize bounds a push where git reads it: index-pack (or unpack-objects) stops
-        past it and the pusher reads "fatal: pack exceeds maximum allowed size"."""
+        receive.maxInputSize bounds a push where git reads it: index-pack stops past it and the pusher
+        reads "fatal: pack exceeds maximum allowed size". `max_input`: what the gatekeeper let this
+        push bring (the push bound, or less: what is left of the org's quota). receive.unpackLimit=1
+        keeps every push as the pack it came in (index-pack), never one file per object: a push of
+        many small objects costs two files, not an inode (and a block) each."""
+        bound = self.max_push_bytes if max_input is None else max(1, min(max_input, self.max_push_bytes))
         config = {"core.hooksPath": str(self.hooks), "http.receivepack": "true" if push else "false",
-                  "http.uploadpack": "true", "receive.maxInputSize": str(self.max_push_bytes)}
+                  "http.uploadpack": "true", "receive.maxInputSize": str(bound), "receive.unpackLimit": "1"}
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
                "HOME": str(self.root), "GIT_CONFIG_COUNT": str(len(config)), **self.gate.hook_env(push)}
         for i, (key, value) in enumerate(config.items()):
@@ -133,9 +140,10 @@ class LocalGitNode:
             env[f"GIT_CONFIG_VALUE_{i}"] = value
         return env
 
-    def launch(self, repo_id: str, service: GitService, push: str | None) -> tuple[list[str], dict[str, str]]:
+    def launch(self, repo_id: str, service: GitService, push: str | None,
+               max_input: int | None) -> tuple[list[str], dict[str, str]]:
         """An SSH command's git process: argv and environment."""
-        return [self.git, service, str(self.repo_dir(repo_id))], self.environment(push)
+        return [self.git, service, str(self.repo_dir(repo_id))], self.environment(push, max_input)
 
     # --- repositories ---
 
@@ -149,9 +157,12 @@ class LocalGitNode:
         if (path / "HEAD").exists():
             return
         # Made beside and moved in place: two first accesses at once never see half a repository.
-        making = path.with_name(f"{path.name}.making-{os.getpid()}-{id(self)}")
-        shutil.rmtree(making, ignore_errors=True)
-        await self._git("init", "--quiet", "--bare", f"--initial-branch={default_branch}", str(making))
+        # Its own name each time: two first accesses at once in this process never share it.
+        making = Path(tempfile.mkdtemp(prefix=f"{path.name}.making-", dir=self.repos))
+        # No template: git's sample hooks and description (80 KiB of blocks) are no use here (the
+        # node's hooks are core.hooksPath) and would count against the org's quota.
+        await self._git("init", "--quiet", "--bare", "--template=", f"--initial-branch={default_branch}",
+                        str(making))
         with (making / "config").open("a") as config:
             config.write(_REPO_CONFIG)
         try:
@@ -175,7 +186,11 @@ class LocalGitNode:
             await asyncio.to_thread(shutil.rmtree, gone, True)
 
     async def disk_bytes(self, repo_ids: Sequence[str]) -> int:
-        return await asyncio.to_thread(_disk_bytes, [self.repo_dir(repo_id) for repo_id in repo_ids])
+        paths = [self.repo_dir(repo_id) for repo_id in repo_ids]
+        return await asyncio.get_running_loop().run_in_executor(_DISK_WALKERS, _disk_bytes, paths)
+
+    async def ref_count(self, repo_id: str) -> int:
+        return await reading.ref_count(self.repo_dir(repo_id))
 
     async def _git(self, *args: str) -> None:
         process = await asyncio.create_subprocess_exec(
@@ -214,30 +229,54 @@ class LocalGitNode:
                    pusher: Pusher | None) -> CgiExchange:
         gate = self.gate
         push = gate.open_push(pusher) if pusher is not None else None
-        return _ClosingExchange(self.git, self.repos, self.repo_dir(repo_id).name, request, body,
-                                self.environment(push), gate, push)
+        return _ClosingExchange(self, self.repo_dir(repo_id).name, request, body, push)
+
+
+# Walks of an org's repositories on disk (one per push admitted and per pre-receive hook), in
+# threads of their own: a large org's walk waits here, never in the pool svc's other work uses.
+_DISK_WALKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="svc-git-disk")
 
 
 def _disk_bytes(paths: Sequence[Path]) -> int:
-    """The bytes of the files under each path (a repository not made yet: 0), the incoming objects of
-    pushes in progress included (their quarantine is inside the repository)."""
+    """The space allocated to the files and directories under each path (a repository not made yet:
+    0), the incoming objects of pushes in progress included (their quarantine is inside the
+    repository). Blocks, not sizes: ten thousand one-byte files take 40 MB of disk, not 10 KB."""
     total = 0
     for path in paths:
-        for folder, _, files in os.walk(path):
-            for name in files:
+        for folder, dirs, files in os.walk(path):
+            for name in (*dirs, *files):
                 with contextlib.suppress(OSError):  # gone meanwhile (a pack replaced, a push ended)
-                    total += os.lstat(os.path.join(folder, name)).st_size
+                    total += os.lstat(os.path.join(folder, name)).st_blocks * 512
     return total
 
 
 class _ClosingExchange(CgiExchange):
-    """The exchange, which forgets its push id when it ends."""
+    """The exchange of a node, which asks the gatekeeper before a push starts (Refused: nothing
+    runs) and forgets its push id when it ends."""
 
-    def __init__(self, git: str, root: Path, name: str, request: HttpRequest, body: AsyncIterator[bytes],
-                 env: dict[str, str], gate: Gate, push: str | None) -> None:
-        super().__init__(git, root, name, request, body, env)
-        self._gate_of_push = gate
+    def __init__(self, node: LocalGitNode, name: str, request: HttpRequest, body: AsyncIterator[bytes],
+                 push: str | None) -> None:
+        super().__init__(node.git, node.repos, name, request, body, node.environment(push))
+        self._node, self._name, self._request = node, name, request
+        self._gate_of_push = node.gate
         self._push = push
+
+    async def __aenter__(self) -> HttpResponse:
+        if self._push is not None:
+            try:
+                # The POST that carries the pack is admitted; the GET before it (the refs) only asked.
+                receiving = self._request.method == "POST" and self._request.path_info.endswith("/git-receive-pack")
+                allowance = await self._gate_of_push.admit(self._push, receiving=receiving)
+            except BaseException:
+                self._gate_of_push.close_push(self._push)
+                raise
+            self._env = self._cgi_env(self._node.repos, self._name, self._request,
+                                      self._node.environment(self._push, allowance))
+        try:
+            return await super().__aenter__()
+        except BaseException:
+            self._gate_of_push.close_push(self._push)  # git did not start: the push is over (once)
+            raise
 
     async def __aexit__(self, *exc: object) -> None:
         try:

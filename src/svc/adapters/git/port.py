@@ -144,6 +144,16 @@ class GitGatekeeper(Protocol):
         push brought, on disk in its quarantine (git's objects not yet in the repository)."""
         ...
 
+    async def admit_push(self, pusher: Pusher, push: str | None) -> int:
+        """Whether a push may start now, before git reads a byte of it: the bytes it may bring
+        (its receive.maxInputSize); raises Refused. `push` set: the push is admitted and counted as
+        in flight until `push_ended(push)`; None: only asked (git's first request of a push)."""
+        ...
+
+    def push_ended(self, push: str) -> None:
+        """An admitted push's git process has ended."""
+        ...
+
     async def after_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
         """The post-receive hook: the refs are updated; record them, deploy, say so."""
         ...
@@ -212,7 +222,12 @@ class GitNode(Protocol):
     async def has_path(self, repo_id: str, commit: str, path: str) -> bool: ...
 
     async def disk_bytes(self, repo_ids: Sequence[str]) -> int:
-        """What these repositories hold on disk together, pushes in progress included."""
+        """What these repositories hold on disk together (allocated blocks, not file sizes), pushes
+        in progress included."""
+        ...
+
+    async def ref_count(self, repo_id: str) -> int:
+        """How many refs the repository holds, whatever their namespace."""
         ...
 
     async def archive(self, repo_id: str, commit: str) -> bytes:

@@ -171,6 +171,14 @@ def _clean_path(path: str) -> str:
     return clean
 
 
+async def ref_count(repo: Path) -> int:
+    """Every ref of the repository, whatever its namespace (HEAD, a symbolic ref, is not one)."""
+    if not _exists(repo):
+        return 0
+    _, out = await _output(repo, "for-each-ref", "--format=.", limit=64 << 20)
+    return out.count(b"\n")
+
+
 async def refs(repo: Path) -> list[Ref]:
     """Branches and tags by name; an annotated tag is peeled to its commit, tags of trees or blobs
     are left out (nothing to browse or deploy)."""

@@ -9,8 +9,10 @@ address, or why it was refused, on the push's own output."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import select
 
@@ -45,10 +47,30 @@ log = logging.getLogger(__name__)
 
 BUNDLE_MANIFEST = "svc.json"
 
+# Bounds of a push beyond its bytes (docs/repos.md, "What a push may store"): pushes in flight at once
+# per org (each index-pack a core; a third is told to try again), ref changes in one push, and refs a
+# repository may hold (each a file, and a line of every fetch's advertisement).
+MAX_PUSHES_IN_FLIGHT = 2
+MAX_REF_CHANGES = 1000
+MAX_REFS = 10_000
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The org a push goes to, and what its plan lets its repositories hold."""
+
+    org_id: str
+    plan: str
+    quota: int
+    repo_ids: list[str]
+
 
 class Gatekeeper:
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
+        # The pushes admitted and not ended, on this replica: push id -> (org id, bytes it may bring).
+        self._in_flight: dict[str, tuple[str, int]] = {}
+        self._admitting: dict[str, asyncio.Lock] = {}  # by org: one admission at a time counts the others
 
     @property
     def node(self) -> GitNode:
@@ -73,11 +95,57 @@ class Gatekeeper:
         return SshAccess(repo_id=found.repo.id, default_branch=found.repo.default_branch, service=service,
                          pusher=pusher)
 
+    async def admit_push(self, pusher: Pusher, push: str | None) -> int:
+        """A push starts only while its org has fewer than MAX_PUSHES_IN_FLIGHT in flight and room
+        left: the plan's quota less what its repositories hold on disk and what the pushes in flight
+        may still bring. What it may bring is the push bound or that room, whichever is less (git
+        stops reading past it), so pushes at once cannot pass the quota together. An org with no room
+        left pushes nothing, deletions included: git never collects garbage here, so deleting a ref
+        frees no disk (deleting a repository does, once purged)."""
+        target = await self._target(pusher)
+        async with self._admitting.setdefault(target.org_id, asyncio.Lock()):
+            flying = [size for org_id, size in self._in_flight.values() if org_id == target.org_id]
+            if len(flying) >= MAX_PUSHES_IN_FLIGHT:
+                raise Refused(f"svc: this push was refused: {len(flying)} pushes to the org's repositories are in "
+                              f"progress, the most svc takes at once; try again when one has finished")
+            stored = await self.node.disk_bytes(target.repo_ids)
+            room = target.quota - stored - sum(flying)
+            if room <= 0:
+                raise Refused(full_refusal(stored, sum(flying), target.quota, target.plan))
+            allowance = min(self.ctx.settings.repo_max_push_bytes, room)
+            if push is not None:
+                self._in_flight[push] = (target.org_id, allowance)
+            return allowance
+
+    def push_ended(self, push: str) -> None:
+        self._in_flight.pop(push, None)
+
+    def pushes_in_flight(self) -> int:
+        return len(self._in_flight)
+
     async def before_push(self, pusher: Pusher, changes: Sequence[RefChange], incoming_bytes: int) -> HookAnswer:
         """The repository may have been deleted, or the project's teardown begun, since the push was
-        let in: then nothing is taken. Nor is a push that brings objects to an org whose repositories
-        would then hold more than its plan's quota (a push that brings none, deleting or moving refs,
-        always goes in: it is how an org over its quota cleans up)."""
+        let in: then nothing is taken. Nor is a push of more than MAX_REF_CHANGES ref changes, one
+        that would leave the repository over MAX_REFS refs, or one while the org's repositories are
+        over its plan's quota, this push's objects included (only a push whose every change deletes a
+        ref goes in then: it adds nothing)."""
+        target = await self._target(pusher)
+        if len(changes) > MAX_REF_CHANGES:
+            raise Refused(f"svc: this push was refused: it changes {len(changes):,} refs, more than the "
+                          f"{MAX_REF_CHANGES:,} svc takes in one push; push them in parts")
+        created = sum(1 for c in changes if c.old == ZERO_ID and c.new != ZERO_ID)
+        deleted = sum(1 for c in changes if c.new == ZERO_ID and c.old != ZERO_ID)
+        if created > deleted and (after := await self.node.ref_count(pusher.repo_id) + created - deleted) > MAX_REFS:
+            raise Refused(f"svc: this push was refused: it would leave the repository with {after:,} refs, more "
+                          f"than the {MAX_REFS:,} a repository may hold; delete branches or tags that are not needed")
+        if not all(c.new == ZERO_ID for c in changes):
+            # On disk now, this push's quarantine (and any other push in progress) included.
+            stored = await self.node.disk_bytes(target.repo_ids)
+            if stored > target.quota:
+                raise Refused(quota_refusal(incoming_bytes, stored, target.quota, target.plan))
+        return HookAnswer()
+
+    async def _target(self, pusher: Pusher) -> _Target:
         async with unit_of_work(self.ctx, Tx.READ) as uow:
             repo = await queries.repo_by_id(uow.session, pusher.repo_id)
             project = None if repo is None else await uow.session.get(Project, repo.project_id)
@@ -87,14 +155,8 @@ class Gatekeeper:
                 raise Refused("svc: the project is being deleted")
             org = await uow.session.get(Org, repo.org_id)
             assert org is not None, "a repository's org outlives it"
-            plan, quota = org.plan, orgs.limits_of(self.ctx.settings, org.plan).repo_storage_bytes
-            repo_ids = await queries.org_repo_ids(uow.session, org.id)
-        if incoming_bytes > 0:
-            # On disk now, this push's quarantine (and any other push in progress) included.
-            stored = await self.node.disk_bytes(repo_ids)
-            if stored > quota:
-                raise Refused(quota_refusal(incoming_bytes, stored, quota, plan))
-        return HookAnswer()
+            quota = orgs.limits_of(self.ctx.settings, org.plan).repo_storage_bytes
+            return _Target(org.id, org.plan, quota, await queries.org_repo_ids(uow.session, org.id))
 
     async def after_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
         recorded = await self._record(pusher, changes)
@@ -179,6 +241,13 @@ def quota_refusal(incoming: int, stored: int, quota: int, plan: str) -> str:
     return (f"svc: this push was refused: it brings {human_size(incoming)}, which would put the org's repositories "
             f"at {human_size(stored)}, over the {plan} plan's repository storage of {human_size(quota)} (deleted "
             f"repositories count until they are purged); delete what is not needed, or move to a larger plan")
+
+
+def full_refusal(stored: int, flying: int, quota: int, plan: str) -> str:
+    pending = f", and pushes in progress may bring {human_size(flying)} more" if flying else ""
+    return (f"svc: this push was refused: the org's repositories hold {human_size(stored)}{pending}, which leaves "
+            f"nothing of the {plan} plan's repository storage of {human_size(quota)} (deleted repositories count "
+            f"until they are purged); delete what is not needed, or move to a larger plan")
 
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:

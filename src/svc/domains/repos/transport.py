@@ -15,7 +15,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from svc.adapters.git.port import GitService, GitUnavailable, GitUnreachable, HttpRequest, HttpResponse, Pusher
+from svc.adapters.git.port import (
+    GitService,
+    GitUnavailable,
+    GitUnreachable,
+    HttpRequest,
+    HttpResponse,
+    Pusher,
+    Refused,
+)
 from svc.auth.principal import shared_cache
 from svc.domains.repos import authorize
 from svc.domains.repos.authorize import GitRefusal
@@ -86,6 +94,8 @@ async def git_http(request: Request, org: str, project: str, repo: str, rest: st
         answer = await exchange.__aenter__()
     except (GitUnavailable, GitUnreachable) as exc:
         return PlainTextResponse(f"The git node is not available: {exc}\n", status_code=503)
+    except Refused as exc:  # a push the gatekeeper would not start (its org's pushes in flight, its quota)
+        return PlainTextResponse(f"{exc}\n", status_code=403)
 
     return GitAnswer(answer, exchange.__aexit__)
 
