@@ -36,7 +36,7 @@ async def test_renew_lock_and_auth_code_are_audited(dsvc: Svc, registrar: FakeRe
 
     events = [e for e in await _domain_events(t.alice) if e["id"] not in before]
     assert [(e["action"], e["actor"], e["target"], e["payload"]) for e in events] == [
-        ("domain.renew", "dev:alice", "keep.com", {"name": "keep.com", "years": 2}),
+        ("domain.renew", "dev:alice", "keep.com", {"name": "keep.com", "years": 2, "priceCents": 2800}),
         ("domain.auto_renew", "dev:alice", "keep.com", {"name": "keep.com", "enabled": False}),
         ("domain.lock", "dev:alice", "keep.com", {"name": "keep.com", "locked": False}),
         ("domain.auth_code", "dev:alice", "keep.com", {"name": "keep.com"}),

@@ -7,7 +7,7 @@ from svc.models.billing import BillingAccount, BillingEvent
 from svc.models.certificates import AcmeAccount, AcmeChallenge, Certificate
 from svc.models.databases import DatabaseGeneration, DatabaseToken, ProjectDatabase
 from svc.models.dns import PendingChange, RRset, Zone
-from svc.models.domain_names import Domain, DomainEvent
+from svc.models.domain_names import Domain, DomainEvent, DomainRenewal
 from svc.models.invites import Invite
 from svc.models.jobs import Cycle, Job
 from svc.models.mail import OutboundMail
@@ -70,6 +70,7 @@ __all__ = [
     "DnssecState",
     "Domain",
     "DomainEvent",
+    "DomainRenewal",
     "DomainSource",
     "DomainStatus",
     "EdgeState",

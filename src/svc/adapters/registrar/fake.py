@@ -21,9 +21,9 @@ Its API, under /v1 (JSON; `Authorization: Bearer <api key>`; every error is
 For the tests, `/_fake/...` (no key): override a name's price, let somebody else take a name, move a
 domain out of the account, set its expiry, queue failures of a step (declined, rejected, 500, no
 answer, done but the answer lost, garbage, taken just before), and read the ledger, the
-registrations and the calls, and make every API call wait (`POST /_fake/latency {"ms"}`: a real
-registrar's pace, for benchmarks; reset ends it). The same actions are methods of FakeRegistrar, for
-tests in this process."""
+registrations and the calls (and how many are held now), and make every API call wait (`POST
+/_fake/latency {"ms"}`: a real registrar's pace, for benchmarks; reset ends it). The same actions
+are methods of FakeRegistrar, for tests in this process."""
 
 from __future__ import annotations
 
@@ -75,6 +75,7 @@ class FakeRegistrar:
         self.state = RegistrarState()
         self.url = ""
         self._release = asyncio.Event()
+        self._held = 0  # calls held now (modes timeout and lost)
         v1 = self._v1
         self.app = Starlette(routes=[
             Route("/v1/check", v1("check", self._check), methods=["POST"]),
@@ -142,8 +143,12 @@ class FakeRegistrar:
 
     async def _hold(self) -> None:
         """Until /_fake/release or stop() (HOLD_SECONDS at most)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._release.wait(), HOLD_SECONDS)
+        self._held += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._release.wait(), HOLD_SECONDS)
+        finally:
+            self._held -= 1
 
     async def _fail(self, failure: Failure, request: Request, body: dict[str, Any]) -> Response | None:
         """The queued failure's answer; None when the call then goes on (taken: the name is gone first)."""
@@ -247,6 +252,10 @@ class FakeRegistrar:
         durationMs in the call log."""
         self.state.latency_ms = float(ms)
 
+    def holding(self) -> int:
+        """How many calls are held now (timeout and lost): a test's sign that they all arrived."""
+        return self._held
+
     def release(self) -> None:
         """Let go of the calls held to time out (those to come are held again)."""
         self._release.set()
@@ -320,7 +329,7 @@ class FakeRegistrar:
         return JSONResponse({"domains": self.domains()})
 
     async def _admin_calls(self, request: Request) -> Response:
-        return JSONResponse({"calls": self.calls(request.query_params.get("step"))})
+        return JSONResponse({"calls": self.calls(request.query_params.get("step")), "holding": self.holding()})
 
 
 async def _body(request: Request) -> dict[str, Any]:

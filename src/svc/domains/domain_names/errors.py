@@ -66,3 +66,16 @@ class TransferredOut(BadRequest):
     code = "domain_transferred_out"
     default_message = ("The registrar's account no longer holds this domain: it was transferred to another "
                        "registrar (svc marked it transferred_out)")
+
+
+class RenewalInProgress(Conflict):
+    """Another renewal of the domain is unfinished (a length or an Idempotency-Key of its own): it is
+    finished first, by sending it again, so that no renewal is charged without being recorded."""
+
+    code = "request_in_progress"
+    default_message = "Another renewal of this domain is unfinished: send that request again to finish it first"
+
+
+class IdempotencyKeyReused(Conflict):
+    code = "idempotency_key_reused"
+    default_message = "This Idempotency-Key was used for another renewal (another number of years)"

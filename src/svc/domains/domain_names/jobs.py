@@ -1,13 +1,14 @@
 """`domains.sync_cycle`: every purchased domain read back from the registrar once a day (expiry,
 lock, NS; gone from the account: transferred_out), and one notice 30 days before an expiry that
-auto-renew will not cover."""
+auto-renew will not cover; and each refund owed (a registration refused for good whose refund
+failed) tried again, so that it happens even if nobody sends the purchase again."""
 
 from __future__ import annotations
 
 import logging
 from datetime import timedelta
 
-from svc.domains.domain_names import errors, queries, service
+from svc.domains.domain_names import errors, queries, saga, service
 from svc.domains.notifications import service as notifications
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
@@ -39,6 +40,7 @@ async def sync_cycle(run: JobRun) -> None:
                 await service.sync(uow, None, name)
         except errors.RegistrarFailed as exc:  # the next round tries again
             log.warning("domains: the sync of %s failed: %s", name, exc.message)
+    await saga.refunds_owed(run.ctx)
     await notify_expiring(run)
 
 

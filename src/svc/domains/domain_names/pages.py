@@ -130,7 +130,7 @@ async def domain_page(request: Request, access: OrgViewer, uow: Uow, name: NameP
 @runs(service.renew)
 async def renew(request: Request, access: OrgAdmin, uow: Uow, name: NamePath) -> Response:
     body = parse(schemas.RenewRequest, {"years": (await fields(request)).get("years", "")})
-    done = await service.renew(uow, access, name, body.years)
+    done, _ = await service.renew(uow, access, name, body.years)
     until = done.expires_at.date().isoformat() if done.expires_at else "unknown"
     return render.redirect(request, _url(access, done.name), flash=f"{done.name} renewed: until {until}.")
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from svc.kit.store_session import StoreSession
-from svc.models import Domain, DomainEvent, DomainSource, DomainStatus
+from svc.models import Domain, DomainEvent, DomainRenewal, DomainSource, DomainStatus
 
 HISTORY_SHOWN = 50
 
@@ -24,6 +24,28 @@ async def by_id(session: StoreSession, domain_id: str, *, lock: bool = False) ->
     if lock:
         query = query.with_for_update()
     return (await session.scalars(query)).first()
+
+
+async def refunds_owed(session: StoreSession, limit: int) -> list[str]:
+    """Ids of purchases whose registration was refused for good and whose refund has not happened."""
+    return list((await session.scalars(select(Domain.id).where(Domain.status == DomainStatus.registering,
+                                                               Domain.refund_due.is_not(None))
+                                       .order_by(Domain.updated_at).limit(limit))).all())
+
+
+async def renewal(session: StoreSession, renewal_id: str) -> DomainRenewal | None:
+    return await session.get(DomainRenewal, renewal_id)
+
+
+async def renewal_by_request(session: StoreSession, domain_id: str, request_key: str) -> DomainRenewal | None:
+    return (await session.scalars(select(DomainRenewal).where(DomainRenewal.domain_id == domain_id,
+                                                              DomainRenewal.request_key == request_key))).first()
+
+
+async def pending_renewal(session: StoreSession, domain_id: str) -> DomainRenewal | None:
+    """The domain's unfinished renewal (at most one: they are started with the domain's row locked)."""
+    return (await session.scalars(select(DomainRenewal).where(DomainRenewal.domain_id == domain_id,
+                                                              DomainRenewal.status == "pending"))).first()
 
 
 async def of_org(session: StoreSession, org_id: str) -> list[Domain]:

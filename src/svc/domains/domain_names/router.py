@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import Response
+from fastapi import Header, Response
 
 from svc.auth.roles import AdminAccess, MemberAccess, ViewerAccess
 from svc.deps import Uow, api_router
@@ -68,10 +68,19 @@ async def get_domain(name: str, access: ViewerAccess, uow: Uow) -> schemas.Domai
     return await service.detail(uow, access, name)
 
 
-@router.post(_ONE + "/renew", response_model=schemas.Domain, operation_id="renewDomain", responses=_PURCHASE)
+@router.post(_ONE + "/renew", response_model=schemas.Domain, operation_id="renewDomain", responses={
+    **_PURCHASE, 409: {"description": "Another renewal of the domain is unfinished (request_in_progress), or the "
+                                      "Idempotency-Key renewed another length (idempotency_key_reused)",
+                       "content": _ERROR}},
+    summary="Renew: charged once per request (its Idempotency-Key, or the renewal it continues)")
 @runs(service.renew)
-async def renew(name: str, body: schemas.RenewRequest, access: AdminAccess, uow: Uow) -> schemas.Domain:
-    return await service.renew(uow, access, name, body.years)
+async def renew(name: str, body: schemas.RenewRequest, access: AdminAccess, uow: Uow, response: Response,
+                idempotency_key: str | None = Header(default=None, alias="Idempotency-Key", min_length=1,
+                                                     max_length=200)) -> schemas.Domain:
+    domain, replayed = await service.renew(uow, access, name, body.years, request_key=idempotency_key)
+    if replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return domain
 
 
 @router.post(_ONE + "/auto-renew", response_model=schemas.Domain, operation_id="setDomainAutoRenew",

@@ -8,14 +8,19 @@ nothing is ever charged without registering.
    registrar charges a key once, so a resend after a lost answer finds the same charge.
 2. Registration with the contact (passed on, never stored) and the charge. Registering again with
    the same charge answers the same registration. Refused for good (422, or the name taken
-   meanwhile): the charge is refunded, the history says so, and the domain is back to
-   pending_payment with the next attempt's key.
+   meanwhile): the refund owed is written (`refund_due`) and is from then on the only next step
+   (a failed refund or a crash leaves it so: a resend or the sync cycle does the refund, never a
+   registration); once refunded, the history, the audit trail and the org's admins say so, and the
+   domain is back to pending_payment with the next attempt's key.
 3. The zone on svc's nameservers (first, so svc answers for it once the NS change lands), the NS
    set at the registrar, then the zone marked delegated and the domain active, in one write.
 
 Each step's outside call runs with nothing of the store held; its outcome is one short write."""
 
 from __future__ import annotations
+
+import logging
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -43,10 +48,14 @@ from svc.domains.domain_names.service import (
     rejected,
     view,
 )
+from svc.domains.notifications import service as notifications
+from svc.errors import AppError
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import Domain, DomainSource, DomainStatus
+from svc.models import Domain, DomainSource, DomainStatus, Org, User
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
+
+log = logging.getLogger("svc.domains")
 
 
 def _email_notice(contact: Contact) -> str:
@@ -144,8 +153,13 @@ async def _run(ctx: AppContext, reg: Registrar, access: OrgAccess, domain_id: st
     domain = await _load(ctx, domain_id)
     if domain.status == DomainStatus.pending_payment:
         domain = await _pay(ctx, reg, domain)
+    if domain.status == DomainStatus.registering and domain.refund_due is not None:
+        # The registration was refused for good and its refund failed: that refund is the next
+        # step, and the only one (registering again would spend the charge on a refused request).
+        await _refund(ctx, reg, access.principal.user, access.org, domain)
+        raise _refused(domain.refund_due)
     if domain.status == DomainStatus.registering:
-        domain = await _register(ctx, reg, domain, contact)
+        domain = await _register(ctx, reg, access, domain, contact)
     if domain.status == DomainStatus.setting_ns:
         domain = await _delegate(ctx, reg, access, domain)
     return domain
@@ -189,7 +203,7 @@ async def _abandon(ctx: AppContext, domain_id: str) -> None:
             await uow.session.delete(row)
 
 
-async def _register(ctx: AppContext, reg: Registrar, domain: Domain, contact: Contact) -> Domain:
+async def _register(ctx: AppContext, reg: Registrar, access: OrgAccess, domain: Domain, contact: Contact) -> Domain:
     assert domain.charge_id is not None
     try:
         answer = await reg.register(name=domain.name, years=domain.years, contact=contact, charge_id=domain.charge_id)
@@ -198,18 +212,15 @@ async def _register(ctx: AppContext, reg: Registrar, domain: Domain, contact: Co
         raise errors.SagaIncomplete(f"Paid, not registered yet (the registrar failed: {exc}): send the same request "
                                     "again to continue") from None
     except (Refused, NameUnavailable, PaymentDeclined) as exc:
-        await _refund(ctx, reg, domain, exc)
-        if isinstance(exc, PaymentDeclined):
-            raise declined(exc) from None
-        if isinstance(exc, Refused):
-            raise rejected(exc, refunded=True) from None
-        raise errors.DomainUnavailable("The name was registered by somebody else meanwhile: the payment was "
-                                       "refunded") from None
+        due = _refund_due(exc)
+        await _owe_refund(ctx, domain.id, due)
+        await _refund(ctx, reg, access.principal.user, access.org, domain)
+        raise _refused(due) from None
     async with unit_of_work(ctx, Tx.WRITE) as uow:
         row = await queries.by_id(uow.session, domain.id, lock=True)
         if row is None:
             raise errors.DomainNotFound()
-        if row.status == DomainStatus.registering:
+        if row.status == DomainStatus.registering and row.refund_due is None:
             apply_registration(row, answer)
             row.status, row.last_error, row.synced_at = DomainStatus.setting_ns, None, utcnow()
             note(uow.session, row.id, "registered", f"Registered until {answer.expires_at.date().isoformat()}; the "
@@ -217,24 +228,87 @@ async def _register(ctx: AppContext, reg: Registrar, domain: Domain, contact: Co
         return row
 
 
-async def _refund(ctx: AppContext, reg: Registrar, domain: Domain, why: Exception) -> None:
-    """Registration failed for good: the charge given back, then the domain back to pending_payment
-    under the next attempt's key. A refund that fails leaves it registering (a resend retries)."""
+def _refund_due(exc: Exception) -> dict[str, Any]:
+    """What the refund owed remembers of the refusal: enough to answer its resend as it was answered."""
+    kind = ("declined" if isinstance(exc, PaymentDeclined) else "rejected" if isinstance(exc, Refused)
+            else "unavailable")
+    return {"kind": kind, "why": str(exc)[:300], "field": exc.field if isinstance(exc, Refused) else None}
+
+
+def _refused(due: dict[str, Any]) -> AppError:
+    """The answer to a purchase whose registration was refused for good, once its charge is back."""
+    why = str(due.get("why") or "")
+    if due.get("kind") == "declined":
+        return declined(PaymentDeclined(why))
+    if due.get("kind") == "rejected":
+        field = due.get("field")
+        return rejected(Refused(why, field if isinstance(field, str) else None), refunded=True)
+    return errors.DomainUnavailable("The name was registered by somebody else meanwhile: the payment was refunded")
+
+
+async def _owe_refund(ctx: AppContext, domain_id: str, due: dict[str, Any]) -> None:
+    """Written before the refund is asked: from now on the saga's next step is that refund (a crash
+    or a failed refund leaves it so, and the resend does exactly it)."""
+    async with unit_of_work(ctx, Tx.WRITE) as uow:
+        row = await queries.by_id(uow.session, domain_id, lock=True)
+        if row is not None and row.status == DomainStatus.registering and row.refund_due is None:
+            row.refund_due, row.updated_at = due, utcnow()
+            row.last_error = f"Registration refused ({due['why']}): the payment is to be refunded"[:500]
+
+
+async def _refund(ctx: AppContext, reg: Registrar, actor: User | None, org: Org, domain: Domain) -> None:
+    """The charge given back (the registrar refunds a charge once, however often asked), then the
+    domain back to pending_payment under the next attempt's key, with the history line, the audit
+    event and the org's admins told, once. A refund that fails leaves the refund the next step (502)."""
     assert domain.charge_id is not None
-    refused = f"Registration refused ({why})"
     try:
         await reg.refund(domain.charge_id)
     except RegistrarError as exc:
-        await _stopped(ctx, domain.id, f"{refused}; the refund failed ({exc}): send the request again to retry it")
-        raise errors.SagaIncomplete(f"{refused}, and the refund of the payment failed ({exc}): send the same "
-                                    "request again to retry the refund") from None
+        await _stopped(ctx, domain.id, f"Registration refused; the refund failed ({exc}): send the request again to "
+                                       "retry it")
+        raise errors.SagaIncomplete(f"The registration was refused, and the refund of the payment failed ({exc}): "
+                                    "send the same request again to retry the refund") from None
     async with unit_of_work(ctx, Tx.WRITE) as uow:
         row = await queries.by_id(uow.session, domain.id, lock=True)
-        if row is not None and row.status == DomainStatus.registering and row.charge_id == domain.charge_id:
-            note(uow.session, row.id, "refund", f"{refused}: refunded {dollars(row.price_cents)} (charge "
-                                                f"{row.charge_id})")
-            row.status, row.charge_id, row.attempt = DomainStatus.pending_payment, None, row.attempt + 1
-            row.last_error, row.updated_at = f"{refused}; the payment was refunded", utcnow()
+        if row is None or row.status != DomainStatus.registering or row.charge_id != domain.charge_id \
+                or row.refund_due is None:
+            return  # a concurrent resend recorded it
+        refused = f"Registration refused ({row.refund_due.get('why')})"
+        amount = row.price_cents
+        note(uow.session, row.id, "refund", f"{refused}: refunded {dollars(amount)} (charge {row.charge_id})")
+        await record(uow.session, "domain.refund", actor=actor, org=org, target=row.name,
+                     data={"name": row.name, "priceCents": amount, "chargeId": row.charge_id})
+        await notifications.mailed(uow, org, kind="domain.refund", settings=ctx.settings,
+                                   subject=f"the purchase of {row.name} was refunded",
+                                   message=f"The purchase of {row.name} was refunded ({dollars(amount)}): {refused}.",
+                                   data={"name": row.name, "priceCents": amount})
+        row.status, row.charge_id, row.attempt = DomainStatus.pending_payment, None, row.attempt + 1
+        row.refund_due = None
+        row.last_error, row.updated_at = f"{refused}; the payment was refunded"[:500], utcnow()
+
+
+async def refunds_owed(ctx: AppContext, limit: int = 100) -> int:
+    """The sync cycle's: each refund owed that no resend came for is tried again (a refund happens
+    whether or not the buyer sends the request again); how many were made."""
+    reg = ctx.adapters.registrar
+    if reg is None:
+        return 0
+    async with unit_of_work(ctx, Tx.READ) as uow:
+        owed = await queries.refunds_owed(uow.session, limit)
+    made = 0
+    for domain_id in owed:
+        async with unit_of_work(ctx, Tx.READ) as uow:
+            domain = await queries.by_id(uow.session, domain_id)
+            org = await uow.session.get(Org, domain.org_id) if domain is not None else None
+        if domain is None or org is None or domain.refund_due is None:
+            continue
+        try:
+            await _refund(ctx, reg, None, org, domain)
+        except errors.SagaIncomplete as exc:  # the next round tries again
+            log.warning("domains: the refund owed for %s failed: %s", domain.name, exc.message)
+            continue
+        made += 1
+    return made
 
 
 async def _delegate(ctx: AppContext, reg: Registrar, access: OrgAccess, domain: Domain) -> Domain:
@@ -260,4 +334,4 @@ async def _delegate(ctx: AppContext, reg: Registrar, access: OrgAccess, domain: 
         return row
 
 
-__all__ = ["purchase"]
+__all__ = ["purchase", "refunds_owed"]

@@ -28,7 +28,7 @@ from svc.kit import money
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
-from svc.models import Domain, DomainEvent, DomainSource, DomainStatus
+from svc.models import Domain, DomainEvent, DomainRenewal, DomainSource, DomainStatus
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 T = TypeVar("T")
@@ -222,14 +222,97 @@ async def _at_registrar(uow: UnitOfWork, access: OrgAccess, name: str,
 
 
 @use_case(Tx.READ_THEN_WRITE)
-async def renew(uow: UnitOfWork, access: OrgAccess, name: str, years: int) -> schemas.Domain:
-    # The key names the expiry the renewal starts from: a resend after a lost answer is charged
-    # once, and the next renewal (from the new expiry) is a new charge.
-    domain_id, answer = await _at_registrar(uow, access, name, lambda reg, d: reg.renew(
-        d.name, years=years, key=f"{d.id}:renew:{_day(d.expires_at)}:{years}"))
-    done = await _written(uow, domain_id, answer, "renew", f"Renewed for {years} year(s): now until "
-                          f"{_day(answer.expires_at)}", access, {"years": years})
-    return view(done)
+async def renew(uow: UnitOfWork, access: OrgAccess, name: str, years: int, *,
+                request_key: str | None = None) -> tuple[schemas.Domain, bool]:
+    """(the domain, replayed). A renewal is keyed by its request, not by the expiry it reads (which
+    moves as concurrent renewals land): one is written pending before the registrar is asked, and a
+    request that finds it pending with the same length continues it under the same registrar key
+    (a resend after a lost answer or a crash, a concurrent identical request): charged once, recorded
+    once. An Idempotency-Key names the renewal for good: its replay answers without a new charge."""
+    reg, domain = await _registered(uow, access, name)
+    domain_id, domain_name_ = domain.id, domain.name
+    await uow.close_reads()
+    with asked(reg):  # the price, for the record: the registrar charges its renewal price
+        quote = (await reg.check([domain_name_]))[0]
+    price = quote.renewal_cents * years if quote.renewal_cents is not None else None
+    renewal_id, key, replayed = await _renewal(uow.ctx, access, domain_id, years, price, request_key)
+    if replayed:
+        async with unit_of_work(uow.ctx, Tx.READ) as again:
+            found = await queries.by_id(again.session, domain_id)
+            if found is None:
+                raise errors.DomainNotFound()
+            return view(found), True
+    try:
+        with asked(reg):
+            answer = await reg.renew(domain_name_, years=years, key=key)
+    except NotInAccount:
+        raise await _gone(uow.ctx, domain_id) from None
+    except (errors.PaymentFailed, errors.RegistrarRejected, errors.DomainUnavailable):
+        await _drop_renewal(uow.ctx, renewal_id)  # refused before any charge: the next request is a new one
+        raise
+    # errors.RegistrarFailed (502) leaves it pending: maybe charged, so a resend continues it.
+    return view(await _renewed(uow, domain_id, renewal_id, answer, access)), False
+
+
+async def _renewal(ctx: AppContext, access: OrgAccess, domain_id: str, years: int, price: int | None,
+                   request_key: str | None) -> tuple[str, str, bool]:
+    """(the renewal's id, the registrar's key, replayed): the request's renewal, started or continued
+    with the domain's row locked (one pending renewal per domain)."""
+    async with unit_of_work(ctx, Tx.WRITE) as uow:
+        session = uow.session
+        domain = await queries.by_id(session, domain_id, lock=True)
+        if domain is None:
+            raise errors.DomainNotFound()
+        if request_key is not None:
+            mine = await queries.renewal_by_request(session, domain_id, request_key)
+            if mine is not None:
+                if mine.years != years:
+                    raise errors.IdempotencyKeyReused(f"This Idempotency-Key renewed {domain.name} for {mine.years} "
+                                                      f"year(s), not {years}")
+                return mine.id, mine.key, mine.status == "done"
+        pending = await queries.pending_renewal(session, domain_id)
+        if pending is not None:
+            if pending.years == years and (request_key is None or pending.request_key in (None, request_key)):
+                return pending.id, pending.key, False
+            raise errors.RenewalInProgress(
+                f"A renewal of {domain.name} for {pending.years} year(s) is unfinished (the registrar's answer was "
+                f"lost){' under another Idempotency-Key' if pending.request_key else ''}: send that request again to "
+                "finish it first")
+        renewal_id = new_id("rnw")
+        key = f"{domain_id}:renew:{renewal_id}:{_day(domain.expires_at)}:{years}"
+        session.add(DomainRenewal(id=renewal_id, domain_id=domain_id, request_key=request_key, key=key, years=years,
+                                  price_cents=price, status="pending", created_by=_actor_id(access),
+                                  created_at=utcnow(), done_at=None))
+        await session.flush()
+        return renewal_id, key, False
+
+
+async def _drop_renewal(ctx: AppContext, renewal_id: str) -> None:
+    async with unit_of_work(ctx, Tx.WRITE) as uow:
+        found = await queries.renewal(uow.session, renewal_id)
+        if found is not None and found.status == "pending":
+            await uow.session.delete(found)
+
+
+async def _renewed(uow: UnitOfWork, domain_id: str, renewal_id: str, answer: Registration,
+                   access: OrgAccess) -> Domain:
+    """The registrar's answer written; the renewal done, its history line and its audit event (with
+    the price) written once: by the first of the requests that carried it to be answered."""
+    session = await uow.begin_write()
+    domain = await queries.by_id(session, domain_id, lock=True)
+    renewal = await queries.renewal(session, renewal_id)
+    if domain is None:
+        raise errors.DomainNotFound()
+    if renewal is None or renewal.status != "pending":
+        apply_registration(domain, answer)
+        domain.synced_at = utcnow()
+        await session.flush()
+        return domain
+    renewal.status, renewal.done_at = "done", utcnow()
+    said = (f"Renewed for {renewal.years} year(s) at {dollars(renewal.price_cents)}: now until "
+            f"{_day(answer.expires_at)}")
+    return await _written(uow, domain_id, answer, "renew", said, access,
+                          {"years": renewal.years, "priceCents": renewal.price_cents})
 
 
 @use_case(Tx.READ_THEN_WRITE)
