@@ -212,12 +212,12 @@ async def test_the_operators_reconcile_under_the_fake_asks_the_fake(settings: Se
         async with httpx.AsyncClient(base_url=fake_url) as polar:
             assert (await polar.post("/_fake/api", json={"mode": "error"})).status_code == 200
         failed = await asyncio.to_thread(reconcile)
-        assert failed.code == 1 and failed.json()["code"] == "billing_unavailable"
-        assert "nothing was compared" in failed.json()["message"]
+        assert failed.code == 1 and json.loads(failed.out)["code"] == "billing_unavailable"
+        assert "nothing was compared" in json.loads(failed.out)["message"]
     # No svc serve, so no fake to ask: said, not "in step".
     alone = await asyncio.to_thread(reconcile)
-    assert alone.code == 1 and alone.json()["code"] == "billing_off", alone.out
-    assert "none runs on" in alone.json()["message"]
+    assert alone.code == 1 and json.loads(alone.out)["code"] == "billing_off", alone.out
+    assert "none runs on" in json.loads(alone.out)["message"]
 
 
 async def test_money_events_name_the_amount_and_the_actor(billed: tuple[Svc, FakePolar]) -> None:

@@ -124,7 +124,7 @@ async def duplicates(session: StoreSession) -> list[tuple[str, BillingAccount]]:
     """The orgs paying for more than one live subscription (slug, account), for the operator."""
     found = await session.execute(select(Org.slug, BillingAccount).join(Org, Org.id == BillingAccount.org_id)
                                   .where(BillingAccount.live_subscriptions > 1).order_by(Org.slug))
-    return [(slug, account) for slug, account in found.tuples()]
+    return [(slug, account) for slug, account in found.all()]
 
 
 async def org_by_id(session: StoreSession, org_id: str) -> Org | None:
