@@ -114,7 +114,7 @@ async def test_one_open_checkout_or_live_subscription_and_any_live_one_keeps_pro
     await fake.drain()
     assert (await _org(svc)).plan == "free"
     refused = await _checkout(alice)
-    assert refused.status_code == 409 and refused.json()["code"] == "subscription_live"
+    assert refused.status_code == 409 and refused.json()["code"] == "already_pro"
     assert "would charge twice" in refused.json()["message"]
     await run_due_jobs(svc)  # the reconcile the refusal started
     assert (await _org(svc)).plan == "pro"

@@ -84,7 +84,7 @@ async def checkout(uow: UnitOfWork, access: OrgAccess, return_to: str) -> str:
 
     An org holds one open checkout or one live subscription at most: a second checkout answers the
     open one, and one for an org the provider already bills (a webhook late or lost) is 409
-    subscription_live, a reconcile of the org started. Two at once both answer the first kept."""
+    already_pro in words of its own, a reconcile of the org started. Two at once both answer the first kept."""
     settings = uow.ctx.settings
     if not urls.under(return_to, settings.public_url):
         raise errors.ReturnToNotAllowed.of_field("returnTo", f"must be under {settings.public_url}")
