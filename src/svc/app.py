@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from svc import __version__
 from svc.adapters.acme import acme_factory
 from svc.adapters.ai import build_upstreams, start_fake_upstream
-from svc.adapters.billing import build_billing, start_fake_billing
+from svc.adapters.billing import build_billing, forget_fake_billing, running_fake_billing, start_fake_billing
 from svc.adapters.billing import off_reason as billing_off_reason
 from svc.adapters.blobs import build_blob_store
 from svc.adapters.database import start_database
@@ -160,14 +160,22 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
     server-side commands an operator runs beside `svc serve` (`svc admin ...`)."""
     await keep_data_private(settings)
     db = open_database(settings)
+    adapters: Adapters | None = None
     try:
         await migrate(db)
         adapters = default_adapters(settings)
+        if settings.billing == "fake" and adapters.billing is None:
+            # The fake Polar of the `svc serve` beside this command, asked as Polar would be.
+            adapters.billing, why = running_fake_billing(settings)
+            if why is not None:
+                adapters.off["billing"] = why
         yield AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
                          keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
                          orders=ORDERS,
                          area_settings=read_area_settings())
     finally:
+        if settings.billing == "fake" and adapters is not None and adapters.billing is not None:
+            await adapters.billing.aclose()
         await db.dispose()
 
 
@@ -297,6 +305,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
                 billing, ctx.adapters.billing = ctx.adapters.billing, None
                 if billing is not None:
                     await billing.aclose()
+                forget_fake_billing(ctx.settings)
                 await fake_billing.stop()
             await areas_running.aclose()
             await keeper.stop()

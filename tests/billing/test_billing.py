@@ -303,8 +303,10 @@ async def test_deliveries_at_once_are_written_together_in_order_and_a_bad_one_fa
     monkeypatch.setattr(service, "receive", counting)
     fake.subscribe("acme", None, {"orgSlug": "acme"})
     await fake.drain()
+    # acme's events are of its own subscription (one org's subscriptions are followed each on its own).
     payloads = {slug: json.loads(_event(fake, "subscription.active", status="active", metadata={"orgSlug": slug},
-                                        id=f"sub_{slug}", modified_at="2099-01-01T00:00:00Z"))
+                                        modified_at="2099-01-01T00:00:00Z",
+                                        **({} if slug == "acme" else {"id": f"sub_{slug}"})))
                 for slug in ("acme", "other")}
     writer = deliveries.DeliveryWriter(svc.ctx)
     transactions = 0

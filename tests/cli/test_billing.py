@@ -36,12 +36,18 @@ def test_upgrade_waits_for_the_webhook_then_cancel_resume_portal(billing_server:
     waiting = threading.Thread(target=lambda: waited.append(
         cli("billing", "upgrade", "--org", slug, "--no-browser", "--timeout", str(int(WAIT_SECONDS)), "--json")))
     waiting.start()
-    # Paid once the waiting `upgrade` has opened its own checkout: paid before, the org would be pro
-    # already when it asks (already_pro), which is right, and not what this test is about.
+    # Paid once the waiting `upgrade` has been answered: the same checkout (one open checkout per
+    # org), its billing.checkout event marked reused. Paid before, the org would be pro already when
+    # it asks (already_pro), which is right, and not what this test is about.
     deadline = time.monotonic() + WAIT_SECONDS
-    while not {c["id"] for c in httpx.get(f"{fake}/_fake/checkouts", timeout=10).json()["checkouts"]} - before:
+    def checkouts() -> int:  # in a process of its own: the waiting `upgrade` runs in this one
+        listed = cli.process("audit", "list", "--org", slug, "--action", "billing.checkout", "--json")
+        return len(listed.json()["events"])
+
+    while checkouts() < 2:
         assert time.monotonic() < deadline and waiting.is_alive(), waited and waited[0].err
-        time.sleep(0.05)
+        time.sleep(0.2)
+    assert {c["id"] for c in httpx.get(f"{fake}/_fake/checkouts", timeout=10).json()["checkouts"]} == before
     paid = httpx.post(url, data={"email": "ada@example.com", "card": "4242 4242 4242 4242"}, timeout=10)
     assert paid.status_code == 303, paid.text
     waiting.join(timeout=2 * WAIT_SECONDS)

@@ -173,18 +173,23 @@ def billing_reconcile(
     org: Annotated[str, typer.Argument(help="The org's slug.", show_default=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Read the org's subscription from the provider now and repair a drift (what the daily cycle
-    does for every paying org)."""
-    result = asyncio.run(_in_store(Settings(), lambda uow: billing.reconcile_slug(uow, org), Tx.READ_THEN_WRITE))
+    """Find the org's customer at the billing provider, read every subscription of it now, repair a
+    drift and report a duplicate (what the daily cycle does for every org with an account). A
+    provider that cannot be asked is an error, never "in step"."""
+    try:
+        result = asyncio.run(_in_store(Settings(), lambda uow: billing.reconcile_slug(uow, org),
+                                       Tx.READ_THEN_WRITE))
+    except AppError as exc:
+        _refuse(as_json, exc.code, exc.message)
     if result is None:
         _refuse(as_json, "not_found", f"No org {org!r}")
     assert result is not None
-    changed, plan_now = result
     if as_json:
-        print(json.dumps({"org": org, "changed": changed, "plan": plan_now}))
+        print(json.dumps({"org": org, "changed": result.changed, "plan": result.plan,
+                          "customerId": result.customer_id, "liveSubscriptions": list(result.live),
+                          "duplicate": result.duplicate, "message": result.words()}))
         return
-    out.print(f"{org}: {'repaired, now' if changed else 'in step, still'} on the {plan_now} plan.",
-              markup=False, highlight=False)
+    out.print(result.words(), markup=False, highlight=False)
 
 
 @app.command("credit")

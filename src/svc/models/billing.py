@@ -31,6 +31,17 @@ class BillingAccount(Base):
     # The subscription's own modified time, as the provider said it: an older event never
     # overwrites a newer one.
     provider_modified_at: Mapped[datetime | None]
+    # Every subscription of the org svc has heard of, by id, each as its own newest event said it
+    # ({"status", "modifiedAt", "periodEnd", "cancelAtPeriodEnd"}): events are followed per
+    # subscription, and the columns above show the org's live one (domains/billing/subscriptions.py).
+    subscriptions: Mapped[dict[str, Any] | None]
+    # How many of them are live (active, trialing, past_due): more than one is a duplicate the
+    # operator is shown (the customer pays twice).
+    live_subscriptions: Mapped[int] = mapped_column(default=0, server_default="0")
+    # The open checkout for the pro plan (one at a time: a second checkout answers this one).
+    checkout_id: Mapped[str | None] = mapped_column(String(100))
+    checkout_url: Mapped[str | None] = mapped_column(String(2000))
+    checkout_expires_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from pydantic import SecretStr
 
 from svc.adapters.billing.fake import FakePolar
@@ -11,7 +14,12 @@ from svc.adapters.billing.port import BillingProvider
 from svc.adapters.billing.signatures import made_secret, standard_key
 from svc.settings import Settings
 
-__all__ = ["FakePolar", "build_billing", "off_reason", "start_fake_billing"]
+__all__ = ["FakePolar", "build_billing", "forget_fake_billing", "off_reason", "running_fake_billing",
+           "start_fake_billing"]
+
+# Where `svc serve` with SVC_BILLING=fake says where its fake Polar answers (under SVC_DATA_DIR), so
+# that `svc admin billing ...` beside it asks that fake, as it would ask Polar.
+FAKE_ADDRESS = "fake-polar.json"
 
 
 def build_billing(settings: Settings) -> BillingProvider | None:
@@ -54,4 +62,29 @@ async def start_fake_billing(settings: Settings, hook_url: str) -> tuple[FakePol
     client = PolarBilling(access_token=fake.access_token, product_id=fake.product_id, sandbox=True,
                           base_url=fake.url, timeout_seconds=settings.billing_timeout_seconds,
                           credit_product_id=fake.credit_product_id)
+    _fake_address(settings).write_text(json.dumps({
+        "url": fake.url, "accessToken": fake.access_token, "productId": fake.product_id,
+        "creditProductId": fake.credit_product_id}))
     return fake, client, settings
+
+
+def _fake_address(settings: Settings) -> Path:
+    return settings.data_dir / FAKE_ADDRESS
+
+
+def forget_fake_billing(settings: Settings) -> None:
+    """The fake stopped: nothing may ask it any more."""
+    _fake_address(settings).unlink(missing_ok=True)
+
+
+def running_fake_billing(settings: Settings) -> tuple[PolarBilling | None, str | None]:
+    """A client of the fake Polar that `svc serve` runs on this data directory (SVC_BILLING=fake),
+    or why there is none, in the banner's words."""
+    try:
+        found = json.loads(_fake_address(settings).read_text())
+    except (OSError, ValueError):
+        return None, ("off here: with SVC_BILLING=fake the fake Polar runs inside `svc serve`, and none runs "
+                      f"on {settings.data_dir} (start svc serve first)")
+    return PolarBilling(access_token=found["accessToken"], product_id=found["productId"], sandbox=True,
+                        base_url=found["url"], timeout_seconds=settings.billing_timeout_seconds,
+                        credit_product_id=found.get("creditProductId")), None

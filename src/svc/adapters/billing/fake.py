@@ -5,8 +5,8 @@ svc, signed as Polar signs them (Standard Webhooks, the secret's UTF-8 bytes as 
 secret in Standard Webhooks' form, with its decoded bytes (signatures.py), retried on anything but 2xx.
 
 For the tests, `/_fake/...`: hold deliveries and release them in reverse order, lose the next one,
-redeliver one by id, change a subscription without telling svc (a lost event), make the API fail
-or hang, decline off-session charges. Run by the tests and by `svc serve` with SVC_BILLING=fake
+redeliver one by id, change a subscription without telling svc (a lost event), expire a checkout,
+make the API fail or hang, decline off-session charges. Run by the tests and by `svc serve` with SVC_BILLING=fake
 (in-process, on a free port).
 
 Test cards: 4242 4242 4242 4242 pays; 4000 0000 0000 0002 is declined. A checkout for AI credit
@@ -93,6 +93,8 @@ class FakePolar:
         self._http = http or httpx.AsyncClient(timeout=10, trust_env=False)
         self.app = Starlette(routes=[
             Route("/v1/checkouts/", self.create_checkout, methods=["POST"]),
+            Route("/v1/checkouts/{id}", self.get_checkout, methods=["GET"]),
+            Route("/v1/customers/external/{external_id}", self.get_customer_external, methods=["GET"]),
             Route("/v1/customer-sessions/", self.create_session, methods=["POST"]),
             Route("/v1/subscriptions/", self.list_subscriptions, methods=["GET"]),
             Route("/v1/subscriptions/{id}", self.get_subscription, methods=["GET"]),
@@ -149,15 +151,43 @@ class FakePolar:
         elif products != [self.product_id]:
             return _invalid("products", "no such product")
         checkout_id = _id("chk")
-        self.state.checkouts[checkout_id] = {
-            "external_customer_id": body.get("external_customer_id"), "metadata": body.get("metadata") or {},
-            "success_url": body.get("success_url"), "email": body.get("customer_email"), "status": "open",
-            "product": products[0], "amount": amount}
-        return JSONResponse(shape(outputs.Checkout, id=checkout_id, url=f"{self.url}/checkout/{checkout_id}",
-                                  status="open", success_url=body.get("success_url") or "",
-                                  client_secret=secrets.token_urlsafe(16),
-                                  expires_at=_iso(datetime.now(UTC) + timedelta(hours=1)),
-                                  metadata=body.get("metadata") or {}), 201)
+        checkout = self.state.checkouts[checkout_id] = {
+            "id": checkout_id, "external_customer_id": body.get("external_customer_id"),
+            "metadata": body.get("metadata") or {}, "success_url": body.get("success_url"),
+            "email": body.get("customer_email"), "status": "open", "product": products[0], "amount": amount,
+            "client_secret": secrets.token_urlsafe(16), "expires_at": _iso(datetime.now(UTC) + timedelta(hours=1))}
+        return JSONResponse(self._checkout_json(checkout), 201)
+
+    async def get_checkout(self, request: Request) -> Response:
+        if (refused := await self._api(request)) is not None:
+            return refused
+        checkout = self.state.checkouts.get(request.path_params["id"])
+        if checkout is None:
+            return JSONResponse({"error": "ResourceNotFound", "detail": "Checkout session not found"}, 404)
+        return JSONResponse(self._checkout_json(checkout))
+
+    def _checkout_json(self, checkout: dict[str, Any]) -> dict[str, Any]:
+        # Polar's checkout expires unpaid after its hour: "expired" from then on.
+        status = checkout["status"]
+        expires = datetime.fromisoformat(checkout["expires_at"].replace("Z", "+00:00"))
+        if status == "open" and expires <= datetime.now(UTC):
+            status = "expired"
+        return shape(outputs.Checkout, id=checkout["id"], url=f"{self.url}/checkout/{checkout['id']}",
+                     status=status, success_url=checkout["success_url"] or "",
+                     client_secret=checkout["client_secret"], expires_at=checkout["expires_at"],
+                     metadata=checkout["metadata"], amount=checkout["amount"], total_amount=checkout["amount"],
+                     net_amount=checkout["amount"], currency="usd", product_id=checkout["product"],
+                     external_customer_id=checkout["external_customer_id"],
+                     subscription_id=checkout.get("subscription_id"))
+
+    async def get_customer_external(self, request: Request) -> Response:
+        """Polar's customer by the external id it was given (the org's slug): 404 when none."""
+        if (refused := await self._api(request)) is not None:
+            return refused
+        customer = self.state.customers.get(request.path_params["external_id"])
+        if customer is None:
+            return JSONResponse({"error": "ResourceNotFound", "detail": "Customer not found"}, 404)
+        return JSONResponse(self._customer_json(customer, outputs.Customer))
 
     async def create_session(self, request: Request) -> Response:
         if (refused := await self._api(request)) is not None:
@@ -179,8 +209,11 @@ class FakePolar:
         if (refused := await self._api(request)) is not None:
             return refused
         external = request.query_params.get("external_customer_id")
+        customer_id = request.query_params.get("customer_id")
         items = [self._subscription_json(s) for s in self.state.subscriptions.values()
-                 if external is None or s["external_id"] == external]
+                 if (external is None or s["external_id"] == external)
+                 and (customer_id is None or self.state.customers[s["external_id"]]["id"] == customer_id)]
+        items.reverse()  # Polar's default sorting: the newest started first
         return JSONResponse({"items": items, "pagination": {"total_count": len(items), "max_page": 1}})
 
     async def get_subscription(self, request: Request) -> Response:
@@ -380,10 +413,12 @@ class FakePolar:
             return HTMLResponse("<h1>No such checkout</h1>", 404)
         form = await request.form()
         card = "".join(str(form.get("card", "")).split())
-        if card != GOOD_CARD or checkout["status"] != "open":
+        if card != GOOD_CARD or self._checkout_json(checkout)["status"] != "open":
             said = "Your card was declined." if card == DECLINED_CARD else "That card number is not a test card."
             if checkout["status"] != "open":
                 said = "This checkout is already paid."
+            elif card == GOOD_CARD:
+                said = "This checkout has expired."
             return HTMLResponse(_page("Payment failed", f'<p role="alert">{said}</p>'
                                       f'<p><a href="/checkout/{request.path_params["id"]}">Try again</a></p>'), 402)
         checkout["status"] = "succeeded"
@@ -391,7 +426,8 @@ class FakePolar:
         if checkout["product"] == self.credit_product_id:
             self.buy(checkout, email, card)
         else:
-            self.subscribe(str(checkout["external_customer_id"]), email, checkout["metadata"])
+            sub = self.subscribe(str(checkout["external_customer_id"]), email, checkout["metadata"])
+            checkout["subscription_id"] = sub["id"]
         target = checkout["success_url"] or "/"
         return RedirectResponse(target.replace("{CHECKOUT_ID}", request.path_params["id"]), 303)
 
@@ -443,10 +479,14 @@ class FakePolar:
             self.state.api_mode = body["mode"]
         elif action == "decline-charges":
             self.state.decline_charges = bool(body.get("decline", True))
-        elif action == "set-status":  # the provider's state moves, svc is not told
+        elif action == "expire-checkout":  # its hour is over
+            self.state.checkouts[body["checkout"]]["expires_at"] = _iso(datetime.now(UTC))
+        elif action == "set-status":  # the provider's state moves; svc is told only with "notify"
             sub = self.state.subscriptions[body["subscription"]]
             sub["status"] = body["status"]
             self._touch(sub)
+            if body.get("notify"):
+                self.send("subscription.updated", self._subscription_json(sub))
         else:
             return JSONResponse({"detail": f"no such action {action}"}, 404)
         return JSONResponse({"ok": True})

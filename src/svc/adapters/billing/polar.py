@@ -17,6 +17,7 @@ from svc.adapters.billing.port import (
     BillingUnavailable,
     ChargeDeclined,
     Checkout,
+    Customer,
     CustomerSession,
     NoSuchCustomer,
     Subscription,
@@ -47,7 +48,7 @@ class PolarBilling:
                 success_url=success_url, customer_email=email)
         except PolarError as exc:
             raise _error(exc) from None
-        return Checkout(id=made.id, url=made.url)
+        return _checkout(made)
 
     async def credit_checkout(self, *, org_slug: str, email: str | None, cents: int, metadata: dict[str, Any],
                               success_url: str) -> Checkout:
@@ -59,7 +60,7 @@ class PolarBilling:
                 external_customer_id=org_slug, metadata=metadata, success_url=success_url, customer_email=email)
         except PolarError as exc:
             raise _error(exc) from None
-        return Checkout(id=made.id, url=made.url)
+        return _checkout(made)
 
     async def charge(self, *, customer_id: str, cents: int, metadata: dict[str, Any]) -> str:
         # Polar's off-session charge: a draft order, then its finalize, which charges the
@@ -107,9 +108,33 @@ class PolarBilling:
         except PolarError as exc:
             raise _error(exc) from None
 
-    async def subscriptions_of(self, external_id: str) -> list[Subscription]:
+    async def checkout_of(self, checkout_id: str) -> Checkout | None:
         try:
-            found = await self._client.subscriptions.list(external_customer_id=external_id, limit=100)
+            return _checkout(await self._client.checkouts.get(checkout_id))
+        except PolarClientError as exc:
+            if exc.status_code == 404:
+                return None
+            raise _error(exc) from None
+        except PolarError as exc:
+            raise _error(exc) from None
+
+    async def customer_of(self, external_id: str) -> Customer | None:
+        # Polar's look-up by external id (GET /v1/customers/external/{external_id}): 404 when none.
+        try:
+            found = await self._client.customers.get_external(external_id)
+        except PolarClientError as exc:
+            if exc.status_code == 404:
+                return None
+            raise _error(exc) from None
+        except PolarError as exc:
+            raise _error(exc) from None
+        return Customer(id=found.id, external_id=found.external_id)
+
+    async def subscriptions_of(self, customer_id: str) -> list[Subscription]:
+        # Every status (no `active` filter): a canceled one is as much the truth as a live one. An
+        # org has one live subscription at most, so a hundred is years of history.
+        try:
+            found = await self._client.subscriptions.list(customer_id=customer_id, limit=100)
         except PolarError as exc:
             raise _error(exc) from None
         subs = [_subscription(item) for item in found.items]
@@ -119,13 +144,19 @@ class PolarBilling:
         await self._client.__aexit__()
 
 
+def _checkout(made: polar.Checkout) -> Checkout:
+    return Checkout(id=made.id, url=made.url, status=made.status, expires_at=parse_time(made.expires_at),
+                    amount=made.total_amount, currency=made.currency, product_id=made.product_id)
+
+
 def _subscription(sub: polar.Subscription) -> Subscription:
     """The SDK's subscription in the port's terms (the same reading as a webhook's: subscription_of)."""
     return subscription_of({
         "id": sub.id, "status": sub.status, "customer_id": sub.customer_id, "metadata": dict(sub.metadata),
         "customer": {"id": sub.customer.id, "external_id": sub.customer.external_id},
         "current_period_end": sub.current_period_end, "cancel_at_period_end": sub.cancel_at_period_end,
-        "modified_at": sub.modified_at, "created_at": sub.created_at})
+        "modified_at": sub.modified_at, "created_at": sub.created_at, "amount": sub.amount,
+        "currency": sub.currency})
 
 
 def _error(exc: PolarError) -> Exception:

@@ -30,12 +30,35 @@ class Subscription:
     cancel_at_period_end: bool
     # The subscription's own modified time (else its creation): orders events that arrive late.
     modified_at: datetime | None
+    # What it charges a period, in the currency's smallest unit (cents), as the provider says.
+    amount: int | None = None
+    currency: str | None = None
+
+
+@dataclass(frozen=True)
+class Customer:
+    """The provider's customer: its own id, and the external id svc gave it (the org's slug)."""
+
+    id: str
+    external_id: str | None
 
 
 @dataclass(frozen=True)
 class Checkout:
     id: str
     url: str
+    # open (payable), expired, confirmed, succeeded or failed (Polar's checkout statuses).
+    status: str = "open"
+    expires_at: datetime | None = None
+    # What it charges, in the currency's smallest unit (cents), and for which product.
+    amount: int | None = None
+    currency: str | None = None
+    product_id: str | None = None
+
+    @property
+    def payable(self) -> bool:
+        """Open and not expired: a person may still pay it."""
+        return self.status == "open" and (self.expires_at is None or self.expires_at > datetime.now(UTC))
 
 
 @dataclass(frozen=True)
@@ -94,8 +117,17 @@ class BillingProvider(Protocol):
 
     async def subscription(self, subscription_id: str) -> Subscription | None: ...
 
-    async def subscriptions_of(self, external_id: str) -> list[Subscription]:
-        """The customer's subscriptions, newest first (empty: none, or no such customer)."""
+    async def checkout_of(self, checkout_id: str) -> Checkout | None:
+        """A checkout as the provider has it now (None: no such checkout)."""
+        ...
+
+    async def customer_of(self, external_id: str) -> Customer | None:
+        """The customer whose external id is `external_id` (the org's slug), None when there is none
+        (nobody ever paid for that org)."""
+        ...
+
+    async def subscriptions_of(self, customer_id: str) -> list[Subscription]:
+        """Every subscription of the customer (the provider's id), whatever its status, newest first."""
         ...
 
     # A product for AI credit is configured (else credit checkouts answer 501 billing_off).
@@ -141,7 +173,9 @@ def subscription_of(data: dict[str, Any]) -> Subscription:
                         org_slug=org if isinstance(org, str) else None,
                         current_period_end=parse_time(data.get("current_period_end")),
                         cancel_at_period_end=bool(data.get("cancel_at_period_end")),
-                        modified_at=parse_time(data.get("modified_at")) or parse_time(data.get("created_at")))
+                        modified_at=parse_time(data.get("modified_at")) or parse_time(data.get("created_at")),
+                        amount=data["amount"] if isinstance(data.get("amount"), int) else None,
+                        currency=data["currency"] if isinstance(data.get("currency"), str) else None)
 
 
 def order_of(data: dict[str, Any]) -> PaidOrder:

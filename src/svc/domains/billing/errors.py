@@ -20,6 +20,16 @@ class AlreadyPro(Conflict):
     default_message = "This org is on the pro plan already: manage it in the billing portal"
 
 
+class SubscriptionLive(AlreadyPro):
+    """The provider has a live subscription for the org that svc has not heard of yet (its webhook
+    late or lost): a second checkout would charge the customer twice. The spec's code for an org
+    already pro (already_pro), in words of its own."""
+
+    default_message = ("This org already has a live pro subscription at the billing provider; svc has not "
+                       "heard of it yet and is checking with the provider now: a second checkout would charge "
+                       "twice")
+
+
 class NotPro(Conflict):
     code = "not_pro"
     default_message = "This org is not on the pro plan: there is no subscription to cancel or resume"

@@ -2,8 +2,8 @@
 the portal, cancel and resume. The plan changes with the provider's webhook only: back from the
 checkout, the plan card polls until the webhook has made the org pro.
 
-And the operator's billing page (SVC_OPERATORS): the webhook inbox, a replay per delivery, and a
-reconcile of one org with the provider."""
+And the operator's billing page (SVC_OPERATORS): the orgs paying twice (duplicate live
+subscriptions), the webhook inbox, a replay per delivery, and a reconcile of one org with the provider."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ async def inbox(request: Request, _: Operator, uow: Uow) -> Response:
     outcome = request.query_params.get("outcome")
     rows = await service.inbox(uow, 200, outcome)
     return await render.render(request, "billing/inbox.html", title="Billing inbox", rows=rows,
-                               outcome=outcome if outcome in service.OUTCOMES else None)
+                               outcome=outcome if outcome in service.OUTCOMES else None,
+                               duplicates=await service.duplicates(uow))
 
 
 @router.post(OPERATOR + "/reconcile")
@@ -110,9 +111,7 @@ async def reconcile(request: Request, _: Operator, uow: Uow) -> Response:
     result = await service.reconcile_slug(uow, slug)
     if result is None:
         raise NotFound(f"No org {slug!r}")
-    changed, plan = result
-    said = f"{slug}: {'repaired, now' if changed else 'in step with the provider, still'} on the {plan} plan."
-    return render.redirect(request, OPERATOR, flash=said)
+    return render.redirect(request, OPERATOR, flash=result.words())
 
 
 @router.post(OPERATOR + "/{webhook_id}/replay")

@@ -24,7 +24,7 @@ _ACCOUNTS = cast(Table, BillingAccount.__table__)
 _ORGS = cast(Table, Org.__table__)
 # The account's columns that follow the subscription (subscriptions.py).
 ACCOUNT_STATE = ("subscription_id", "customer_id", "status", "current_period_end", "cancel_at_period_end",
-                 "provider_modified_at")
+                 "provider_modified_at", "subscriptions", "live_subscriptions")
 # The webhook's statements are Core on the session's connection, one per kind for a whole batch of
 # deliveries (webhooks.py): the ORM's bookkeeping around a statement costs more than the statement.
 
@@ -114,10 +114,17 @@ async def events(session: StoreSession, limit: int, outcome: str | None = None) 
     return list((await session.scalars(statement)).all())
 
 
-async def paying_orgs(session: StoreSession) -> list[str]:
-    """The orgs that ever paid (a customer at the provider)."""
-    return list((await session.scalars(select(BillingAccount.org_id).where(
-        BillingAccount.customer_id.is_not(None)))).all())
+async def billed_orgs(session: StoreSession) -> list[str]:
+    """The orgs that ever started a checkout (an account): those svc knows a customer of, and those
+    whose payment svc never heard of (a lost webhook: the reconcile finds the customer by the org)."""
+    return list((await session.scalars(select(BillingAccount.org_id))).all())
+
+
+async def duplicates(session: StoreSession) -> list[tuple[str, BillingAccount]]:
+    """The orgs paying for more than one live subscription (slug, account), for the operator."""
+    found = await session.execute(select(Org.slug, BillingAccount).join(Org, Org.id == BillingAccount.org_id)
+                                  .where(BillingAccount.live_subscriptions > 1).order_by(Org.slug))
+    return [(slug, account) for slug, account in found.all()]
 
 
 async def org_by_id(session: StoreSession, org_id: str) -> Org | None:

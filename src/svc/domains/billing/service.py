@@ -22,14 +22,14 @@ from svc.adapters.billing.port import (
 from svc.adapters.billing.port import BillingUnavailable as ProviderUnavailable
 from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
-from svc.domains.billing import errors, queries, subscriptions, webhooks
+from svc.domains.billing import errors, queries, reconcile, subscriptions, webhooks
 from svc.domains.billing.schemas import BillingStatus, PlanLimitsView
 from svc.domains.orgs import service as orgs
 from svc.kit import urls
-from svc.kit.clock import utcnow
-from svc.models import BillingAccount, BillingEvent, Org, Plan
+from svc.kit.clock import rfc3339, utcnow
+from svc.models import BillingAccount, BillingEvent, JobKind, Org, Plan
 from svc.settings import Settings
-from svc.uow import Tx, UnitOfWork, use_case
+from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.billing")
 
@@ -80,7 +80,11 @@ async def status(uow: UnitOfWork, access: OrgAccess) -> BillingStatus:
 
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
 async def checkout(uow: UnitOfWork, access: OrgAccess, return_to: str) -> str:
-    """The provider's checkout page for the pro plan (the plan changes with its webhook only)."""
+    """The provider's checkout page for the pro plan (the plan changes with its webhook only).
+
+    An org holds one open checkout or one live subscription at most: a second checkout answers the
+    open one, and one for an org the provider already bills (a webhook late or lost) is 409
+    already_pro in words of its own, a reconcile of the org started. Two at once both answer the first kept."""
     settings = uow.ctx.settings
     if not urls.under(return_to, settings.public_url):
         raise errors.ReturnToNotAllowed.of_field("returnTo", f"must be under {settings.public_url}")
@@ -89,17 +93,59 @@ async def checkout(uow: UnitOfWork, access: OrgAccess, return_to: str) -> str:
     if org.plan == Plan.pro:
         raise errors.AlreadyPro()
     email = access.principal.user.email if access.principal.user is not None else None
+    account = await queries.account(uow.session, org.id)
+    held_checkout = account.checkout_id if account is not None else None
+    external = account.customer_external_id if account is not None else org.slug
     await uow.close_reads()
-    made = await call(uow, billing.checkout(org_slug=org.slug, email=email, success_url=return_to))
+    found = await reconcile.at_provider(uow, billing, external, account.customer_id if account is not None else None,
+                                        "no checkout was made")
+    if found.live:
+        _reconcile_soon(uow, org.id)
+        sub = found.live[0]
+        raise errors.SubscriptionLive(f"This org already has a live pro subscription at the billing provider "
+                                      f"({sub.id}, {sub.status}); svc has not heard of it yet and is checking "
+                                      f"with the provider now: a second checkout would charge twice")
+    made = await call(uow, billing.checkout_of(held_checkout)) if held_checkout else None
+    reused = made is not None and made.payable
+    if made is None or not made.payable:
+        made = await call(uow, billing.checkout(org_slug=org.slug, email=email, success_url=return_to))
     await uow.begin_write()
     await orgs.lock_org(uow, org.id)  # the org, then its account: the webhook's order too
     account = await queries.account(uow.session, org.id, lock=True)
+    now = utcnow()
     if account is None:
-        now = utcnow()
-        uow.session.add(BillingAccount(org_id=org.id, provider=billing.name, customer_external_id=org.slug,
-                                       cancel_at_period_end=False, created_at=now, updated_at=now))
-    await record(uow.session, "billing.checkout", actor=access.principal.user, org=org, target=org.slug)
+        account = BillingAccount(org_id=org.id, provider=billing.name, customer_external_id=org.slug,
+                                 cancel_at_period_end=False, live_subscriptions=0, created_at=now, updated_at=now)
+        uow.session.add(account)
+    elif (account.checkout_id not in (None, held_checkout, made.id) and account.checkout_url
+          and (account.checkout_expires_at is None or account.checkout_expires_at > now)):
+        # Another request kept its checkout meanwhile: that one is the org's (this one, never
+        # shown to anyone, cannot be paid).
+        return account.checkout_url
+    account.checkout_id, account.checkout_url, account.checkout_expires_at = made.id, made.url, made.expires_at
+    account.updated_at = now
+    await record(uow.session, "billing.checkout", actor=access.principal.user, org=org, target=org.slug,
+                 data={"checkout": made.id, "plan": "pro", "product": made.product_id,
+                       "amountCents": made.amount, "currency": made.currency, "reused": reused,
+                       "by": _actor(access)})
     return str(made.url)
+
+
+def _actor(access: OrgAccess) -> str:
+    """Who acted, in words for the audit trail (a session, or a personal access token)."""
+    user = access.principal.user
+    return f"{user.provider}:{user.subject} ({access.principal.kind})"
+
+
+def _reconcile_soon(uow: UnitOfWork, org_id: str) -> None:
+    """A reconcile of the org, enqueued even though this use case is refused (after its rollback)."""
+    ctx = uow.ctx
+
+    async def enqueue() -> None:
+        async with unit_of_work(ctx, Tx.WRITE) as again:
+            again.enqueue(JobKind.billing_reconcile, {"org_id": org_id})
+
+    uow.after_rollback(enqueue)
 
 
 async def _paid_account(uow: UnitOfWork, org: Org) -> BillingAccount:
@@ -135,22 +181,30 @@ async def customer_session(uow: UnitOfWork, access: OrgAccess) -> tuple[str, dat
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
 async def cancel(uow: UnitOfWork, access: OrgAccess, cancel_: bool) -> BillingStatus:
     """Schedule the end at the period's end (True) or reverse it (False): the row says so at once;
-    the provider's webhooks follow."""
+    the provider's webhooks follow. A cancel ends every live subscription of the org (a duplicate
+    too: nothing goes on charging); a resume resumes the one the org follows."""
     billing = provider(uow)
     org = access.org
     account = await queries.account(uow.session, org.id)
     if org.plan != Plan.pro or account is None or account.subscription_id is None:
         raise errors.NotPro()
-    subscription_id = account.subscription_id
+    held = subscriptions.known({name: getattr(account, name) for name in queries.ACCOUNT_STATE})
+    targets = (subscriptions.live(held) or [account.subscription_id]) if cancel_ else [account.subscription_id]
     await uow.close_reads()
-    sub = await call(uow, billing.set_cancel(subscription_id, cancel_))
+    changed = [await call(uow, billing.set_cancel(sub_id, cancel_)) for sub_id in targets]
     await uow.begin_write()
     await orgs.lock_org(uow, org.id)  # the org, then its account: the webhook's order too
     account = await queries.account(uow.session, org.id, lock=True)
     if account is not None:
-        subscriptions.follow(account, sub)
+        for sub in changed:
+            subscriptions.follow(account, sub)
     await record(uow.session, "billing.cancel" if cancel_ else "billing.resume", actor=access.principal.user,
-                 org=org, target=org.slug)
+                 org=org, target=org.slug,
+                 data={"subscriptions": [sub.id for sub in changed], "plan": "pro",
+                       "amountCents": sum(sub.amount or 0 for sub in changed),
+                       "currency": next((sub.currency for sub in changed if sub.currency), None),
+                       "periodEnd": rfc3339(changed[0].current_period_end) if changed[0].current_period_end else None,
+                       "cancelAtPeriodEnd": cancel_, "by": _actor(access)})
     return status_view(org, account, uow.ctx.settings, enabled=True, sandbox=billing.sandbox)
 
 
@@ -180,45 +234,15 @@ async def replay(uow: UnitOfWork, webhook_id: str) -> BillingEvent | None:
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
-async def reconcile_slug(uow: UnitOfWork, slug: str) -> tuple[bool, str] | None:
-    """An operator's reconcile of one org, now: whether its plan changed, and the plan it is on;
-    None when there is no such org."""
+async def reconcile_slug(uow: UnitOfWork, slug: str) -> reconcile.Reconciled | None:
+    """An operator's reconcile of one org, now (reconcile.py); None when there is no such org.
+    BillingOff without a provider, BillingUnavailable when it cannot be asked: in words."""
     found = await orgs.org_by_slug(uow, slug)
     if found is None:
         return None
-    changed = await reconcile_org(uow, found.id)
-    return changed, (await queries.org_by_id(uow.session, found.id) or found).plan
+    return await reconcile.reconcile_org(uow, found.id)
 
 
-async def reconcile_org(uow: UnitOfWork, org_id: str) -> bool:
-    """Compare the org's subscription with the provider's (its newest) and repair a drift: the
-    provider is the source of truth. Whether the plan changed. Logged as a repair when it did."""
-    billing = uow.ctx.adapters.billing
-    account = await queries.account(uow.session, org_id)
-    if billing is None or account is None or account.customer_id is None:
-        return False
-    external = account.customer_external_id
-    await uow.close_reads()
-    try:
-        subs = await asyncio.wait_for(billing.subscriptions_of(external),
-                                      timeout=uow.ctx.settings.billing_timeout_seconds)
-    except (TimeoutError, ProviderUnavailable, BillingRejected) as exc:
-        log.warning("billing reconcile of %s: the provider did not answer (%s); next cycle", external, exc)
-        return False
-    await uow.begin_write()
-    org = await queries.org_by_id(uow.session, org_id)
-    if org is None or not subs:
-        return False
-    await orgs.lock_org(uow, org.id)
-    account = await queries.account(uow.session, org_id, lock=True)
-    if account is None:
-        return False
-    newest = subs[0]
-    before = (org.plan, account.status)
-    subscriptions.follow(account, newest)
-    changed = await subscriptions.set_plan(uow, org, subscriptions.plan_for(account.status),
-                              reason="reconcile")
-    if changed or before[1] != account.status:
-        log.warning("billing reconcile repaired %s: plan %s -> %s, status %s -> %s (a webhook was missed)",
-                    org.slug, before[0], org.plan, before[1], account.status)
-    return changed
+async def duplicates(uow: UnitOfWork) -> list[tuple[str, BillingAccount]]:
+    """The orgs paying for more than one live subscription, for the operator's billing page."""
+    return await queries.duplicates(uow.session)

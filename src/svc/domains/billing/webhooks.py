@@ -92,12 +92,18 @@ class _Batch:
         if values is None:
             return False, Outcome("stale", "a newer state of this subscription was applied before", slug)
         self.accounts[org_id] = self.written[org_id] = {**self.accounts.get(org_id, {}), **values}
-        plan = subscriptions.plan_for(sub.status)
+        # The org's live subscription decides, not this event's (it may be an old one's).
+        plan = subscriptions.plan_for(values["status"])
         changed = plan != self.plans[org_id]
         if changed:
             self.plans[org_id] = plan
             self.plan_changes.append((org_id, plan, event_type))
-        return changed, Outcome("applied", f"subscription {sub.id} is {sub.status}", slug)
+        said = f"subscription {sub.id} is {sub.status}"
+        if values["subscription_id"] != sub.id:
+            said += f"; the org follows its subscription {values['subscription_id']} ({values['status']})"
+        if values["live_subscriptions"] > 1:
+            said += f"; {values['live_subscriptions']} subscriptions are live: the customer pays twice"
+        return changed, Outcome("applied", said, slug)
 
     async def write(self, uow: UnitOfWork) -> None:
         await queries.write_accounts(uow.session, self.written, self.made)
