@@ -193,6 +193,7 @@ async def reconcile_slug(uow: UnitOfWork, slug: str) -> tuple[bool, str] | None:
 async def reconcile_org(uow: UnitOfWork, org_id: str) -> bool:
     """Compare the org's subscription with the provider's (its newest) and repair a drift: the
     provider is the source of truth. Whether the plan changed. Logged as a repair when it did."""
+    await uow.ctx.reconcile_areas(org_id)  # the areas' own repairs first (AI credit: paid orders never credited)
     billing = uow.ctx.adapters.billing
     account = await queries.account(uow.session, org_id)
     if billing is None or account is None or account.customer_id is None:
