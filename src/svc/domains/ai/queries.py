@@ -98,6 +98,14 @@ async def refused_before(session: StoreSession, order_id: str) -> bool:
         AuditEvent.action == "ai.topup.refused", AuditEvent.target == order_id).limit(1)) is not None
 
 
+async def waiting_for_orders(session: StoreSession, since: datetime) -> list[str]:
+    """Orgs with a checkout for credit since `since` (audited ai.checkout) or a charge under way."""
+    checkouts = select(AuditEvent.org_id).where(AuditEvent.action == "ai.checkout", AuditEvent.at >= since,
+                                                AuditEvent.org_id.is_not(None))
+    charging = select(AICredit.org_id).where(AICredit.autotopup_charging_since.is_not(None))
+    return sorted({str(o) for o in (await session.scalars(checkouts.union(charging))).all()})
+
+
 async def stale_reservations(session: StoreSession, before: datetime) -> list[AIReservation]:
     """Holds of calls that started before `before`: a crash left them (a live call settles sooner)."""
     return list((await session.scalars(select(AIReservation).where(AIReservation.created_at < before)

@@ -39,6 +39,9 @@ log = logging.getLogger("svc.ai")
 LOW_BALANCE = 100_000_000
 # What a cent paid buys (the checkout's price is the tier's micro-cents over this).
 MICRO_CENTS_A_CENT = 1_000_000
+# How long after a checkout for credit the orders cycle looks for its paid order (a checkout
+# page stays payable for an hour; a day or two covers a provider's late answer).
+ORDERS_LOOKBACK = timedelta(days=2)
 # A charge asked of the provider whose order.paid never came (a lost webhook) stops holding back
 # the next one after this long; the daily limit still bounds them.
 CHARGE_WAIT = timedelta(hours=1)
@@ -278,6 +281,12 @@ async def reconcile_orders(ctx: AppContext, org_id: str) -> int:
             credited += 1
             log.warning("ai: reconcile credited %s: its order.paid never arrived (%s)", slug, outcome[1])
     return credited
+
+
+async def waiting_for_orders(session: StoreSession, now: datetime) -> list[str]:
+    """The orgs whose credit order may have been paid without svc being told: a checkout for credit
+    in the last ORDERS_LOOKBACK, or an auto top-up charge under way."""
+    return await queries.waiting_for_orders(session, now - ORDERS_LOOKBACK)
 
 
 def low_balance(session: StoreSession, org_id: str, settled: queries.Settled) -> None:
