@@ -98,6 +98,18 @@ async def refused_before(session: StoreSession, order_id: str) -> bool:
         AuditEvent.action == "ai.topup.refused", AuditEvent.target == order_id).limit(1)) is not None
 
 
+async def known_orders(session: StoreSession, order_ids: list[str]) -> set[str]:
+    """Of these orders, the ones credited (on the ledger) or refused (ai.topup.refused) before."""
+    known: set[str | None] = set()
+    for at in range(0, len(order_ids), 500):
+        chunk = order_ids[at:at + 500]
+        known.update((await session.scalars(select(AILedgerEntry.order_id).where(
+            AILedgerEntry.order_id.in_(chunk)))).all())
+        known.update((await session.scalars(select(AuditEvent.target).where(
+            AuditEvent.action == "ai.topup.refused", AuditEvent.target.in_(chunk)))).all())
+    return {k for k in known if k}
+
+
 async def waiting_for_orders(session: StoreSession, since: datetime) -> list[str]:
     """Orgs with a checkout for credit since `since` (audited ai.checkout) or a charge under way."""
     checkouts = select(AuditEvent.org_id).where(AuditEvent.action == "ai.checkout", AuditEvent.at >= since,

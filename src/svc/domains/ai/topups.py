@@ -271,9 +271,13 @@ async def reconcile_orders(ctx: AppContext, org_id: str) -> int:
         log.warning("ai: the paid orders of %s: the provider did not answer (%s); next reconcile", slug,
                     exc or "no answer in time")
         return 0
+    orders = [o for o in orders if o.org_slug == slug and "microCents" in o.metadata]
+    async with unit_of_work(ctx, Tx.READ) as uow:
+        # The ones credited or refused before cost no write (order_paid checks again, row held).
+        known = await queries.known_orders(uow.session, [o.id for o in orders])
     credited = 0
     for order in orders:
-        if order.org_slug != slug or "microCents" not in order.metadata:
+        if order.id in known:
             continue
         async with unit_of_work(ctx, Tx.WRITE) as uow:
             outcome = await order_paid(uow, order)
