@@ -82,6 +82,10 @@ BindingSource = Callable[["StoreSession", "AppContext", "Project"], Awaitable[di
 # or None when the order is not the area's. Its first argument is the webhook's UnitOfWork (svc.uow,
 # a layer above this module: named here as Any).
 OrderHandler = Callable[[Any, "PaidOrder"], Awaitable["tuple[str, str] | None"]]
+# What an area repairs of an org when the billing provider is reconciled (a paid order whose
+# webhook was lost, credited): given the context and the org's id, it opens its own units of work and
+# asks the provider with nothing of the store held.
+Reconciler = Callable[["AppContext", str], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,13 @@ class AppContext:
     bindings: tuple[BindingSource, ...] = ()
     # What paid orders mean to the areas, from their manifests (billing's webhook asks each).
     orders: tuple[OrderHandler, ...] = ()
+    # What the billing reconcile asks the areas to repair of an org, from their manifests.
+    reconcilers: tuple[Reconciler, ...] = ()
+
+    async def reconcile_areas(self, org_id: str) -> None:
+        """The areas' part of a billing reconcile of the org (AI credit: paid orders never credited)."""
+        for reconcile in self.reconcilers:
+            await reconcile(self, org_id)
     # The areas' own settings, read once at start, by their class.
     area_settings: dict[type[AreaSettings], AreaSettings] = field(default_factory=dict)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from fastapi import APIRouter
 from starlette.types import Scope
 
-from svc.context import AppContext, BindingSource, OrderHandler, OrgHolding
+from svc.context import AppContext, BindingSource, OrderHandler, OrgHolding, Reconciler
 from svc.jobs.registry import JobRegistry
 from svc.settings import AreaSettings, Settings
 from svc.web.dashboard import FramePart, NavLink
@@ -49,6 +49,8 @@ class Area:
     # What a paid one-time order at the billing provider means to it (AI credit bought): applied
     # once, in the transaction of the webhook that says so (domains/billing/webhooks.py).
     orders: OrderHandler | None = None
+    # What the billing reconcile of an org repairs here (AI credit: a paid order whose order.paid was lost).
+    reconcile: Reconciler | None = None
     # Requests carrying an upload whose size the area bounds itself (exempt from the API's JSON body cap).
     uploads: Callable[[Scope], bool] | None = None
     # Its own SVC_* settings (domains/<area>/settings.py), read once at start and checked then.

@@ -9,11 +9,14 @@ so only someone who can read the server's settings can run them. Loaded only whe
     svc admin billing replay ID     apply a kept delivery again
     svc admin billing reconcile ORG compare an org with the billing provider and repair a drift
     svc admin credit ORG AMOUNT --reason R   adjust an org's AI credit (a ledger row)
+    svc admin ai overruns           models whose provider billed more than svc held (svc's loss)
+    svc admin ai resume MODEL       lend to a model stopped by an overrun again
 """
 
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 from enum import StrEnum
 from typing import Annotated, Any
@@ -200,20 +203,24 @@ def credit(
                                                "negative amount goes after --: svc admin credit --reason R ORG "
                                                "-- -$1.25")],
     reason: Annotated[str, typer.Option("--reason", help="Why, kept on the ledger row.", show_default=False)],
+    by: Annotated[str | None, typer.Option("--by", help="Who adjusts, for the audit trail (operator:NAME); "
+                                                        "default: the account running this.",
+                                           show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Adjust an org's AI credit: one `adjust` row on its ledger, and the balance it moves, in one
-    transaction (audited as ai.adjust)."""
+    transaction (audited as ai.adjust, with the operator as its actor)."""
     try:
         micro_cents = money.parse(amount)
     except ValueError as exc:
         _refuse(as_json, "bad_request", str(exc))
     if not reason.strip():
         _refuse(as_json, "bad_request", "--reason says why, for the ledger")
+    operator = _operator(by)
 
     async def run(uow: Any) -> tuple[int, int] | None:
         found = await orgs.org_by_slug(uow, org)
-        return None if found is None else await ai.adjust(uow, found, micro_cents, reason.strip())
+        return None if found is None else await ai.adjust(uow, found, micro_cents, reason.strip(), operator)
 
     result = asyncio.run(_in_store(Settings(), run))
     if result is None:
@@ -225,6 +232,72 @@ def credit(
         return
     out.print(f"{org}: {money.dollars(micro_cents)} ({reason.strip()}); the balance is now {money.dollars(balance)}.",
               markup=False, highlight=False)
+
+
+def _operator(by: str | None) -> str:
+    """Who runs an operator's command: as they say (--by), else the server account running it."""
+    if by is not None and by.strip():
+        return by.strip()[:80]
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container's numeric user)
+        return "unknown"
+
+
+ai_app = typer.Typer(name="ai", no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                     help="AI models whose provider billed more than svc held for a call (docs/ai.md).")
+app.add_typer(ai_app, name="ai")
+
+
+@ai_app.callback()
+def _ai_group() -> None:
+    """AI models whose provider billed more than svc held for a call (docs/ai.md)."""
+
+
+def _overrun_json(row: Any) -> dict[str, Any]:
+    return {"model": row.model, "stopped": row.stopped_since is not None,
+            "stoppedSince": row.stopped_since.isoformat() if row.stopped_since else None,
+            "overruns": row.overruns, "lossMicroCents": row.loss_micro_cents, "lastAt": row.last_at.isoformat(),
+            "lastHeldMicroCents": row.last_held_micro_cents, "lastBilledMicroCents": row.last_billed_micro_cents,
+            "lastOrgId": row.last_org_id, "lastProjectId": row.last_project_id,
+            "resumedAt": row.resumed_at.isoformat() if row.resumed_at else None, "resumedBy": row.resumed_by}
+
+
+@ai_app.command("overruns")
+def ai_overruns(as_json: Annotated[bool, typer.Option("--json", help="Print them as JSON.")] = False) -> None:
+    """Models whose provider billed a call more than svc held for it: svc's loss (the org paid the
+    hold), and whether the gateway refuses the model until you resume it."""
+    rows = asyncio.run(_in_store(Settings(), ai.overruns, Tx.READ))
+    if as_json:
+        print(json.dumps({"overruns": [_overrun_json(r) for r in rows]}))
+        return
+    if not rows:
+        out.print("No model was billed more than svc held.", markup=False, highlight=False)
+        return
+    for r in rows:
+        state = f"stopped since {r.stopped_since:%Y-%m-%d %H:%M:%S}" if r.stopped_since else "lent to"
+        out.print(f"{r.model}: {state}; {r.overruns} overruns, svc's loss {money.dollars(r.loss_micro_cents)} "
+                  f"(last: held {money.dollars(r.last_held_micro_cents)}, billed "
+                  f"{money.dollars(r.last_billed_micro_cents)})", markup=False, highlight=False)
+
+
+@ai_app.command("resume")
+def ai_resume(
+    model: Annotated[str, typer.Argument(help="The model's id in the catalog.", show_default=False)],
+    by: Annotated[str | None, typer.Option("--by", help="Who resumes it, for the audit trail.",
+                                           show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the model's record as JSON.")] = False,
+) -> None:
+    """Lend to a model the gateway stopped after an overrun again, once its estimate is corrected
+    (the catalog's context and prices, the provider's billing); its losses stay on record."""
+    operator = _operator(by)
+    row = asyncio.run(_in_store(Settings(), lambda uow: ai.resume_model(uow, model, operator)))
+    if row is None:
+        _refuse(as_json, "not_found", f"No overrun of {model!r} is on record")
+    if as_json:
+        print(json.dumps(_overrun_json(row)))
+        return
+    out.print(f"{model}: lent to again.", markup=False, highlight=False)
 
 
 def _refuse(as_json: bool, code: str, message: str) -> None:

@@ -1,6 +1,6 @@
 """SQLAlchemy models, one file per table group. Import no domain."""
 
-from svc.models.ai import AICredit, AIGrant, AILedgerEntry, AIReservation, AIUsage
+from svc.models.ai import AICredit, AIGrant, AILedgerEntry, AIModelOverrun, AIReservation, AIUsage
 from svc.models.audit import AuditEvent
 from svc.models.base import Base
 from svc.models.billing import BillingAccount, BillingEvent
@@ -48,6 +48,7 @@ __all__ = [
     "AICredit",
     "AIGrant",
     "AILedgerEntry",
+    "AIModelOverrun",
     "AIReservation",
     "AIUsage",
     "AccessGrant",

@@ -99,3 +99,27 @@ class AIUsage(Base):
     minute: Mapped[datetime] = mapped_column(primary_key=True)
     calls: Mapped[int] = mapped_column(default=0)
     micro_cents: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class AIModelOverrun(Base):
+    """A model whose provider billed a call more than svc held for it (its estimate is wrong): svc's
+    loss, kept for the operator, and while `stopped_since` is set the gateway refuses the model's
+    calls (503 ai_model_stopped) until the operator resumes it (svc admin ai resume)."""
+
+    __tablename__ = "ai_model_overruns"
+
+    model: Mapped[str] = mapped_column(String(100), primary_key=True)
+    # Set by an overrun, cleared by the operator: the gateway lends to the model again.
+    stopped_since: Mapped[datetime | None]
+    # Every overrun of the model and what svc bore for them (the org was charged the hold).
+    overruns: Mapped[int] = mapped_column(default=0)
+    loss_micro_cents: Mapped[int] = mapped_column(BigInteger, default=0)
+    # The last one: when, what was held and what the provider billed, for whom.
+    last_at: Mapped[datetime]
+    last_held_micro_cents: Mapped[int] = mapped_column(BigInteger, default=0)
+    last_billed_micro_cents: Mapped[int] = mapped_column(BigInteger, default=0)
+    last_org_id: Mapped[str | None] = mapped_column(String(40))
+    last_project_id: Mapped[str | None] = mapped_column(String(40))
+    # Who resumed it last, and when (the operator at the server).
+    resumed_at: Mapped[datetime | None]
+    resumed_by: Mapped[str | None] = mapped_column(String(100))

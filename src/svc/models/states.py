@@ -164,6 +164,10 @@ class JobKind(StrEnum):
     # ({"org_id"}); the cycle that lets go the holds of calls a crash left in flight.
     ai_autotopup = "ai.autotopup"
     ai_release_cycle = "ai.release_cycle"
+    # The paid orders of AI credit of the orgs waiting for one (a checkout, a charge under way),
+    # each credited whose order.paid was lost; one org's ({"org_id"}).
+    ai_orders_cycle = "ai.orders_cycle"
+    ai_orders = "ai.orders"
     # The registrar's view of every domain, read back (expiry, lock, NS; gone: transferred_out),
     # and the notice 30 days before an expiry that auto-renew will not cover.
     domains_sync_cycle = "domains.sync_cycle"

@@ -6,8 +6,8 @@ secret in Standard Webhooks' form, with its decoded bytes (signatures.py), retri
 
 For the tests, `/_fake/...`: hold deliveries and release them in reverse order, lose the next one,
 redeliver one by id, change a subscription without telling svc (a lost event), expire a checkout,
-make the API fail or hang, decline off-session charges. Run by the tests and by `svc serve` with SVC_BILLING=fake
-(in-process, on a free port).
+make the API fail or hang, decline off-session charges, take a discount off the next orders. Run by
+the tests and by `svc serve` with SVC_BILLING=fake (in-process, on a free port).
 
 Test cards: 4242 4242 4242 4242 pays; 4000 0000 0000 0002 is declined. A checkout for AI credit
 (the credit product, its price set per checkout) keeps the card as the customer's payment method,
@@ -74,6 +74,8 @@ class FakeState:
     orders: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Off-session charges to decline from now on (the saved card expired, say).
     decline_charges: bool = False
+    # Cents off the next paid one-time orders (a discount code the customer used at the provider).
+    discount_cents: int = 0
 
 
 class FakePolar:
@@ -99,6 +101,7 @@ class FakePolar:
             Route("/v1/subscriptions/", self.list_subscriptions, methods=["GET"]),
             Route("/v1/subscriptions/{id}", self.get_subscription, methods=["GET"]),
             Route("/v1/subscriptions/{id}", self.update_subscription, methods=["PATCH"]),
+            Route("/v1/orders/", self.list_orders, methods=["GET"]),
             Route("/v1/orders/", self.create_order, methods=["POST"]),
             Route("/v1/orders/{id}/finalize", self.finalize_order, methods=["POST"]),
             Route("/checkout/{id}", self.checkout_page, methods=["GET"]),
@@ -248,7 +251,8 @@ class FakePolar:
         if not isinstance(amount, int) or amount < 50:
             return _invalid("amount", "at least 50 cents")
         order: dict[str, Any] = {"id": _id("ord"), "status": "draft", "customer": customer, "amount": amount,
-                                 "metadata": dict(body.get("metadata") or {}), "billing_reason": "purchase"}
+                                 "metadata": dict(body.get("metadata") or {}), "billing_reason": "purchase",
+                                 "discount": self.state.discount_cents, "created_at": _iso(datetime.now(UTC))}
         self.state.orders[order["id"]] = order
         return JSONResponse(self._order_json(order), 201)
 
@@ -267,13 +271,39 @@ class FakePolar:
         self.send("order.paid", data)
         return JSONResponse(data)
 
+    async def list_orders(self, request: Request) -> Response:
+        """Polar's GET /v1/orders/: filtered by customer (id or external id), product and status,
+        newest first, a page of `limit` (at most 100)."""
+        if (refused := await self._api(request)) is not None:
+            return refused
+        query = request.query_params
+        externals, customers = query.getlist("external_customer_id"), query.getlist("customer_id")
+        products, statuses = query.getlist("product_id"), query.getlist("status")
+        try:
+            page, limit = int(query.get("page", "1")), int(query.get("limit", "10"))
+        except ValueError:
+            return _invalid("page", "an integer")
+        if page < 1 or not 1 <= limit <= 100:
+            return _invalid("limit", "page at least 1, limit 1 to 100")
+        found = [o for o in self.state.orders.values()
+                 if (not externals or o["customer"]["external_id"] in externals)
+                 and (not customers or o["customer"]["id"] in customers)
+                 and (not products or self.credit_product_id in products)
+                 and (not statuses or o["status"] in statuses)]
+        found.sort(key=lambda o: o["created_at"], reverse=True)
+        items = [self._order_json(o) for o in found[(page - 1) * limit:page * limit]]
+        return JSONResponse({"items": items, "pagination": {"total_count": len(found),
+                                                            "max_page": max(1, -(-len(found) // limit))}})
+
     def _order_json(self, order: dict[str, Any]) -> dict[str, Any]:
         customer = order["customer"]
+        discount = min(int(order.get("discount") or 0), order["amount"])
+        paid = order["amount"] - discount
         return shape(outputs.Order, id=order["id"], status=order["status"], paid=order["status"] == "paid",
                      billing_reason=order["billing_reason"], customer_id=customer["id"],
-                     product_id=self.credit_product_id, metadata=order["metadata"], total_amount=order["amount"],
-                     subtotal_amount=order["amount"], net_amount=order["amount"], currency="usd",
-                     created_at=_iso(datetime.now(UTC)),
+                     product_id=self.credit_product_id, metadata=order["metadata"], total_amount=paid,
+                     subtotal_amount=order["amount"], discount_amount=discount, net_amount=paid, currency="usd",
+                     created_at=order.get("created_at") or _iso(datetime.now(UTC)),
                      customer=self._customer_json(customer, outputs.OrderCustomer))
 
     # --- what the provider does ---
@@ -290,7 +320,8 @@ class FakePolar:
         customer["card"] = card
         order: dict[str, Any] = {"id": _id("ord"), "status": "paid", "customer": customer,
                                  "amount": checkout["amount"], "metadata": dict(checkout["metadata"]),
-                                 "billing_reason": "purchase"}
+                                 "billing_reason": "purchase", "discount": self.state.discount_cents,
+                                 "created_at": _iso(datetime.now(UTC))}
         self.state.orders[order["id"]] = order
         self.send("order.paid", self._order_json(order))
         return order
@@ -481,6 +512,8 @@ class FakePolar:
             self.state.decline_charges = bool(body.get("decline", True))
         elif action == "expire-checkout":  # its hour is over
             self.state.checkouts[body["checkout"]]["expires_at"] = _iso(datetime.now(UTC))
+        elif action == "discount":  # the next one-time orders paid with a discount of `cents`
+            self.state.discount_cents = int(body.get("cents", 0))
         elif action == "set-status":  # the provider's state moves; svc is told only with "notify"
             sub = self.state.subscriptions[body["subscription"]]
             sub["status"] = body["status"]

@@ -20,10 +20,15 @@ from svc.adapters.billing.port import (
     Customer,
     CustomerSession,
     NoSuchCustomer,
+    PaidOrder,
     Subscription,
+    order_of,
     parse_time,
     subscription_of,
 )
+
+# The reconcile reads at most this many pages of a hundred orders (newest first).
+ORDER_PAGES = 10
 
 
 class PolarBilling:
@@ -140,6 +145,26 @@ class PolarBilling:
         subs = [_subscription(item) for item in found.items]
         return sorted(subs, key=lambda s: s.modified_at or datetime.min.replace(tzinfo=UTC), reverse=True)
 
+    async def paid_credit_orders(self, external_id: str) -> list[PaidOrder]:
+        if not self.credit_product_id:
+            return []
+        found: list[PaidOrder] = []
+        try:
+            for page in range(1, ORDER_PAGES + 1):
+                listed = await self._client.orders.list(external_customer_id=external_id,
+                                                        product_id=self.credit_product_id, status="paid",
+                                                        page=page, limit=100)
+                found += [_order(item) for item in listed.items]
+                if page >= listed.pagination.max_page:
+                    break
+        except PolarClientError as exc:
+            if exc.status_code == 404:
+                return []
+            raise _error(exc) from None
+        except PolarError as exc:
+            raise _error(exc) from None
+        return found
+
     async def aclose(self) -> None:
         await self._client.__aexit__()
 
@@ -157,6 +182,14 @@ def _subscription(sub: polar.Subscription) -> Subscription:
         "current_period_end": sub.current_period_end, "cancel_at_period_end": sub.cancel_at_period_end,
         "modified_at": sub.modified_at, "created_at": sub.created_at, "amount": sub.amount,
         "currency": sub.currency})
+
+
+def _order(order: polar.Order) -> PaidOrder:
+    """The SDK's order in the port's terms (the same reading as order.paid's: order_of)."""
+    return order_of({"id": order.id, "customer_id": order.customer_id, "metadata": dict(order.metadata),
+                     "customer": {"id": order.customer.id, "external_id": order.customer.external_id},
+                     "billing_reason": order.billing_reason, "net_amount": order.net_amount,
+                     "currency": order.currency})
 
 
 def _error(exc: PolarError) -> Exception:

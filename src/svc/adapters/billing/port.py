@@ -78,6 +78,10 @@ class PaidOrder:
     customer_id: str | None
     metadata: dict[str, Any]
     billing_reason: str
+    # What the customer paid for the product, in cents of `currency`: after any discount, before tax
+    # (Polar's net_amount). None when the order does not say.
+    paid_cents: int | None = None
+    currency: str = ""
 
 
 class BillingUnavailable(Exception):
@@ -144,6 +148,11 @@ class BillingProvider(Protocol):
         Its order.paid webhook follows. ChargeDeclined when it cannot be charged."""
         ...
 
+    async def paid_credit_orders(self, external_id: str) -> list[PaidOrder]:
+        """The customer's paid orders of AI credit, newest first (empty: none, or no such customer):
+        what the reconcile credits when an order.paid was lost."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -189,5 +198,8 @@ def order_of(data: dict[str, Any]) -> PaidOrder:
     external = customer.get("external_id")
     slug = org if isinstance(org, str) and org else external if isinstance(external, str) and external else None
     customer_id = data.get("customer_id") or customer.get("id")
+    paid = data.get("net_amount")
     return PaidOrder(id=order_id, org_slug=slug, customer_id=customer_id if isinstance(customer_id, str) else None,
-                     metadata=metadata, billing_reason=str(data.get("billing_reason") or ""))
+                     metadata=metadata, billing_reason=str(data.get("billing_reason") or ""),
+                     paid_cents=paid if isinstance(paid, int) and not isinstance(paid, bool) else None,
+                     currency=str(data.get("currency") or "").lower())

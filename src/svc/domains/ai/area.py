@@ -30,6 +30,7 @@ AREA = Area(
          NavLink(Place.org, "AI credit", "/ai", order=55, role=Role.member)),
     bindings=service.worker_env,
     orders=topups.order_paid,
+    reconcile=topups.reconcile_orders,
     jobs=jobs.register,
     settings=AISettings,
     lifespan=_lifespan,

@@ -65,3 +65,9 @@ class NoPaymentMethod(Conflict):
     code = "no_payment_method"
     default_message = ("No payment method is stored for this org: buy credit once (svc ai topup), then turn auto "
                        "top-up on")
+
+
+class ModelStopped(ServiceUnavailable):
+    code = "ai_model_stopped"
+    default_message = ("svc stopped lending to this model: its provider billed a call more than svc held for it, so "
+                       "its cost cannot be bounded until the operator corrects its estimate and resumes it")

@@ -13,8 +13,9 @@ three short transactions around the upstream's answer:
 So calls in flight can overrun neither the balance nor the daily cap: each one's worst case is
 held before it starts. The body forwarded is rebuilt from an allow-list, and its worst case counts
 every field that multiplies the cost (bodies.py). A provider that bills more than that anyway is
-charged at most the hold, the rest logged as svc's loss: no call takes a balance or a cap below
-what its hold left.
+charged at most the hold: no call takes a balance or a cap below what its hold left. The rest is
+svc's loss, kept for the operator with the settlement (ai_model_overruns), and svc stops lending to
+that model (503 ai_model_stopped) until the operator resumes it, its estimate corrected.
 
 A streamed call (`"stream": true`) is reserved the same way and its events relayed as they come;
 svc asks the upstream for the usage at the end (stream_options.include_usage) and settles on it. A
@@ -104,8 +105,10 @@ async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, st
             await queries.ensure_credit(session, subject.org_id, now)
             amounts = await queries.amounts_held(session, subject.org_id)
             assert amounts is not None
-    recent, held, spent = await queries.call_counts(session, project_id, now - timedelta(minutes=1),
-                                                    now - timedelta(hours=24))
+    recent, held, spent, stopped = await queries.call_counts(
+        session, project_id, model.id, now - timedelta(minutes=1), now - timedelta(hours=24))
+    if stopped is not None:
+        raise errors.ModelStopped(details={"model": model.id, "since": stopped.isoformat()})
     if recent >= limits.ai_calls_per_minute:
         raise errors.OverCap(f"The project made {limits.ai_calls_per_minute} calls in the last minute: its "
                              f"maxCallsPerMinute", details={"cap": "maxCallsPerMinute"})
@@ -236,17 +239,22 @@ def _event(data: dict[str, Any]) -> bytes:
 
 async def _settle(ctx: AppContext, held: Held, input_tokens: int, output_tokens: int) -> None:
     """The call's exact cost: its ledger row and the balance it moves, the hold let go, at once."""
-    cost = held.model.cost(input_tokens, output_tokens)
+    cost = billed = held.model.cost(input_tokens, output_tokens)
     if cost > held.micro_cents:
         # The provider billed more than the worst case svc held (it counted what svc cannot see):
         # the org pays the hold, as it agreed to, and svc bears the rest.
-        log.warning("ai: %s for project %s (%s) billed %d micro-cents, over its hold of %d: svc's loss %d",
-                    held.model.id, held.project_id, held.reservation_id, cost, held.micro_cents,
-                    cost - held.micro_cents)
+        log.warning("ai: %s for project %s (%s) billed %d micro-cents, over its hold of %d: svc's loss %d; "
+                    "calls for it are refused until the operator resumes it", held.model.id, held.project_id,
+                    held.reservation_id, cost, held.micro_cents, cost - held.micro_cents)
         cost = held.micro_cents
     charged = bool(input_tokens or output_tokens)
     async with unit_of_work(ctx, Tx.WRITE) as uow:
         now = utcnow()
+        if billed > cost:
+            # Kept with the charge (one transaction): the loss for the operator, and the model's
+            # stop, so no further call is lent on an estimate shown wrong.
+            await queries.overran(uow.session, model=held.model.id, org_id=held.org_id, project_id=held.project_id,
+                                  held=held.micro_cents, billed=billed, now=now)
         entry = {"kind": "call", "micro_cents": -cost, "project_id": held.project_id, "model": held.model.id,
                  "input_tokens": input_tokens, "output_tokens": output_tokens} if charged else None
         settled = await queries.settle(uow.session, org_id=held.org_id, reservation_id=held.reservation_id,

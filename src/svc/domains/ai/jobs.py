@@ -1,6 +1,7 @@
-"""The AI area's jobs: an org's auto top-up (charged through the billing provider, topups.py), and
-the cycle that lets go the holds of calls a crash left in flight and forgets the spend by minute
-older than a day (gateway.py)."""
+"""The AI area's jobs: an org's auto top-up (charged through the billing provider, topups.py), the
+cycle that lets go the holds of calls a crash left in flight and forgets the spend by minute older
+than a day (gateway.py), and the cycle that credits the paid orders whose order.paid was lost, for
+the orgs waiting for one (topups.py; the billing reconcile does it too, for every paying org)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,28 @@ from svc.settings import Settings
 from svc.uow import Tx, use_case
 
 RELEASE_EVERY_SECONDS = 300.0
+# Orders paid whose webhook was lost: looked for hourly, as long as an org waits for one.
+ORDERS_EVERY_SECONDS = 3600.0
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.ai_autotopup, autotopup)
     registry.cycle(JobKind.ai_release_cycle, RELEASE_EVERY_SECONDS, release_cycle)
+    registry.cycle(JobKind.ai_orders_cycle, ORDERS_EVERY_SECONDS, orders_cycle)
+    registry.handler(JobKind.ai_orders, orders)
+
+
+@use_case(Tx.WRITE)
+async def orders_cycle(run: JobRun) -> None:
+    if run.ctx.adapters.billing is None:
+        return
+    for org_id in await topups.waiting_for_orders(run.session, utcnow()):
+        run.uow.enqueue(JobKind.ai_orders, {"org_id": org_id})
+
+
+@use_case(Tx.READ_THEN_WRITE)  # nothing of the job's own held: reconcile_orders opens its units of work
+async def orders(run: JobRun) -> None:
+    await topups.reconcile_orders(run.ctx, str(run.payload["org_id"]))
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held

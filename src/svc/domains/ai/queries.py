@@ -11,7 +11,17 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from svc.db import dialect_insert, is_postgres, run_core
 from svc.kit.store_session import StoreSession
-from svc.models import AICredit, AIGrant, AILedgerEntry, AIReservation, AIUsage, Org, Project
+from svc.models import (
+    AICredit,
+    AIGrant,
+    AILedgerEntry,
+    AIModelOverrun,
+    AIReservation,
+    AIUsage,
+    AuditEvent,
+    Org,
+    Project,
+)
 
 
 async def grant(session: StoreSession, project_id: str) -> AIGrant | None:
@@ -82,6 +92,32 @@ async def has_order(session: StoreSession, order_id: str) -> bool:
     return await session.scalar(select(AILedgerEntry.ledger_id).where(AILedgerEntry.order_id == order_id)) is not None
 
 
+async def refused_before(session: StoreSession, order_id: str) -> bool:
+    """Whether a paid order of credit was refused before (ai.topup.refused names it): told once."""
+    return await session.scalar(select(AuditEvent.id).where(
+        AuditEvent.action == "ai.topup.refused", AuditEvent.target == order_id).limit(1)) is not None
+
+
+async def known_orders(session: StoreSession, order_ids: list[str]) -> set[str]:
+    """Of these orders, the ones credited (on the ledger) or refused (ai.topup.refused) before."""
+    known: set[str | None] = set()
+    for at in range(0, len(order_ids), 500):
+        chunk = order_ids[at:at + 500]
+        known.update((await session.scalars(select(AILedgerEntry.order_id).where(
+            AILedgerEntry.order_id.in_(chunk)))).all())
+        known.update((await session.scalars(select(AuditEvent.target).where(
+            AuditEvent.action == "ai.topup.refused", AuditEvent.target.in_(chunk)))).all())
+    return {k for k in known if k}
+
+
+async def waiting_for_orders(session: StoreSession, since: datetime) -> list[str]:
+    """Orgs with a checkout for credit since `since` (audited ai.checkout) or a charge under way."""
+    checkouts = select(AuditEvent.org_id).where(AuditEvent.action == "ai.checkout", AuditEvent.at >= since,
+                                                AuditEvent.org_id.is_not(None))
+    charging = select(AICredit.org_id).where(AICredit.autotopup_charging_since.is_not(None))
+    return sorted({str(o) for o in (await session.scalars(checkouts.union(charging))).all()})
+
+
 async def stale_reservations(session: StoreSession, before: datetime) -> list[AIReservation]:
     """Holds of calls that started before `before`: a crash left them (a live call settles sooner)."""
     return list((await session.scalars(select(AIReservation).where(AIReservation.created_at < before)
@@ -119,8 +155,8 @@ async def topped_up_since(session: StoreSession, org_id: str, after: int) -> boo
 # ORM classes, and run on the transaction's connection (svc.db.run_core): every env.ai call runs
 # them, and the ORM's handling of a statement cost more than the statement (bench/ai.py).
 _PROJECTS, _ORGS, _GRANTS = (cast(Table, m.__table__) for m in (Project, Org, AIGrant))
-_CREDITS, _LEDGER, _HOLDS, _USAGE_ROWS = (cast(Table, m.__table__)
-                                          for m in (AICredit, AILedgerEntry, AIReservation, AIUsage))
+_CREDITS, _LEDGER, _HOLDS, _USAGE_ROWS, _OVERRUNS = (cast(Table, m.__table__) for m in (
+    AICredit, AILedgerEntry, AIReservation, AIUsage, AIModelOverrun))
 _SUBJECT = (select(_PROJECTS.c.state, _PROJECTS.c.manifest, _ORGS.c.id, _ORGS.c.plan, _GRANTS.c.project_id)
             .select_from(_PROJECTS.join(_ORGS, _ORGS.c.id == _PROJECTS.c.org_id)
                          .outerjoin(_GRANTS, _GRANTS.c.project_id == _PROJECTS.c.id))
@@ -138,6 +174,10 @@ _COUNTS = select(
     # A day's spend by minute: at most 1,440 rows, however many calls.
     select(func.coalesce(func.sum(_USAGE_ROWS.c.micro_cents), 0)).where(
         _USAGE_ROWS.c.project_id == bindparam("project_id"), _USAGE_ROWS.c.minute >= bindparam("day_ago"))
+    .scalar_subquery(),
+    # Whether svc stopped lending to the model (its provider billed a call more than its hold): a
+    # primary-key lookup in a table that is nearly always empty, in the statement the call runs anyway.
+    select(_OVERRUNS.c.stopped_since).where(_OVERRUNS.c.model == bindparam("model"))
     .scalar_subquery())
 
 
@@ -236,15 +276,18 @@ async def settle(session: StoreSession, *, org_id: str, reservation_id: str, hel
     return Settled(before=after - moved, after=after, autotopup=bool(row[1]) and not row[2], threshold=row[3])
 
 
-async def call_counts(session: StoreSession, project_id: str, minute_ago: datetime,
-                      day_ago: datetime) -> tuple[int, int, int]:
+async def call_counts(session: StoreSession, project_id: str, model: str, minute_ago: datetime,
+                      day_ago: datetime) -> tuple[int, int, int, datetime | None]:
     """For a gateway call's caps, in one statement: the project's calls in the last minute (settled
     or in flight), what its calls in flight hold, and what its calls cost since `day_ago` (whole
     minutes: the minute `day_ago` falls in counts whole, so a cap is never passed, at worst
-    reached up to a minute early)."""
+    reached up to a minute early); and since when svc stopped lending to `model` (None: it lends)."""
     row = (await run_core(session, _COUNTS, {"project_id": project_id, "minute_ago": minute_ago,
-                                             "day_ago": minute_of(day_ago)})).one()
-    return int(row[0] or 0) + int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
+                                             "day_ago": minute_of(day_ago), "model": model})).one()
+    stopped = row[4]
+    if isinstance(stopped, str):  # SQLite hands a scalar subquery's time back as text
+        stopped = datetime.fromisoformat(stopped)
+    return int(row[0] or 0) + int(row[1] or 0), int(row[2] or 0), int(row[3] or 0), stopped
 
 
 def minute_of(when: datetime) -> datetime:
@@ -273,3 +316,31 @@ async def add_usage(session: StoreSession, project_id: str, micro_cents: int, no
 
 async def purge_usage(session: StoreSession, before: datetime) -> None:
     await session.execute(delete(AIUsage).where(AIUsage.minute < before).execution_options(synchronize_session=False))
+
+
+async def overran(session: StoreSession, *, model: str, org_id: str, project_id: str, held: int, billed: int,
+                  now: datetime) -> None:
+    """A call of `model` billed more than its hold: svc's loss added to the model's record, and the
+    gateway stopped lending to it (in the settlement's transaction: the record is there when the
+    charge is)."""
+    values = {"stopped_since": now, "last_at": now, "last_held_micro_cents": held, "last_billed_micro_cents": billed,
+              "last_org_id": org_id, "last_project_id": project_id}
+    table = AIModelOverrun.__table__
+    statement = dialect_insert(session, table).values(model=model, overruns=1, loss_micro_cents=billed - held,
+                                                      **values)
+    await session.execute(statement.on_conflict_do_update(index_elements=["model"], set_={
+        **values, "overruns": table.c.overruns + 1,
+        "loss_micro_cents": table.c.loss_micro_cents + (billed - held),
+        # Stopped since the first overrun not yet resumed.
+        "stopped_since": func.coalesce(table.c.stopped_since, now)}))
+
+
+async def overruns(session: StoreSession) -> list[AIModelOverrun]:
+    """Every model that ever overran its hold, the stopped ones first."""
+    return list((await session.scalars(select(AIModelOverrun).order_by(
+        AIModelOverrun.stopped_since.is_(None), AIModelOverrun.last_at.desc()))).all())
+
+
+async def overrun(session: StoreSession, model: str, *, lock: bool = False) -> AIModelOverrun | None:
+    found = select(AIModelOverrun).where(AIModelOverrun.model == model)
+    return (await session.scalars(found.with_for_update() if lock else found)).first()

@@ -22,7 +22,7 @@ from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import AICredit, AIGrant, Org, Project
+from svc.models import AICredit, AIGrant, AIModelOverrun, Org, Project
 from svc.uow import Tx, UnitOfWork, use_case
 
 # At most this many ledger rows a page.
@@ -146,19 +146,45 @@ async def usage(uow: UnitOfWork, org: Org, days: int = 14) -> Usage:
 
 
 @use_case(Tx.WRITE)
-async def adjust(uow: UnitOfWork, org: Org, micro_cents: int, reason: str) -> tuple[int, int]:
-    """An operator's adjustment (svc admin credit): a ledger row and the balance it moves; the row's
-    id and the balance after."""
+async def adjust(uow: UnitOfWork, org: Org, micro_cents: int, reason: str,
+                 operator: str | None = None) -> tuple[int, int]:
+    """An operator's adjustment (svc admin credit): a ledger row and the balance it moves, audited
+    with who made it (`operator`: their name, as operator:NAME); the row's id and the balance after."""
     ledger_id = await queries.add_entry(uow.session, org_id=org.id, kind="adjust", micro_cents=micro_cents,
                                         now=utcnow(), note=reason)
     await record(uow.session, "ai.adjust", actor=None, org=org, target=org.slug,
-                 data={"microCents": micro_cents, "reason": reason[:200]})
+                 data={"microCents": micro_cents, "reason": reason[:200]},
+                 by=f"operator:{operator}" if operator else None)
     row = await queries.credit(uow.session, org.id, lock=True)
     assert row is not None
     await uow.session.refresh(row)
     if micro_cents < 0:
         await topups.maybe_top_up(uow, row)  # taken below the auto top-up's threshold: refilled as after a call
     return ledger_id, row.balance_micro_cents
+
+
+# --- models whose provider billed more than svc held ---
+
+
+async def overruns(uow: UnitOfWork) -> list[AIModelOverrun]:
+    """For the operator (svc admin ai overruns): every model whose provider billed a call more than
+    svc held for it, what svc bore, and whether the gateway still refuses it."""
+    return await queries.overruns(uow.session)
+
+
+async def resume_model(uow: UnitOfWork, model: str, operator: str) -> AIModelOverrun | None:
+    """The operator lends to a stopped model again (its estimate corrected: the catalog, the
+    bounds): the record of its losses stays. None: the model never overran."""
+    row = await queries.overrun(uow.session, model, lock=True)
+    if row is None:
+        return None
+    if row.stopped_since is not None:
+        row.stopped_since = None
+        row.resumed_at, row.resumed_by = utcnow(), operator[:100]
+        await record(uow.session, "ai.model.resume", actor=None, org=None, target=model,
+                     data={"overruns": row.overruns, "lossMicroCents": row.loss_micro_cents},
+                     by=f"operator:{operator}")
+    return row
 
 
 # --- env.ai ---

@@ -18,6 +18,7 @@ from typing import Any
 
 from svc.adapters.billing.port import BillingRejected, BillingUnavailable, ChargeDeclined, PaidOrder
 from svc.auth.roles import OrgAccess
+from svc.context import AppContext
 from svc.domains.ai import errors, queries, schemas
 from svc.domains.ai.settings import AISettings
 from svc.domains.audit.service import record
@@ -30,12 +31,17 @@ from svc.kit import money, urls
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import AICredit, JobKind, Org
-from svc.uow import Tx, UnitOfWork, use_case
+from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.ai")
 
 # A balance a call takes below this is told to the org (once, as it crosses): $1.
 LOW_BALANCE = 100_000_000
+# What a cent paid buys (the checkout's price is the tier's micro-cents over this).
+MICRO_CENTS_A_CENT = 1_000_000
+# How long after a checkout for credit the orders cycle looks for its paid order (a checkout
+# page stays payable for an hour; a day or two covers a provider's late answer).
+ORDERS_LOOKBACK = timedelta(days=2)
 # A charge asked of the provider whose order.paid never came (a lost webhook) stops holding back
 # the next one after this long; the daily limit still bounds them.
 CHARGE_WAIT = timedelta(hours=1)
@@ -72,7 +78,7 @@ async def checkout(uow: UnitOfWork, access: OrgAccess, micro_cents: int, return_
     email = access.principal.user.email if access.principal.user is not None else None
     await uow.close_reads()
     made = await billing.call(uow, provider.credit_checkout(
-        org_slug=org.slug, email=email, cents=micro_cents // 1_000_000, success_url=return_to,
+        org_slug=org.slug, email=email, cents=micro_cents // MICRO_CENTS_A_CENT, success_url=return_to,
         metadata={"orgSlug": org.slug, "microCents": micro_cents}))
     await uow.begin_write()
     await record(uow.session, "ai.checkout", actor=access.principal.user, org=org, target=org.slug,
@@ -151,7 +157,7 @@ async def charge(uow: UnitOfWork, org_id: str, micro_cents: int, *, last_attempt
     provider = _selling(uow)
     try:
         order_id = await asyncio.wait_for(
-            provider.charge(customer_id=customer, cents=micro_cents // 1_000_000,
+            provider.charge(customer_id=customer, cents=micro_cents // MICRO_CENTS_A_CENT,
                             metadata={"orgSlug": org.slug, "microCents": micro_cents, "autoTopup": True}),
             timeout=uow.ctx.settings.billing_timeout_seconds)
     except ChargeDeclined as exc:
@@ -188,11 +194,9 @@ async def _stopped(uow: UnitOfWork, org: Org, why: str) -> None:
 async def order_paid(uow: UnitOfWork, order: PaidOrder) -> tuple[str, str] | None:
     """order.paid for AI credit (its metadata says microCents): the balance rises once per order,
     the customer's payment method is kept for auto top-up. None: the order is not credit."""
-    amount = order.metadata.get("microCents")
-    if amount is None:
+    tier = order.metadata.get("microCents")
+    if tier is None:
         return None
-    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
-        return "failed", f"order {order.id}: microCents is not a positive integer"
     org = await orgs.org_by_slug(uow, order.org_slug) if order.org_slug else None
     if org is None:
         return "failed", f"order {order.id}: no org {order.org_slug!r} on this svc"
@@ -203,6 +207,17 @@ async def order_paid(uow: UnitOfWork, order: PaidOrder) -> tuple[str, str] | Non
     assert row is not None
     if await queries.has_order(session, order.id):
         return "ignored", f"order {order.id} was credited before"
+    refused = _disagrees(order, tier)
+    if refused is not None:
+        # Never the tier for less than its price (a discount at the provider, a price changed
+        # there): no credit, and the operator and the org's admins are told once (the trail).
+        log.warning("ai: %s; not credited", refused)
+        if not await queries.refused_before(session, order.id):
+            await record(session, "ai.topup.refused", actor=None, org=org, target=order.id,
+                         data={"order": order.id, "microCents": tier if isinstance(tier, int) else None,
+                               "paidCents": order.paid_cents, "currency": order.currency, "reason": refused})
+        return "failed", refused
+    amount = int(tier)
     auto = order.metadata.get("autoTopup") is True
     await queries.add_entry(session, org_id=org.id, kind="autotopup" if auto else "topup", micro_cents=amount,
                             now=now, order_id=order.id)
@@ -221,6 +236,61 @@ async def order_paid(uow: UnitOfWork, order: PaidOrder) -> tuple[str, str] | Non
                                  f"{money.dollars(row.balance_micro_cents)}",
                          data={"microCents": amount, "order": order.id})
     return "applied", f"order {order.id}: {money.dollars(amount)} of AI credit"
+
+
+def _disagrees(order: PaidOrder, tier: Any) -> str | None:
+    """Why a paid order of credit is not credited, or None: credit is what the order's paid amount
+    buys (a cent buys a million micro-cents, as the checkout priced it), and it must be the tier
+    the order names (metadata.microCents), whole."""
+    if not isinstance(tier, int) or isinstance(tier, bool) or tier not in schemas.CREDIT_TIERS:
+        return f"order {order.id}: microCents {str(tier)[:40]!r} is not a tier of credit"
+    if order.paid_cents is None or order.currency != "usd":
+        return f"order {order.id}: the provider does not say what was paid in usd"
+    if order.paid_cents * MICRO_CENTS_A_CENT != tier:
+        return (f"order {order.id}: paid {order.paid_cents} cents, but the tier {money.dollars(tier)} costs "
+                f"{tier // MICRO_CENTS_A_CENT} (a discount or a price changed at the provider)")
+    return None
+
+
+async def reconcile_orders(ctx: AppContext, org_id: str) -> int:
+    """The billing reconcile's part for AI credit: the org's paid orders of credit at the provider,
+    each credited that was not (its order.paid lost), as order.paid credits it (once per order: the
+    same row lock and ledger check, so a webhook arriving meanwhile credits nothing twice). How
+    many were credited. A provider that does not answer: logged, the next reconcile tries again."""
+    provider = ctx.adapters.billing
+    if provider is None or not provider.sells_credit:
+        return 0
+    async with unit_of_work(ctx, Tx.READ) as uow:
+        org = await uow.session.get(Org, org_id)
+        slug = org.slug if org is not None else None
+    if slug is None:
+        return 0
+    try:
+        orders = await asyncio.wait_for(provider.paid_credit_orders(slug), timeout=ctx.settings.billing_timeout_seconds)
+    except (TimeoutError, BillingUnavailable, BillingRejected) as exc:
+        log.warning("ai: the paid orders of %s: the provider did not answer (%s); next reconcile", slug,
+                    exc or "no answer in time")
+        return 0
+    orders = [o for o in orders if o.org_slug == slug and "microCents" in o.metadata]
+    async with unit_of_work(ctx, Tx.READ) as uow:
+        # The ones credited or refused before cost no write (order_paid checks again, row held).
+        known = await queries.known_orders(uow.session, [o.id for o in orders])
+    credited = 0
+    for order in orders:
+        if order.id in known:
+            continue
+        async with unit_of_work(ctx, Tx.WRITE) as uow:
+            outcome = await order_paid(uow, order)
+        if outcome is not None and outcome[0] == "applied":
+            credited += 1
+            log.warning("ai: reconcile credited %s: its order.paid never arrived (%s)", slug, outcome[1])
+    return credited
+
+
+async def waiting_for_orders(session: StoreSession, now: datetime) -> list[str]:
+    """The orgs whose credit order may have been paid without svc being told: a checkout for credit
+    in the last ORDERS_LOOKBACK, or an auto top-up charge under way."""
+    return await queries.waiting_for_orders(session, now - ORDERS_LOOKBACK)
 
 
 def low_balance(session: StoreSession, org_id: str, settled: queries.Settled) -> None:

@@ -79,7 +79,8 @@ class AuditQuery(ApiInput):
 class AuditEvent(ApiModel):
     id: str
     at: Timestamp
-    actor: str | None = Field(description="provider:subject of who did it; null for the operator or the system")
+    actor: str | None = Field(description="provider:subject of who did it (operator:NAME: the operator at the "
+                       "server); null for the system")
     action: str = Field(description="The event's name, as the spec lists them (member.add, secret.set, ...)")
     target: str | None = Field(description="What it acted on: a project, user id, invite id, org slug ...")
     request_id: str | None = Field(description="Not recorded yet: always null")

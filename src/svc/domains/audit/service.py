@@ -16,11 +16,13 @@ from svc.uow import UnitOfWork
 
 
 async def record(session: StoreSession, action: str, *, actor: User | None, org: Org | None,
-                 target: str | None = None, data: dict[str, Any] | None = None) -> None:
+                 target: str | None = None, data: dict[str, Any] | None = None, by: str | None = None) -> None:
+    """`by`: who acted when no signed-in user did, as `provider:subject` (operator:NAME for the
+    operator at the server, `svc admin`)."""
     session.add(AuditEvent(
         id=new_id("aud"), at=utcnow(), action=action,
         actor_user_id=actor.id if actor else None,
-        actor_subject=f"{actor.provider}:{actor.subject}" if actor else None,
+        actor_subject=f"{actor.provider}:{actor.subject}" if actor else (by[:200] if by else None),
         org_id=org.id if org else None, org_slug=org.slug if org else None,
         target=target, data=data or {},
     ))

@@ -115,8 +115,9 @@ async def reconcile_org(uow: UnitOfWork, org_id: str) -> Reconciled | None:
     external = account.customer_external_id if account is not None else org.slug
     known_customer = account.customer_id if account is not None else None
     await uow.close_reads()
+    # The areas' own repairs first, each in its own units (AI credit: paid orders never credited).
+    await uow.ctx.reconcile_areas(org_id)
     # Every provider read first (nothing of the store held), then one write with the org held.
-    # Another reconcile of the org's (its paid orders, say) fits the same two steps beside these.
     found = await at_provider(uow, billing, external, known_customer)
     await uow.begin_write()
     return await repair(uow, org_id, found, billing.name)

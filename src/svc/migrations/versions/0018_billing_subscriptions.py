@@ -1,7 +1,7 @@
 """billing: every subscription of an org followed on its own, how many are live, and the open checkout
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-11-29 05:45:00
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sqlalchemy as sa
 import svc.models.base
 
 
-revision = '0017'
-down_revision = '0016'
+revision = '0018'
+down_revision = '0017'
 branch_labels = None
 depends_on = None
 
