@@ -205,7 +205,8 @@ async def test_the_operators_reconcile_under_the_fake_asks_the_fake(settings: Se
         assert (await _org(svc)).plan == "free"
         done = await asyncio.to_thread(reconcile)
         assert done.code == 0, done.err
-        assert done.json()["changed"] is True and done.json()["plan"] == "pro"
+        # Pro by the command's repair, or by svc's own cycle a moment before it (both asked the fake).
+        assert done.json()["plan"] == "pro", done.out
         assert (await _org(svc)).plan == "pro"
         # A provider that fails: an error in words, never "in step".
         fake_url = json.loads((settings.data_dir / "fake-polar.json").read_text())["url"]
