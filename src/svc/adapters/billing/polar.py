@@ -5,8 +5,9 @@ not answer is BillingUnavailable, never a hung request."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from polar import PolarClientError, PolarError, PolarNetworkError
 from polar.v2026_10 import PolarAsync
@@ -29,6 +30,22 @@ from svc.adapters.billing.port import (
 
 # The reconcile reads at most this many pages of a hundred orders (newest first).
 ORDER_PAGES = 10
+
+
+
+T = TypeVar("T")
+
+
+async def _unless_missing(call: Awaitable[T]) -> T | None:
+    """Polar's answer to a look-up, None for its 404; any other failure is the port's error."""
+    try:
+        return await call
+    except PolarClientError as exc:
+        if exc.status_code == 404:
+            return None
+        raise _error(exc) from None
+    except PolarError as exc:
+        raise _error(exc) from None
 
 
 class PolarBilling:
@@ -104,36 +121,17 @@ class PolarBilling:
         return _subscription(updated)
 
     async def subscription(self, subscription_id: str) -> Subscription | None:
-        try:
-            return _subscription(await self._client.subscriptions.get(subscription_id))
-        except PolarClientError as exc:
-            if exc.status_code == 404:
-                return None
-            raise _error(exc) from None
-        except PolarError as exc:
-            raise _error(exc) from None
+        found = await _unless_missing(self._client.subscriptions.get(subscription_id))
+        return _subscription(found) if found is not None else None
 
     async def checkout_of(self, checkout_id: str) -> Checkout | None:
-        try:
-            return _checkout(await self._client.checkouts.get(checkout_id))
-        except PolarClientError as exc:
-            if exc.status_code == 404:
-                return None
-            raise _error(exc) from None
-        except PolarError as exc:
-            raise _error(exc) from None
+        found = await _unless_missing(self._client.checkouts.get(checkout_id))
+        return _checkout(found) if found is not None else None
 
     async def customer_of(self, external_id: str) -> Customer | None:
         # Polar's look-up by external id (GET /v1/customers/external/{external_id}): 404 when none.
-        try:
-            found = await self._client.customers.get_external(external_id)
-        except PolarClientError as exc:
-            if exc.status_code == 404:
-                return None
-            raise _error(exc) from None
-        except PolarError as exc:
-            raise _error(exc) from None
-        return Customer(id=found.id, external_id=found.external_id)
+        found = await _unless_missing(self._client.customers.get_external(external_id))
+        return Customer(id=found.id, external_id=found.external_id) if found is not None else None
 
     async def subscriptions_of(self, customer_id: str) -> list[Subscription]:
         # Every status (no `active` filter): a canceled one is as much the truth as a live one. An
