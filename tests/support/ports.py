@@ -8,6 +8,7 @@ from its own slice, so two workers never pick the same port."""
 
 from __future__ import annotations
 
+import collections
 import os
 import random
 import socket
@@ -15,6 +16,10 @@ from pathlib import Path
 
 _LOWEST = 10000
 _WORKERS = 8
+# Ports this process handed out lately: a port picked for one server is still free (bindable)
+# until that server starts, so a second pick a moment later could return it again (one svc serve
+# once got the same port for its API and its edge).
+_handed_out: collections.deque[int] = collections.deque(maxlen=512)
 
 
 def _ephemeral_start() -> int:
@@ -48,12 +53,16 @@ def free_port(*, udp_too: bool = False) -> int:
     candidates = _candidates()
     for _ in range(200 if candidates else 0):
         port = random.choice(candidates)
+        if port in _handed_out:
+            continue
         if _bindable(port, socket.SOCK_STREAM) and (not udp_too or _bindable(port, socket.SOCK_DGRAM)):
+            _handed_out.append(port)
             return port
     for _ in range(50):  # no room below the ephemeral range: the kernel's choice
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
-        if not udp_too or _bindable(port, socket.SOCK_DGRAM):
+        if port not in _handed_out and (not udp_too or _bindable(port, socket.SOCK_DGRAM)):
+            _handed_out.append(port)
             return port
     raise RuntimeError("no free port")
