@@ -179,6 +179,9 @@ class Settings(BaseSettings):
     billing_sandbox: bool = False
     billing_timeout_seconds: float = Field(default=8.0, gt=0, le=60)
     polar_access_token: SecretStr | None = None
+    # Polar's API at another address than Polar's own (a proxy, or a fake Polar run apart from svc,
+    # as the crash tests run one so that it outlives a kill -9 of svc).
+    polar_api_url: str | None = None
     # The AI upstream of each lane of the catalog: any OpenAI-compatible API's base URL
     # (https://api.openai.com/v1, OpenRouter, a vLLM or Ollama server) and its key. A lane without
     # both answers env.ai's calls 503 ai_unavailable.

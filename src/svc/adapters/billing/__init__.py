@@ -29,6 +29,7 @@ def build_billing(settings: Settings) -> BillingProvider | None:
     assert settings.polar_access_token is not None and settings.polar_product_id is not None
     return PolarBilling(access_token=settings.polar_access_token.get_secret_value(),
                         product_id=settings.polar_product_id, sandbox=settings.billing_sandbox,
+                        base_url=settings.polar_api_url,
                         timeout_seconds=settings.billing_timeout_seconds,
                         credit_product_id=settings.polar_credit_product_id)
 

@@ -6,7 +6,8 @@ secret in Standard Webhooks' form, with its decoded bytes (signatures.py), retri
 
 For the tests, `/_fake/...`: hold deliveries and release them in reverse order, lose the next one,
 redeliver one by id, change a subscription without telling svc (a lost event), expire a checkout,
-make the API fail or hang, decline off-session charges, take a discount off the next orders. Run by
+make the API fail or hang, carry out a call and withhold its answer, decline off-session charges,
+take a discount off the next orders. Run by
 the tests and by `svc serve` with SVC_BILLING=fake (in-process, on a free port).
 
 Test cards: 4242 4242 4242 4242 pays; 4000 0000 0000 0002 is declined. A checkout for AI credit
@@ -76,6 +77,9 @@ class FakeState:
     decline_charges: bool = False
     # Cents off the next paid one-time orders (a discount code the customer used at the provider).
     discount_cents: int = 0
+    # Calls carried out whose answer waits until the test says (`answer`): checkout, finalize,
+    # cancel, once each. The crash tests kill svc while it waits for it.
+    withhold: set[str] = field(default_factory=set)
 
 
 class FakePolar:
@@ -91,6 +95,7 @@ class FakePolar:
         self.url = ""
         self._sending: set[asyncio.Task[int]] = set()
         self._stopping = asyncio.Event()
+        self._answering = asyncio.Event()
         # Where webhooks go: svc over HTTP, or a test's client of svc in-process.
         self._http = http or httpx.AsyncClient(timeout=10, trust_env=False)
         self.app = Starlette(routes=[
@@ -126,6 +131,25 @@ class FakePolar:
         await self._server.stop()
         await self._http.aclose()
 
+    def withhold(self, step: str) -> None:
+        """The next `step` (checkout, finalize, cancel) is carried out and its answer withheld."""
+        self.state.withhold.add(step)
+        self._answering.clear()
+
+    def answer(self) -> None:
+        """The withheld answers go out (to whoever still waits for them)."""
+        self.state.withhold.clear()
+        self._answering.set()
+
+    async def _answered(self, step: str) -> None:
+        if step in self.state.withhold:
+            self.state.withhold.discard(step)
+            stopping = asyncio.ensure_future(self._stopping.wait())
+            answering = asyncio.ensure_future(self._answering.wait())
+            await asyncio.wait((stopping, answering), return_when=asyncio.FIRST_COMPLETED)
+            for waiter in (stopping, answering):
+                waiter.cancel()
+
     # --- the API ---
 
     async def _api(self, request: Request) -> Response | None:
@@ -159,6 +183,7 @@ class FakePolar:
             "metadata": body.get("metadata") or {}, "success_url": body.get("success_url"),
             "email": body.get("customer_email"), "status": "open", "product": products[0], "amount": amount,
             "client_secret": secrets.token_urlsafe(16), "expires_at": _iso(datetime.now(UTC) + timedelta(hours=1))}
+        await self._answered("checkout")
         return JSONResponse(self._checkout_json(checkout), 201)
 
     async def get_checkout(self, request: Request) -> Response:
@@ -236,6 +261,7 @@ class FakePolar:
         body = await request.json()
         if "cancel_at_period_end" in body:
             self._set_cancel(sub, bool(body["cancel_at_period_end"]))
+        await self._answered("cancel")
         return JSONResponse(self._subscription_json(sub))
 
     async def create_order(self, request: Request) -> Response:
@@ -269,6 +295,7 @@ class FakePolar:
         order["status"] = "paid"
         data = self._order_json(order)
         self.send("order.paid", data)
+        await self._answered("finalize")
         return JSONResponse(data)
 
     async def list_orders(self, request: Request) -> Response:
@@ -279,6 +306,9 @@ class FakePolar:
         query = request.query_params
         externals, customers = query.getlist("external_customer_id"), query.getlist("customer_id")
         products, statuses = query.getlist("product_id"), query.getlist("status")
+        # Polar's metadata filter (deepObject: ?metadata[key]=value), on the values' text.
+        metadata = {k[len("metadata["):-1]: v for k, v in query.items()
+                    if k.startswith("metadata[") and k.endswith("]")}
         try:
             page, limit = int(query.get("page", "1")), int(query.get("limit", "10"))
         except ValueError:
@@ -289,7 +319,8 @@ class FakePolar:
                  if (not externals or o["customer"]["external_id"] in externals)
                  and (not customers or o["customer"]["id"] in customers)
                  and (not products or self.credit_product_id in products)
-                 and (not statuses or o["status"] in statuses)]
+                 and (not statuses or o["status"] in statuses)
+                 and all(str(o["metadata"].get(k)) == v for k, v in metadata.items())]
         found.sort(key=lambda o: o["created_at"], reverse=True)
         items = [self._order_json(o) for o in found[(page - 1) * limit:page * limit]]
         return JSONResponse({"items": items, "pagination": {"total_count": len(found),
@@ -508,6 +539,10 @@ class FakePolar:
             return JSONResponse({"status": await self._deliver(delivery, retry=False)})
         elif action == "api":
             self.state.api_mode = body["mode"]
+        elif action == "withhold":
+            self.withhold(str(body["step"]))
+        elif action == "answer":
+            self.answer()
         elif action == "decline-charges":
             self.state.decline_charges = bool(body.get("decline", True))
         elif action == "expire-checkout":  # its hour is over

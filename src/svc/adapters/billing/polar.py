@@ -30,8 +30,8 @@ from svc.adapters.billing.port import (
 
 # The reconcile reads at most this many pages of a hundred orders (newest first).
 ORDER_PAGES = 10
-
-
+# The metadata an off-session order carries its charge's key in (Polar has no idempotency key).
+CHARGE_KEY = "chargeKey"
 
 T = TypeVar("T")
 
@@ -84,20 +84,30 @@ class PolarBilling:
             raise _error(exc) from None
         return _checkout(made)
 
-    async def charge(self, *, customer_id: str, cents: int, metadata: dict[str, Any]) -> str:
+    async def charge(self, *, customer_id: str, cents: int, metadata: dict[str, Any], key: str) -> PaidOrder | None:
         # Polar's off-session charge: a draft order, then its finalize, which charges the
         # customer's default payment method at once (402 when declined or it needs the customer).
+        # Polar takes no idempotency key: the order carries it in its metadata (chargeKey), and
+        # an earlier attempt's order of that key is found first (metadata filter), so a retry
+        # after a crash between the charge and svc's record never charges twice.
         try:
-            draft = await self._client.orders.create(customer_id=customer_id, product_id=self._credit_product(),
-                                                     amount=cents, metadata=metadata)
-            paid = await self._client.orders.finalize(draft.id)
+            earlier = await self._client.orders.list(customer_id=customer_id, product_id=self._credit_product(),
+                                                     metadata={CHARGE_KEY: key}, limit=10)
+            order = next((o for o in earlier.items if o.metadata.get(CHARGE_KEY) == key), None)
+            if order is None:
+                order = await self._client.orders.create(customer_id=customer_id, product_id=self._credit_product(),
+                                                         amount=cents, metadata=metadata | {CHARGE_KEY: key})
+            if order.status == "draft":
+                order = await self._client.orders.finalize(order.id)
+            elif order.status == "void":
+                raise BillingRejected(f"Polar voided the order {order.id} of this charge")
         except PolarClientError as exc:
             if exc.status_code == 402:
                 raise ChargeDeclined(f"Polar could not charge the saved payment method: {exc.error}") from None
             raise _error(exc) from None
         except PolarError as exc:
             raise _error(exc) from None
-        return paid.id
+        return _order(order) if order.paid else None
 
     def _credit_product(self) -> str:
         if not self.credit_product_id:

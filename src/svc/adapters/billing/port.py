@@ -143,9 +143,12 @@ class BillingProvider(Protocol):
         charges; `metadata` (orgSlug, microCents) comes back on the order."""
         ...
 
-    async def charge(self, *, customer_id: str, cents: int, metadata: dict[str, Any]) -> str:
-        """Charge the customer's saved payment method now (an off-session order); the order's id.
-        Its order.paid webhook follows. ChargeDeclined when it cannot be charged."""
+    async def charge(self, *, customer_id: str, cents: int, metadata: dict[str, Any], key: str) -> PaidOrder | None:
+        """Charge the customer's saved payment method now (an off-session order), once per `key`:
+        when an order of that key exists already (an attempt that died before it heard the answer),
+        that order is answered, or charged if it never was, and no second one is made. The order
+        when it is paid (its order.paid webhook follows too), None when the provider charges later.
+        ChargeDeclined when it cannot be charged."""
         ...
 
     async def paid_credit_orders(self, external_id: str) -> list[PaidOrder]:

@@ -42,7 +42,7 @@ async def orders(run: JobRun) -> None:
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
 async def autotopup(run: JobRun) -> None:
     await topups.charge(run.uow, str(run.payload["org_id"]), int(run.payload["microCents"]),
-                        last_attempt=run.last_attempt)
+                        key=f"autotopup:{run.job_id}", last_attempt=run.last_attempt)
 
 
 @use_case(Tx.WRITE)

@@ -145,9 +145,11 @@ async def maybe_top_up(uow: UnitOfWork, row: AICredit) -> bool:
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
-async def charge(uow: UnitOfWork, org_id: str, micro_cents: int, *, last_attempt: bool) -> None:
-    """The auto top-up's charge (the job). Paid: order.paid raises the balance. Declined: auto
-    top-up stops and the admins are told. The provider down: the job tries again later."""
+async def charge(uow: UnitOfWork, org_id: str, micro_cents: int, *, key: str, last_attempt: bool) -> None:
+    """The auto top-up's charge (the job; `key` names it at the provider, the same on every attempt,
+    so an attempt that died after the charge and before its record never charges twice). Paid: the
+    balance rises in this job's write, once per order as order.paid's would. Declined: auto top-up
+    stops and the admins are told. The provider down: the job tries again later."""
     row = await queries.credit(uow.session, org_id)
     org = await uow.session.get(Org, org_id)
     if row is None or org is None or row.autotopup_charging_since is None or not row.payment_customer_id:
@@ -156,9 +158,9 @@ async def charge(uow: UnitOfWork, org_id: str, micro_cents: int, *, last_attempt
     await uow.close_reads()
     provider = _selling(uow)
     try:
-        order_id = await asyncio.wait_for(
+        paid = await asyncio.wait_for(
             provider.charge(customer_id=customer, cents=micro_cents // MICRO_CENTS_A_CENT,
-                            metadata={"orgSlug": org.slug, "microCents": micro_cents, "autoTopup": True}),
+                            metadata={"orgSlug": org.slug, "microCents": micro_cents, "autoTopup": True}, key=key),
             timeout=uow.ctx.settings.billing_timeout_seconds)
     except ChargeDeclined as exc:
         await _stopped(uow, org, f"the provider declined the saved payment method ({exc})")
@@ -171,7 +173,14 @@ async def charge(uow: UnitOfWork, org_id: str, micro_cents: int, *, last_attempt
     except BillingRejected as exc:
         await _stopped(uow, org, f"the billing provider refused the charge ({exc})")
         return
-    log.info("ai: auto top-up of %s for %s: order %s", money.dollars(micro_cents), org.slug, order_id)
+    if paid is None:
+        log.info("ai: auto top-up of %s for %s: charged, the order is not paid yet", money.dollars(micro_cents),
+                 org.slug)
+        return
+    await uow.begin_write()
+    outcome = await order_paid(uow, paid)
+    log.info("ai: auto top-up of %s for %s: %s", money.dollars(micro_cents), org.slug,
+             outcome[1] if outcome is not None else f"order {paid.id} is not credit")
 
 
 async def _stopped(uow: UnitOfWork, org: Org, why: str) -> None:

@@ -50,8 +50,9 @@ class AtProvider:
 
 @dataclass(frozen=True)
 class Reconciled:
-    """An org after its reconcile: its plan, whether the reconcile changed it, and its live
-    subscriptions (more than one: a duplicate, the customer pays twice)."""
+    """An org after its reconcile: its plan, whether the reconcile changed what svc shows of it (the
+    plan, the subscription's status or period, a scheduled cancel), and its live subscriptions (more
+    than one: a duplicate, the customer pays twice)."""
 
     org_slug: str
     plan: str
@@ -64,7 +65,8 @@ class Reconciled:
         return len(self.live) > 1
 
     def words(self) -> str:
-        said = (f"{self.org_slug}: repaired, now on the {self.plan} plan (a webhook was missed)." if self.changed
+        said = (f"{self.org_slug}: repaired from the provider, on the {self.plan} plan (a webhook was missed)."
+                if self.changed
                 else f"{self.org_slug}: in step with the provider, still on the {self.plan} plan.")
         if self.customer_id is None:
             said += " The provider has no customer for this org (it never paid)."
@@ -142,17 +144,21 @@ async def repair(uow: UnitOfWork, org_id: str, found: AtProvider, provider_name:
     held = subscriptions.known(current)
     for sub in reversed(found.subscriptions):  # oldest first: the newest live one is shown
         subscriptions.takes(held, sub)
-    before = (org.plan, account.status)
-    changed = False
+    def shown() -> tuple[object, ...]:
+        assert account is not None
+        return org.plan, account.status, account.current_period_end, account.cancel_at_period_end
+
+    before = shown()
     if held:
         for name, value in subscriptions.state(current, held, found.customer_id).items():
             setattr(account, name, value)
-        changed = await subscriptions.set_plan(uow, org, subscriptions.plan_for(account.status), reason="reconcile")
+        await subscriptions.set_plan(uow, org, subscriptions.plan_for(account.status), reason="reconcile")
     elif found.customer_id is not None:
         account.customer_id = found.customer_id
-    if changed or before[1] != account.status:
-        log.warning("billing reconcile repaired %s: plan %s -> %s, status %s -> %s (a webhook was missed)",
-                    org.slug, before[0], org.plan, before[1], account.status)
+    changed = shown() != before
+    if changed:
+        log.warning("billing reconcile repaired %s: plan, status, period end, cancel %s -> %s (a webhook was missed)",
+                    org.slug, before, shown())
     lively = tuple(subscriptions.live(account.subscriptions or {}))
     if len(lively) > 1:
         log.warning("billing reconcile: %s pays for %d live subscriptions (%s): a duplicate, for the operator",
