@@ -56,6 +56,7 @@ HOLDINGS = tuple(holding for area in AREAS for holding in area.holdings)
 BINDINGS = tuple(area.bindings for area in AREAS if area.bindings is not None)
 ORDERS = tuple(area.orders for area in AREAS if area.orders is not None)
 RECONCILERS = tuple(area.reconcile for area in AREAS if area.reconcile is not None)
+UNSETTLED = tuple(area.unsettled for area in AREAS if area.unsettled is not None)
 
 
 def _runtime_only(router: APIRouter) -> bool:
@@ -172,7 +173,7 @@ async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
                 adapters.off["billing"] = why
         yield AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
                          keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
-                         orders=ORDERS, reconcilers=RECONCILERS,
+                         orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED,
                          area_settings=read_area_settings())
     finally:
         if settings.billing == "fake" and adapters is not None and adapters.billing is not None:
@@ -212,7 +213,7 @@ def create_app(settings: Settings, adapters: Adapters | None = None, *, run_work
         ctx = AppContext(settings=settings, db=db, adapters=adapters or default_adapters(settings),
                          worker_name=worker_name(), keyring=Keyring(load_or_create_secret_key(settings)),
                          holdings=HOLDINGS, bindings=BINDINGS, orders=ORDERS, reconcilers=RECONCILERS,
-                         area_settings=own_settings)
+                         unsettled=UNSETTLED, area_settings=own_settings)
         app.state.ctx = ctx
         app.state.auth_cache = auth_cache
         app.state.auth_keeper = keeper

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.orm import InstrumentedAttribute
@@ -89,6 +90,25 @@ Reconciler = Callable[["AppContext", str], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
+class Unsettled:
+    """Money the billing provider took whose effect in svc did not follow (a paid order of AI credit
+    refused: paid less than its tier), for the operator's billing page until it is settled."""
+
+    at: datetime
+    org_slug: str | None
+    reference: str  # the provider's id of what was paid (an order)
+    paid_cents: int | None
+    currency: str
+    why: str
+    # What the operator does about it, in words (refund it at the provider, credit it by hand).
+    settle: str
+
+
+# What an area lists of its unsettled money (Unsettled), newest first, from the store.
+UnsettledSource = Callable[["StoreSession"], Awaitable["list[Unsettled]"]]
+
+
+@dataclass(frozen=True)
 class OrgHolding:
     """Rows an org holds that block its deletion (their org_id is ON DELETE RESTRICT), declared by
     the area that owns them in its manifest: org deletion counts them and names a few (`name`)."""
@@ -119,6 +139,8 @@ class AppContext:
     orders: tuple[OrderHandler, ...] = ()
     # What the billing reconcile asks the areas to repair of an org, from their manifests.
     reconcilers: tuple[Reconciler, ...] = ()
+    # What money the areas took without its effect, from their manifests (the operator's billing page).
+    unsettled: tuple[UnsettledSource, ...] = ()
 
     async def reconcile_areas(self, org_id: str) -> None:
         """The areas' part of a billing reconcile of the org (AI credit: paid orders never credited)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from fastapi import APIRouter
 from starlette.types import Scope
 
-from svc.context import AppContext, BindingSource, OrderHandler, OrgHolding, Reconciler
+from svc.context import AppContext, BindingSource, OrderHandler, OrgHolding, Reconciler, UnsettledSource
 from svc.jobs.registry import JobRegistry
 from svc.settings import AreaSettings, Settings
 from svc.web.dashboard import FramePart, NavLink
@@ -51,6 +51,9 @@ class Area:
     orders: OrderHandler | None = None
     # What the billing reconcile of an org repairs here (AI credit: a paid order whose order.paid was lost).
     reconcile: Reconciler | None = None
+    # Money paid here whose effect did not follow, for the operator's billing page (AI credit: a
+    # paid order refused), until the operator settles it.
+    unsettled: UnsettledSource | None = None
     # Requests carrying an upload whose size the area bounds itself (exempt from the API's JSON body cap).
     uploads: Callable[[Scope], bool] | None = None
     # Its own SVC_* settings (domains/<area>/settings.py), read once at start and checked then.

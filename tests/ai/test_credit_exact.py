@@ -21,6 +21,7 @@ from svc.adapters.billing import FakePolar
 from svc.models import AICredit, AILedgerEntry, AIModelOverrun, AuditEvent, BillingEvent, JobKind
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
+from svc.web.session import session_cookie_name
 from tests.ai.test_bounds import _cost, _worst
 from tests.ai.test_gateway import _call, _chat, _money, _ready, _stream
 from tests.support.api import Svc, assert_error, run_due_jobs
@@ -136,7 +137,7 @@ async def test_concurrent_calls_billed_beyond_their_holds_never_go_below_zero(sv
 
 @pytest.fixture
 async def billed(settings: Settings) -> AsyncIterator[tuple[Svc, FakePolar]]:
-    async with billed_svc(settings) as running:
+    async with billed_svc(settings.model_copy(update={"operators": "dev:olga"})) as running:
         yield running
 
 
@@ -279,12 +280,36 @@ async def test_an_order_is_credited_what_it_paid_never_the_tier_for_less(billed:
     async with svc.ctx.db.transaction(write=False) as s:
         refused = (await s.scalars(select(AuditEvent).where(AuditEvent.action == "ai.topup.refused"))).all()
     assert len(refused) == 1 and refused[0].data["paidCents"] == 250 and refused[0].data["microCents"] == FIVE
+    order = refused[0].target
+    assert order is not None
+
+    # The operator's billing page lists it, paid and not credited, until it is settled.
+    async def operators_page() -> str:
+        page = svc.client()
+        page.cookies.set(session_cookie_name(svc.ctx.settings), (await svc.login("olga")).token)
+        html = (await page.get("/operator/billing")).text
+        return html[html.index('id="unsettled-heading"'):html.index('id="deliveries-heading"')]
+
+    html = await operators_page()
+    assert "Paid, not credited" in html and order in html and "2.50 USD" in html and "--order " + order in html
+    # Settled with what it paid, once: an order never refused, or one settled, is refused in words.
+    code, said = await _admin(svc, "credit", "acme", "+$2.50", "--reason", "what it paid", "--order", "ord_nope")
+    assert code != 0 and said["code"] == "order_not_unsettled", said
+    code, said = await _admin(svc, "credit", "acme", "+$2.50", "--reason", "what it paid", "--order", order)
+    assert code == 0 and said["order"] == order and said["balanceMicroCents"] == 250_000_000, said
+    code, said = await _admin(svc, "credit", "acme", "+$2.50", "--reason", "twice", "--order", order)
+    assert code != 0 and said["code"] == "order_not_unsettled", said
+    html = await operators_page()
+    assert order not in html and "Every payment reached its effect." in html
+    await _reconcile(svc)  # the reconcile leaves a settled order settled
+    assert (await _credited(svc))[0] == 250_000_000
 
     # Paid in full: credited the tier.
     await _fake(fake, "discount", {"cents": 0})
     await _buy(fake, team)
     balance, rows = await _credited(svc)
-    assert balance == FIVE and [(kind, amount) for kind, amount, _ in rows] == [("topup", FIVE)]
+    assert balance == 250_000_000 + FIVE
+    assert [(kind, amount) for kind, amount, _ in rows] == [("adjust", 250_000_000), ("topup", FIVE)]
 
 
 async def test_an_operators_adjustment_names_the_operator(svc: Svc) -> None:

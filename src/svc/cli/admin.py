@@ -206,6 +206,9 @@ def credit(
     by: Annotated[str | None, typer.Option("--by", help="Who adjusts, for the audit trail (operator:NAME); "
                                                         "default: the account running this.",
                                            show_default=False)] = None,
+    order: Annotated[str | None, typer.Option("--order", help="A paid order of credit the org was refused (the "
+                                                              "operator's billing page lists them): this credit "
+                                                              "settles it, once.", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Adjust an org's AI credit: one `adjust` row on its ledger, and the balance it moves, in one
@@ -220,15 +223,20 @@ def credit(
 
     async def run(uow: Any) -> tuple[int, int] | None:
         found = await orgs.org_by_slug(uow, org)
-        return None if found is None else await ai.adjust(uow, found, micro_cents, reason.strip(), operator)
+        return None if found is None else await ai.adjust(uow, found, micro_cents, reason.strip(), operator,
+                                                          order.strip() if order else None)
 
-    result = asyncio.run(_in_store(Settings(), run))
+    try:
+        result = asyncio.run(_in_store(Settings(), run))
+    except AppError as exc:
+        _refuse(as_json, exc.code, exc.message)
     if result is None:
         _refuse(as_json, "not_found", f"No org {org!r}")
     assert result is not None
     ledger_id, balance = result
     if as_json:
-        print(json.dumps({"org": org, "ledgerId": ledger_id, "microCents": micro_cents, "balanceMicroCents": balance}))
+        print(json.dumps({"org": org, "ledgerId": ledger_id, "microCents": micro_cents, "balanceMicroCents": balance,
+                          "order": order}))
         return
     out.print(f"{org}: {money.dollars(micro_cents)} ({reason.strip()}); the balance is now {money.dollars(balance)}.",
               markup=False, highlight=False)

@@ -31,6 +31,7 @@ AREA = Area(
     bindings=service.worker_env,
     orders=topups.order_paid,
     reconcile=topups.reconcile_orders,
+    unsettled=topups.unsettled,
     jobs=jobs.register,
     settings=AISettings,
     lifespan=_lifespan,

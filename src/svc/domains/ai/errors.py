@@ -67,6 +67,11 @@ class NoPaymentMethod(Conflict):
                        "top-up on")
 
 
+class OrderNotUnsettled(Conflict):
+    code = "order_not_unsettled"
+    default_message = "That order is no paid order of this org's refused and unsettled"
+
+
 class ModelStopped(ServiceUnavailable):
     code = "ai_model_stopped"
     default_message = ("svc stopped lending to this model: its provider billed a call more than svc held for it, so "

@@ -98,6 +98,23 @@ async def refused_before(session: StoreSession, order_id: str) -> bool:
         AuditEvent.action == "ai.topup.refused", AuditEvent.target == order_id).limit(1)) is not None
 
 
+async def refused_unsettled(session: StoreSession, limit: int = 200) -> list[AuditEvent]:
+    """Paid orders of credit refused (ai.topup.refused), newest first, that no ledger row settles
+    since (an operator's credit of that order: svc admin credit --order)."""
+    settled = select(AILedgerEntry.order_id).where(AILedgerEntry.order_id.is_not(None))
+    return list((await session.scalars(
+        select(AuditEvent).where(AuditEvent.action == "ai.topup.refused", AuditEvent.target.not_in(settled))
+        .order_by(AuditEvent.at.desc()).limit(limit))).all())
+
+
+async def waits_to_be_settled(session: StoreSession, org_id: str, order_id: str) -> bool:
+    """Whether the org's paid order `order_id` was refused and no ledger row settles it yet."""
+    refused = await session.scalar(select(AuditEvent.id).where(
+        AuditEvent.action == "ai.topup.refused", AuditEvent.target == order_id, AuditEvent.org_id == org_id)
+        .limit(1)) is not None
+    return refused and not await has_order(session, order_id)
+
+
 async def known_orders(session: StoreSession, order_ids: list[str]) -> set[str]:
     """Of these orders, the ones credited (on the ledger) or refused (ai.topup.refused) before."""
     known: set[str | None] = set()

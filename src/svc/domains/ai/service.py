@@ -15,7 +15,7 @@ from typing import Any
 from svc.adapters.workers.port import EntrypointBinding
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
-from svc.domains.ai import catalog, gateway, queries, schemas, topups
+from svc.domains.ai import catalog, errors, gateway, queries, schemas, topups
 from svc.domains.ai.settings import AISettings
 from svc.domains.audit.service import record
 from svc.domains.orgs import service as orgs
@@ -147,13 +147,21 @@ async def usage(uow: UnitOfWork, org: Org, days: int = 14) -> Usage:
 
 @use_case(Tx.WRITE)
 async def adjust(uow: UnitOfWork, org: Org, micro_cents: int, reason: str,
-                 operator: str | None = None) -> tuple[int, int]:
+                 operator: str | None = None, order: str | None = None) -> tuple[int, int]:
     """An operator's adjustment (svc admin credit): a ledger row and the balance it moves, audited
-    with who made it (`operator`: their name, as operator:NAME); the row's id and the balance after."""
+    with who made it (`operator`: their name, as operator:NAME); the row's id and the balance after.
+    With `order`: it settles that paid order of credit the org was refused (the operator's
+    billing page lists it until then), once."""
+    if order is not None:
+        await queries.ensure_credit(uow.session, org.id, utcnow())
+        await queries.credit(uow.session, org.id, lock=True)  # a second settlement of it waits here
+        if not await queries.waits_to_be_settled(uow.session, org.id, order):
+            raise errors.OrderNotUnsettled(f"No paid order {order!r} of {org.slug} waits to be settled (it was "
+                                           f"credited, settled before, or never refused)")
     ledger_id = await queries.add_entry(uow.session, org_id=org.id, kind="adjust", micro_cents=micro_cents,
-                                        now=utcnow(), note=reason)
+                                        now=utcnow(), note=reason, order_id=order)
     await record(uow.session, "ai.adjust", actor=None, org=org, target=org.slug,
-                 data={"microCents": micro_cents, "reason": reason[:200]},
+                 data={"microCents": micro_cents, "reason": reason[:200], "order": order},
                  by=f"operator:{operator}" if operator else None)
     row = await queries.credit(uow.session, org.id, lock=True)
     assert row is not None

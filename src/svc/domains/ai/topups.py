@@ -18,7 +18,7 @@ from typing import Any
 
 from svc.adapters.billing.port import BillingRejected, BillingUnavailable, ChargeDeclined, PaidOrder
 from svc.auth.roles import OrgAccess
-from svc.context import AppContext
+from svc.context import AppContext, Unsettled
 from svc.domains.ai import errors, queries, schemas
 from svc.domains.ai.settings import AISettings
 from svc.domains.audit.service import record
@@ -294,6 +294,16 @@ async def reconcile_orders(ctx: AppContext, org_id: str) -> int:
             credited += 1
             log.warning("ai: reconcile credited %s: its order.paid never arrived (%s)", slug, outcome[1])
     return credited
+
+
+async def unsettled(session: StoreSession) -> list[Unsettled]:
+    """For the operator's billing page: paid orders of credit refused and not settled since."""
+    return [Unsettled(at=event.at, org_slug=event.org_slug, reference=str(event.target),
+                      paid_cents=event.data.get("paidCents"), currency=str(event.data.get("currency") or ""),
+                      why=str(event.data.get("reason") or "refused"),
+                      settle=f"refund it at the provider, or credit what it paid: svc admin credit "
+                             f"{event.org_slug or 'ORG'} AMOUNT --order {event.target} --reason R")
+            for event in await queries.refused_unsettled(session)]
 
 
 async def waiting_for_orders(session: StoreSession, now: datetime) -> list[str]:

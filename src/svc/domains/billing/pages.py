@@ -101,7 +101,7 @@ async def inbox(request: Request, _: Operator, uow: Uow) -> Response:
     rows = await service.inbox(uow, 200, outcome)
     return await render.render(request, "billing/inbox.html", title="Billing inbox", rows=rows,
                                outcome=outcome if outcome in service.OUTCOMES else None,
-                               duplicates=await service.duplicates(uow))
+                               duplicates=await service.duplicates(uow), unsettled=await service.unsettled(uow))
 
 
 @router.post(OPERATOR + "/reconcile")

@@ -21,6 +21,7 @@ from svc.adapters.billing.port import (
 )
 from svc.adapters.billing.port import BillingUnavailable as ProviderUnavailable
 from svc.auth.roles import OrgAccess
+from svc.context import Unsettled
 from svc.domains.audit.service import record
 from svc.domains.billing import errors, queries, reconcile, subscriptions, webhooks
 from svc.domains.billing.schemas import BillingStatus, PlanLimitsView
@@ -246,3 +247,10 @@ async def reconcile_slug(uow: UnitOfWork, slug: str) -> reconcile.Reconciled | N
 async def duplicates(uow: UnitOfWork) -> list[tuple[str, BillingAccount]]:
     """The orgs paying for more than one live subscription, for the operator's billing page."""
     return await queries.duplicates(uow.session)
+
+
+async def unsettled(uow: UnitOfWork) -> list[Unsettled]:
+    """Money the provider took whose effect did not follow, from every area that sells something
+    (their manifests), newest first: for the operator's billing page until each is settled."""
+    found = [item for source in uow.ctx.unsettled for item in await source(uow.session)]
+    return sorted(found, key=lambda item: item.at, reverse=True)
