@@ -106,3 +106,29 @@ def test_timeouts_are_named_as_such() -> None:
     assert connect.hint is not None and "--api-url (http://10.255.255.1:8080)" in connect.hint
     read = unreachable(httpx.ReadTimeout("timed out"), "http://10.255.255.1:8080", FROM_OPTION)
     assert read.message.endswith("it accepted the connection but sent no answer within 30 s (timeout)")
+
+
+def test_a_keyed_post_goes_again_with_its_key_when_its_connection_drops() -> None:
+    """A POST with an Idempotency-Key (a renewal) is done once by the server however often it is
+    sent: the CLI resends it, same key, when the connection drops as it goes out; a POST without
+    one is never resent."""
+    import httpx
+
+    from svc.cli.client import Api, CliError
+
+    seen: list[str | None] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("idempotency-key"))
+        if len(seen) % 2 == 1:
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return httpx.Response(200, json={"renewed": True})
+
+    api = Api("http://svc.test", "token")
+    api.http = httpx.Client(base_url="http://svc.test", transport=httpx.MockTransport(server))
+    assert api.post("/v1/orgs/acme/domains/x.com/renew", {"years": 1}, idempotency_key="k-1") == {"renewed": True}
+    assert seen == ["k-1", "k-1"]
+    seen.clear()
+    with pytest.raises(CliError):
+        api.post("/v1/orgs/acme/projects", {"name": "once"})
+    assert seen == [None]

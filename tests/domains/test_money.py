@@ -7,6 +7,7 @@ flight it joins), never by the expiry it reads; one `domain.renew` event per cha
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from svc.jobs.registry import JobRun
 from svc.models import Notification
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
+from svc.web.session import session_cookie_name
 from tests.domains.conftest import CONTACT
 from tests.domains.test_purchase import charges
 from tests.support.api import Svc, User, assert_error, running_svc
@@ -111,6 +113,33 @@ async def test_the_cycle_makes_a_refund_nobody_asked_for_again(dsvc: Svc, regist
                  "domain_unavailable")
     assert charges(registrar, "gone.com") == (1200, 1200)
     assert_error(await t.vic.client.get(f"{D}/gone.com"), 404, "not_found")
+
+
+async def test_the_dashboards_renew_form_is_keyed_by_its_page(dsvc: Svc, registrar: FakeRegistrar) -> None:
+    """The form carries a key made with the page: sent twice (a double click, a resend after a
+    dropped answer), it renews and charges once; the page shown again renews anew."""
+    t = await make_team(dsvc)
+    assert (await t.alice.client.post(D, json={"name": "form.com", "contact": CONTACT})).status_code == 201
+    page = dsvc.client()
+    page.cookies.set(session_cookie_name(dsvc.ctx.settings), t.alice.token)
+
+    async def renew_form() -> dict[str, str]:
+        html = (await page.get("/orgs/acme/domains/form.com")).text
+        form = html[html.index('action="/orgs/acme/domains/form.com/renew"'):]
+        form = form[:form.index("</form>")]
+        fields = dict(re.findall(r'name="(csrf|request_key)" value="([^"]+)"', form))
+        assert set(fields) == {"csrf", "request_key"}, form
+        return fields | {"years": "1"}
+
+    sent = await renew_form()
+    for _ in range(2):
+        r = await page.post("/orgs/acme/domains/form.com/renew", data=sent)
+        assert r.status_code == 303, r.text
+    assert _renewals(registrar, "form.com") == [1400]
+    again = await renew_form()
+    assert again["request_key"] != sent["request_key"]
+    assert (await page.post("/orgs/acme/domains/form.com/renew", data=again)).status_code == 303
+    assert _renewals(registrar, "form.com") == [1400, 1400]
 
 
 async def test_renew_is_keyed_by_its_request(dsvc: Svc, registrar: FakeRegistrar) -> None:

@@ -207,8 +207,8 @@ class Api:
     def get(self, path: str, *, params: dict[str, Any] | None = None, auth: bool = True) -> Any:
         return self.request("GET", path, params=params, auth=auth)
 
-    def post(self, path: str, body: Any = None, *, auth: bool = True) -> Any:
-        return self.request("POST", path, body=body, auth=auth)
+    def post(self, path: str, body: Any = None, *, auth: bool = True, idempotency_key: str | None = None) -> Any:
+        return self.request("POST", path, body=body, auth=auth, idempotency_key=idempotency_key)
 
     def put(self, path: str, body: Any = None) -> Any:
         return self.request("PUT", path, body=body)
@@ -229,9 +229,13 @@ class Api:
             raise unreachable(exc, self.base_url, self.origin) from None
 
     def request(self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None,
-                auth: bool = True, token: str | None = None) -> Any:
-        """The decoded JSON body of a 2xx answer (None for 204); an ApiError for anything else."""
+                auth: bool = True, token: str | None = None, idempotency_key: str | None = None) -> Any:
+        """The decoded JSON body of a 2xx answer (None for 204); an ApiError for anything else. With
+        an `idempotency_key` (sent as Idempotency-Key), the server does the request once however
+        often it is sent, so it too goes again when its connection drops."""
         headers: dict[str, str] = {"accept": "application/json"}
+        if idempotency_key is not None:
+            headers["idempotency-key"] = idempotency_key
         bearer = token or (self.token if auth else None)
         if auth and not bearer:
             raise self.not_signed_in()
@@ -244,7 +248,7 @@ class Api:
             except _dropped_connection() as exc:
                 # A kept-alive connection the server closed as this request went out: a request that
                 # changes nothing goes again, once, on a new connection (as urllib3 does).
-                if method not in ("GET", "HEAD") or attempt == 2:
+                if (method not in ("GET", "HEAD") and idempotency_key is None) or attempt == 2:
                     raise unreachable(exc, self.base_url, self.origin) from None
             except _transport_error() as exc:
                 raise unreachable(exc, self.base_url, self.origin) from None

@@ -9,6 +9,7 @@ continues where it stopped when the same command runs again; what was paid is ne
 
 from __future__ import annotations
 
+import secrets
 import shlex
 import threading
 from collections.abc import Iterator
@@ -418,7 +419,8 @@ def renew(ctx: typer.Context, name: NameArg,
                          else "the registrar's renewal price")
                 _confirm(yes, as_json, f"Renew {quote.get('name') or name} for {_years(years)}, for {price}?",
                          "renew", "Nothing was renewed")
-            data = api.post(_one(slug, name) + "/renew", {"years": years})
+            # One key for this renewal: a resend (a dropped connection) is charged once.
+            data = api.post(_one(slug, name) + "/renew", {"years": years}, idempotency_key=secrets.token_urlsafe(16))
     output.emit(as_json, data, _render_domain(data, f"Renewed {data.get('name')} for {_years(years)}."))
 
 

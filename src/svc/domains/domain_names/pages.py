@@ -8,6 +8,7 @@ polls the domain's history meanwhile, so each step shows as it is written."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated, Any
 
 from fastapi import Path, Query, Request, Response
@@ -118,7 +119,10 @@ async def _domain_page(request: Request, access: OrgAccess, uow: UnitOfWork, nam
     shown = await service.detail(uow, access, name)
     return await render.render(request, "domain_names/domain.html", title=shown.name, domain=shown,
                                is_admin=access.role == Role.admin, can_sync=access.role != Role.viewer,
-                               purchased=shown.source == "purchase", stays_on=service.AUTO_RENEW_STAYS_ON, **extra)
+                               purchased=shown.source == "purchase", stays_on=service.AUTO_RENEW_STAYS_ON,
+                               # Names this page's renewal: a form sent twice (a double click, a resend
+                               # after a dropped answer) renews and charges once, as the API's Idempotency-Key.
+                               renew_key=secrets.token_urlsafe(16), **extra)
 
 
 @router.get(ONE)
@@ -129,8 +133,10 @@ async def domain_page(request: Request, access: OrgViewer, uow: Uow, name: NameP
 @router.post(ONE + "/renew")
 @runs(service.renew)
 async def renew(request: Request, access: OrgAdmin, uow: Uow, name: NamePath) -> Response:
-    body = parse(schemas.RenewRequest, {"years": (await fields(request)).get("years", "")})
-    done, _ = await service.renew(uow, access, name, body.years)
+    sent = await fields(request)
+    body = parse(schemas.RenewRequest, {"years": sent.get("years", "")})
+    key = (sent.get("request_key") or "").strip()[:200] or None
+    done, _ = await service.renew(uow, access, name, body.years, request_key=key)
     until = done.expires_at.date().isoformat() if done.expires_at else "unknown"
     return render.redirect(request, _url(access, done.name), flash=f"{done.name} renewed: until {until}.")
 
