@@ -152,6 +152,28 @@ async def test_one_open_checkout_or_live_subscription_and_any_live_one_keeps_pro
     assert fake.state.subscriptions[first_sub]["cancel_at_period_end"] is True
 
 
+async def test_a_live_subscription_behind_a_hundred_ended_ones_keeps_pro(billed: tuple[Svc, FakePolar]) -> None:
+    """The reconcile reads every page of the customer's subscriptions (Polar lists the newest first,
+    a hundred a page): the one live one, the oldest, whose webhooks were all lost, is found behind
+    120 that ended."""
+    svc, fake = billed
+    alice = (await make_team(svc)).alice
+    await _polar(fake, "/_fake/lose-next", {"count": 3})
+    assert (await pay((await _checkout(alice)).json()["url"])).status_code == 303
+    await fake.drain()
+    assert (await _org(svc)).plan == "free"
+    live = next(iter(fake.state.subscriptions))
+    fake.state.holding = True  # svc never hears of the others
+    for _ in range(120):
+        ended = fake.subscribe("acme", None, {"orgSlug": "acme"})
+        ended["status"] = "canceled"
+    fake.state.held.clear()
+    fake.state.holding = False
+    result = await _reconcile(svc)
+    assert result.plan == "pro" and result.live == (live,), result
+    assert (await _org(svc)).plan == "pro" and (await _account(svc)).subscription_id == live
+
+
 async def test_an_old_subscriptions_late_event_does_not_make_the_org_free(billed: tuple[Svc, FakePolar]) -> None:
     svc, fake = billed
     alice = (await make_team(svc)).alice

@@ -242,7 +242,14 @@ class FakePolar:
                  if (external is None or s["external_id"] == external)
                  and (customer_id is None or self.state.customers[s["external_id"]]["id"] == customer_id)]
         items.reverse()  # Polar's default sorting: the newest started first
-        return JSONResponse({"items": items, "pagination": {"total_count": len(items), "max_page": 1}})
+        try:
+            page, limit = int(request.query_params.get("page", "1")), int(request.query_params.get("limit", "10"))
+        except ValueError:
+            return _invalid("page", "an integer")
+        if page < 1 or not 1 <= limit <= 100:
+            return _invalid("limit", "page at least 1, limit 1 to 100")
+        return JSONResponse({"items": items[(page - 1) * limit:page * limit],
+                             "pagination": {"total_count": len(items), "max_page": max(1, -(-len(items) // limit))}})
 
     async def get_subscription(self, request: Request) -> Response:
         if (refused := await self._api(request)) is not None:

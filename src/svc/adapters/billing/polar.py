@@ -30,6 +30,9 @@ from svc.adapters.billing.port import (
 
 # The reconcile reads at most this many pages of a hundred orders (newest first).
 ORDER_PAGES = 10
+# The reconcile reads at most this many pages of a hundred subscriptions of a customer; more is
+# an error (never a verdict from part of them).
+SUBSCRIPTION_PAGES = 50
 # The metadata an off-session order carries its charge's key in (Polar has no idempotency key).
 CHARGE_KEY = "chargeKey"
 
@@ -144,13 +147,20 @@ class PolarBilling:
         return Customer(id=found.id, external_id=found.external_id) if found is not None else None
 
     async def subscriptions_of(self, customer_id: str) -> list[Subscription]:
-        # Every status (no `active` filter): a canceled one is as much the truth as a live one. An
-        # org has one live subscription at most, so a hundred is years of history.
+        # Every status (no `active` filter): a canceled one is as much the truth as a live one, and
+        # every page of them: a live one may sit behind a hundred ended ones (newest first).
+        subs: list[Subscription] = []
         try:
-            found = await self._client.subscriptions.list(customer_id=customer_id, limit=100)
+            for page in range(1, SUBSCRIPTION_PAGES + 1):
+                found = await self._client.subscriptions.list(customer_id=customer_id, page=page, limit=100)
+                subs += [_subscription(item) for item in found.items]
+                if page >= found.pagination.max_page:
+                    break
+            else:
+                raise BillingUnavailable(f"Polar lists more than {SUBSCRIPTION_PAGES * 100} subscriptions of "
+                                         f"customer {customer_id}: not all were read, nothing was compared")
         except PolarError as exc:
             raise _error(exc) from None
-        subs = [_subscription(item) for item in found.items]
         return sorted(subs, key=lambda s: s.modified_at or datetime.min.replace(tzinfo=UTC), reverse=True)
 
     async def paid_credit_orders(self, external_id: str) -> list[PaidOrder]:
