@@ -14,19 +14,13 @@ from rich.console import Console
 from rich.markup import escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from svc.adapters.ai import describe as ai_lanes
-from svc.adapters.database import database_plan
-from svc.adapters.git import off_reason as git_off_reason
-from svc.adapters.git.port import SshPortInUse
-from svc.adapters.nameserver import NameserverPortInUse, dns_address, dns_port_taken, nameserver_plan
-from svc.adapters.resolver import build_resolver
-from svc.adapters.workers import workerd_binary
-from svc.app import create_app, default_adapters, read_area_settings
+from svc import components
+from svc.app import create_app, read_area_settings
 from svc.auth.invalidation import StoreInUse, check_store_free
-from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken
 from svc.kit.hosts import local_address
 from svc.settings import Settings
 from svc.supervisor import find_binary, host_port
+from svc.supervisor.component import Launch
 
 console = Console(stderr=True, soft_wrap=True)
 
@@ -52,7 +46,7 @@ class _StartupErrors:
     served by another svc, the edge or DNS port is taken) are kept from uvicorn, which would print a
     traceback: `error` holds the exception and serve() prints its line."""
 
-    EXPLAINED = (StoreInUse, EdgePortInUse, NameserverPortInUse, SshPortInUse)
+    EXPLAINED: tuple[type[Exception], ...] = (StoreInUse, *components.EXPLAINED)
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -94,34 +88,6 @@ class _DropStartupFailed(logging.Filter):
         return self.startup.error is None or not record.getMessage().startswith("Application startup failed")
 
 
-def _startup_error(exc: Exception) -> str:
-    if isinstance(exc, EdgePortInUse):
-        return _edge_port_error(exc.address)
-    if isinstance(exc, NameserverPortInUse):
-        return _dns_port_error(exc.address)
-    if isinstance(exc, SshPortInUse):
-        return f"the git SSH port {exc.address} is in use; stop what uses it or choose another with SVC_SSH_PORT"
-    return str(exc)
-
-
-def _asks_itself(settings: Settings, managed: bool) -> bool:
-    """Whether SVC_DNS_RESOLVER names the DNS address of svc's own managed PowerDNS."""
-    asked = settings.dns_resolver_address
-    if asked is None or not managed:
-        return False
-    own = "127.0.0.1" if settings.dns_host in ("0.0.0.0", "") else settings.dns_host  # noqa: S104
-    return asked == (own, settings.dns_port)
-
-
-def _dns_port_error(address: str) -> str:
-    return (f"the DNS port {address} is in use; stop what uses it or choose another with SVC_DNS_PORT "
-            f"(or set SVC_DNS_ENABLED=false)")
-
-
-def _edge_port_error(address: str) -> str:
-    return f"the edge port {address} is in use; stop what uses it or choose another with --edge-port"
-
-
 def _bad_settings(exc: ValidationError) -> str:
     """The variables a ValidationError of the settings names, in one line: SVC_X: what is wrong."""
     said = [f"SVC_{str(e['loc'][0]).upper()} {e['msg'][:1].lower()}{e['msg'][1:]}" if e["loc"] else e["msg"]
@@ -134,38 +100,54 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _tls_summary(settings: Settings) -> str:
-    """The banner's https line: where, with which CA, or how to turn it on."""
-    if not settings.acme_directory_url or not settings.edge_tls_port:
-        return ("off: the edge serves http only. To serve https, set SVC_ACME_DIRECTORY_URL (Let's Encrypt's, or "
-                "any ACME CA) and SVC_EDGE_TLS_PORT (or --edge-tls-port), and give svc an app domain the CA can "
-                "reach (docs/tls.md)")
-    return (f"on {host_port(local_address(settings.edge_host), settings.edge_tls_port)}, certificates from "
-            f"{settings.acme_directory_url}")
+def _settings(edge_port: int | None, edge_tls_port: int | None) -> Settings:
+    """The settings, every area's own among them, checked before anything starts, with the options'."""
+    try:
+        settings = Settings()
+        read_area_settings()
+    except ValidationError as exc:
+        raise _fail(_bad_settings(exc)) from None
+    given = {"edge_port": edge_port, "edge_tls_port": edge_tls_port}
+    return settings.model_copy(update={k: v for k, v in given.items() if v is not None})
 
 
-def _git_summary(settings: Settings) -> str:
-    """The banner's git line: where repositories are cloned from."""
-    off = git_off_reason(settings)
-    if off is not None:
-        return off
-    ssh = (f"SSH on {host_port(local_address(settings.ssh_host), settings.ssh_port)}" if settings.ssh_port
-           else "no SSH (set SVC_SSH_PORT to serve git over SSH)")
-    return f"over HTTPS at {settings.public_url.rstrip('/')}/git/<org>/<project>/<repo>.git; {ssh}"
+def _check(settings: Settings) -> None:
+    """What stops svc before anything is said: another svc on the same SQLite data, a port another
+    program holds (else its process would exit, again and again), a setting at odds with another."""
+    # Private from the start (the first start's check of the data dir then finds nothing to repair).
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if settings.is_sqlite:
+        try:
+            check_store_free(settings.data_dir.resolve())
+        except StoreInUse as exc:
+            raise _fail(str(exc)) from None
+    why = components.preflight(settings)
+    if why is not None:
+        raise _fail(why)
 
 
-def _billing_summary(settings: Settings, api_url: str) -> str:
-    """The banner's billing line: where plans come from."""
-    from svc.adapters.billing import off_reason
+def _banner(settings: Settings, launch: Launch, host: str, port: int) -> None:
+    store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
+    api_url = f"http://{_display_host(host)}:{port}"
+    console.print(f"[bold]svc[/bold] state store: {store}")
+    console.print(f"dashboard: {api_url}/")
+    console.print(f"API:       {api_url}/v1  (OpenAPI: {api_url}/v1/openapi.json, docs: {api_url}/docs)")
+    for line in components.banner(settings, launch):
+        label = f"{line.label}:".ljust(10)
+        shown = f"[bold red]{label}[/bold red]" if line.alarm else label
+        console.print(f"{shown} {escape(line.text)}")
+    if settings.enable_dev_auth:
+        console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
 
-    reason = off_reason(settings)
-    if reason is not None:
-        return reason
-    if settings.billing == "fake":
-        return ("a fake Polar in this process (development; test card 4242 4242 4242 4242), its webhooks at "
-                f"{api_url}/v1/hooks/polar")
-    where = "Polar's sandbox" if settings.billing_sandbox else "Polar"
-    return f"{where}, product {settings.polar_product_id}; webhooks at {settings.public_url}/v1/hooks/polar"
+
+def _logging(log_level: str, app: _StartupErrors) -> None:
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
+    # aiosqlite's debug lines repeat each statement's parameters (hashes, invite mail bodies).
+    logging.getLogger("aiosqlite").setLevel(max(logging.INFO, logging.getLogger().level))
+    # One line per call to PowerDNS's API (and any other HTTP port) is noise at info.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
+    logging.getLogger("uvicorn.error").addFilter(_DropStartupFailed(app))
 
 
 def serve(
@@ -178,91 +160,15 @@ def serve(
     log_level: str = typer.Option("info", help="debug, info, warning or error"),
 ) -> None:
     """Run svc: the control API, the edge (nginx) and the background cycles (jobs, mail) in one process."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        settings = Settings()
-        read_area_settings()  # each area's own SVC_* settings, checked before anything starts
-    except ValidationError as exc:
-        raise _fail(_bad_settings(exc)) from None
-    if edge_port is not None:
-        settings = settings.model_copy(update={"edge_port": edge_port})
-    if edge_tls_port is not None:
-        settings = settings.model_copy(update={"edge_tls_port": edge_tls_port})
-    # Private from the start (the first start's check of the data dir then finds nothing to repair).
-    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if settings.is_sqlite:
-        try:  # before anything is said: a second svc on the same data says only this
-            check_store_free(settings.data_dir.resolve())
-        except StoreInUse as exc:
-            raise _fail(str(exc)) from None
-    nginx = find_binary(settings.nginx_binary) if settings.edge_enabled else None
-    # Else nginx would retry binding for seconds and exit, again and again (the start checks again).
-    if nginx is not None and edge_port_taken(settings):
-        raise _fail(_edge_port_error(edge_address(settings)))
-    dns = nameserver_plan(settings)
-    # pdns would exit at once, again and again (the start checks again).
-    if dns.mode == "managed" and dns_port_taken(settings):
-        raise _fail(_dns_port_error(dns_address(settings.dns_host, settings.dns_port)))
-    if not settings.trust_own_zones and _asks_itself(settings, dns.mode == "managed"):
-        raise _fail(f"SVC_DNS_RESOLVER ({settings.dns_resolver}) is svc's own nameserver: ownership would be "
-                    "proven by svc's own answers. Point it at a recursive resolver that stands for the public "
-                    "DNS, or set SVC_TRUST_OWN_ZONES=true for a local run")
-    adapters = default_adapters(settings)
-    # nginx reaches the API on this address (auth_request checks, the /__svc/ pages).
-    app = _StartupErrors(create_app(settings, adapters, run_edge=nginx is not None,
-                                    edge_api=f"http://{host_port(local_address(host), port)}", run_nameserver=True,
+    settings = _settings(edge_port, edge_tls_port)
+    _check(settings)
+    # nginx and workerd reach the API on this address (auth_request checks, the /__svc/ pages).
+    edge_api = f"http://{host_port(local_address(host), port)}"
+    edge = find_binary(settings.nginx_binary) is not None
+    app = _StartupErrors(create_app(settings, run_edge=edge, edge_api=edge_api, run_nameserver=True,
                                     run_database=True, freeze_startup=True))
-    store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
-    api_url = f"http://{_display_host(host)}:{port}"
-    console.print(f"[bold]svc[/bold] state store: {store}")
-    console.print(f"mail: {adapters.mail.description}")
-    console.print(f"dashboard: {api_url}/")
-    console.print(f"API:       {api_url}/v1  (OpenAPI: {api_url}/v1/openapi.json, docs: {api_url}/docs)")
-    sample = settings.edge_url(f"<project>-<org>.{settings.app_domain}")
-    if not settings.edge_enabled:
-        console.print("edge:      off (SVC_EDGE_ENABLED=false): deployments are not served by this process")
-    elif nginx is None:
-        console.print(f"[bold red]edge:      OFF[/bold red] - nginx ({settings.nginx_binary}) was not found, so "
-                      f"deployments are not served. To serve them, {INSTALL_HINT}.")
-    else:
-        console.print(f"edge:      {sample}/  (nginx {nginx} on "
-                      f"{host_port(local_address(settings.edge_host), settings.edge_port)}; log in "
-                      f"{settings.data_dir / 'edge'})")
-    if nginx is not None:
-        workerd = workerd_binary(settings)
-        if workerd is None:
-            console.print("[bold red]workers:   OFF[/bold red] - workerd was not found, so projects' workers do "
-                          "not run (their files are served). To run them, install it with `make setup` (npm).")
-        else:
-            console.print(f"workers:   workerd {workerd} ({settings.worker_processes} processes and a checker; "
-                          f"log in {settings.data_dir / 'workers'})")
-    console.print(f"https:     {escape(_tls_summary(settings))}")
-    databases = database_plan(settings)
-    if databases.mode == "off" and settings.project_db_enabled:
-        console.print(f"[bold red]databases:[/bold red] {escape(databases.summary)}")
-    else:
-        console.print(f"databases: {escape(databases.summary)}")
-    console.print(f"billing:   {escape(_billing_summary(settings, api_url))}")
-    console.print(f"ai:        {escape(ai_lanes(settings))}")
-    console.print(f"git:       {escape(_git_summary(settings))}")
-    if dns.mode == "off" and settings.dns_enabled:
-        console.print(f"[bold red]dns:[/bold red]       {escape(dns.summary)}")
-    else:
-        console.print(f"dns:       {escape(dns.summary)}")
-    checks = build_resolver(settings, managed_dns=dns.mode == "managed").description
-    console.print(f"hostnames: ownership checked every {settings.hostname_verify_seconds:g}s, asking "
-                  f"{escape(checks)} (SVC_DNS_RESOLVER) for the public DNS")
-    if settings.trust_own_zones:
-        console.print("[bold red]ownership: svc's own zones are trusted as proof (SVC_TRUST_OWN_ZONES=true): "
-                      "UNSAFE on a shared server, where any org could claim any name[/bold red]")
-    if settings.enable_dev_auth:
-        console.print(f"dev login: on  (svc login --dev <name> with SVC_API_URL={api_url})")
-    logging.getLogger("uvicorn.access").addFilter(_RedactSecrets())
-    # aiosqlite's debug lines repeat each statement's parameters (hashes, invite mail bodies).
-    logging.getLogger("aiosqlite").setLevel(max(logging.INFO, logging.getLogger().level))
-    # One line per call to PowerDNS's API (and any other HTTP port) is noise at info.
-    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
-    logging.getLogger("uvicorn.error").addFilter(_DropStartupFailed(app))
+    _banner(settings, Launch(api_url=f"http://{_display_host(host)}:{port}"), host, port)
+    _logging(log_level, app)
     config = server_config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
     try:
         asyncio.run(uvicorn.Server(config).serve())
@@ -270,7 +176,7 @@ def serve(
         if app.error is None:
             raise
     if app.error is not None:
-        raise _fail(_startup_error(app.error))
+        raise _fail(components.explain(app.error) or str(app.error))
 
 
 def server_config(app: ASGIApp, *, host: str, port: int, log_level: str = "info",

@@ -1,7 +1,8 @@
 """The process supervisor: every program svc runs beside itself (the edge's nginx, the managed
 PowerDNS, and later workerd, the project database cluster, pebble ...) is a ProcessSpec run by a
-Supervisor, under the same rules (supervisor.py). Domain-free: it imports only svc.kit and the
-standard library; what is particular to a program (its config, its API) stays with its owner."""
+Supervisor, under the same rules (supervisor.py); component.py is what a component declares beside
+its adapter. Domain-free: it imports only svc.kit, svc.settings and the standard library; what is
+particular to a program (its config, its API) stays with its owner."""
 
 from svc.supervisor.probes import http_get
 from svc.supervisor.spec import (

@@ -50,23 +50,21 @@ def off_reason(settings: Settings) -> str | None:
     return None
 
 
-async def start_fake_billing(settings: Settings, hook_url: str) -> tuple[FakePolar, PolarBilling, Settings]:
-    """The fake Polar on a free port, svc's Polar client pointed at it, and the settings with its
-    webhook secret (made for this run when none is set, of the form it signs with)."""
+async def start_fake_billing(settings: Settings, hook_url: str) -> tuple[FakePolar, PolarBilling]:
+    """The fake Polar on a free port, and svc's Polar client pointed at it, which knows the secret
+    the fake signs its webhooks with (SVC_BILLING_WEBHOOK_SECRET, else one made for this run, of
+    the form it signs with)."""
     form = settings.billing_webhook_secret_form
-    if settings.billing_webhook_secret is None:
-        settings = settings.model_copy(update={"billing_webhook_secret": SecretStr(made_secret(form))})
-    assert settings.billing_webhook_secret is not None
-    fake = FakePolar(webhook_secret=settings.billing_webhook_secret.get_secret_value(), secret_form=form,
-                     hook_url=hook_url)
+    secret = settings.billing_webhook_secret or SecretStr(made_secret(form))
+    fake = FakePolar(webhook_secret=secret.get_secret_value(), secret_form=form, hook_url=hook_url)
     await fake.start()
     client = PolarBilling(access_token=fake.access_token, product_id=fake.product_id, sandbox=True,
                           base_url=fake.url, timeout_seconds=settings.billing_timeout_seconds,
-                          credit_product_id=fake.credit_product_id)
+                          credit_product_id=fake.credit_product_id, webhook_secret=secret)
     _fake_address(settings).write_text(json.dumps({
         "url": fake.url, "accessToken": fake.access_token, "productId": fake.product_id,
         "creditProductId": fake.credit_product_id}))
-    return fake, client, settings
+    return fake, client
 
 
 def _fake_address(settings: Settings) -> Path:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from polar import PolarClientError, PolarError, PolarNetworkError
 from polar.v2026_10 import PolarAsync
 from polar.v2026_10 import outputs as polar
+from pydantic import SecretStr
 
 from svc.adapters.billing.port import (
     BillingRejected,
@@ -55,8 +56,10 @@ class PolarBilling:
     name = "polar"
 
     def __init__(self, *, access_token: str, product_id: str, sandbox: bool, base_url: str | None = None,
-                 timeout_seconds: float = 8.0, credit_product_id: str | None = None) -> None:
+                 timeout_seconds: float = 8.0, credit_product_id: str | None = None,
+                 webhook_secret: SecretStr | None = None) -> None:
         self.sandbox = sandbox
+        self.webhook_secret = webhook_secret
         self.product_id = product_id
         # A one-time product whose price svc sets per purchase (a tier of AI credit).
         self.credit_product_id = credit_product_id

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from pydantic import SecretStr
+
 # The statuses that make an org pro (the spec's state table); any other makes it free.
 PRO_STATUSES = frozenset({"active", "trialing", "past_due"})
 
@@ -105,6 +107,9 @@ class BillingProvider(Protocol):
     name: str  # "polar": the webhook path's segment
     sandbox: bool  # the provider's test environment
     description: str  # for the banner
+    # The secret its webhooks are signed with when the provider's adapter knows it (a fake Polar svc
+    # runs makes one for its run); None: SVC_BILLING_WEBHOOK_SECRET's.
+    webhook_secret: SecretStr | None
 
     async def checkout(self, *, org_slug: str, email: str | None, success_url: str) -> Checkout:
         """A hosted checkout for the pro plan, its customer's external id and the subscription's

@@ -63,9 +63,9 @@ async def cancel(body: schemas.CancelRequest, access: AdminAccess, uow: Uow) -> 
                         501: {"description": "Billing is not configured on this svc (billing_off)",
                               "content": _ERROR}})
 async def polar_webhook(request: Request, uow: Uow) -> schemas.WebhookAnswer:
-    settings = uow.ctx.settings
-    secret = settings.billing_webhook_secret
-    if uow.ctx.adapters.billing is None or secret is None:
+    settings, billing = uow.ctx.settings, uow.ctx.adapters.billing
+    secret = (billing.webhook_secret if billing is not None else None) or settings.billing_webhook_secret
+    if billing is None or secret is None:
         raise errors.BillingOff()
     body = await request.body()
     try:

@@ -1,0 +1,45 @@
+"""Billing as a component: Polar (built from the settings), or, with SVC_BILLING=fake, a fake Polar
+the serving process runs itself, its webhooks sent back to this API."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from svc.adapters.billing import build_billing, forget_fake_billing, off_reason, start_fake_billing
+from svc.settings import Settings
+from svc.supervisor.component import Component, Launch, Line
+
+
+@contextlib.asynccontextmanager
+async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
+    settings: Settings = ctx.settings
+    if settings.billing != "fake" or ctx.adapters.billing is not None:
+        yield
+        return
+    fake, ctx.adapters.billing = await start_fake_billing(settings, launch.api_url.rstrip("/") + "/v1/hooks/polar")
+    try:
+        yield
+    finally:
+        billing, ctx.adapters.billing = ctx.adapters.billing, None
+        if billing is not None:
+            await billing.aclose()
+        forget_fake_billing(settings)
+        await fake.stop()
+
+
+def _banner(settings: Settings, launch: Launch) -> list[Line]:
+    reason = off_reason(settings)
+    if reason is not None:
+        return [Line("billing", reason)]
+    if settings.billing == "fake":
+        return [Line("billing", "a fake Polar in this process (development; test card 4242 4242 4242 4242), its "
+                                f"webhooks at {launch.api_url}/v1/hooks/polar")]
+    where = "Polar's sandbox" if settings.billing_sandbox else "Polar"
+    return [Line("billing", f"{where}, product {settings.polar_product_id}; webhooks at "
+                            f"{settings.public_url}/v1/hooks/polar")]
+
+
+COMPONENT = Component(name="billing", slot="billing", build=build_billing, off=off_reason, start=_start,
+                      banner=_banner)

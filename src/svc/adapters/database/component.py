@@ -1,0 +1,36 @@
+"""The projects' databases as a component: an external PostgreSQL cluster (SVC_PROJECT_DB_ADMIN_URL),
+or a private cluster the serving process starts and supervises when PostgreSQL is installed."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from svc.adapters.database import database_plan, start_database
+from svc.settings import Settings
+from svc.supervisor.component import Component, Launch, Line
+
+
+@contextlib.asynccontextmanager
+async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
+    if "database" not in launch.processes or ctx.adapters.database is not None:
+        yield
+        return
+    database = await start_database(ctx.settings)
+    ctx.adapters.database = database.node
+    if database.off is not None:
+        ctx.adapters.off["database"] = database.off
+    try:
+        yield
+    finally:
+        ctx.adapters.database = None
+        await database.stop()
+
+
+def _banner(settings: Settings, launch: Launch) -> list[Line]:
+    plan = database_plan(settings)
+    return [Line("databases", plan.summary, alarm=plan.mode == "off" and settings.project_db_enabled)]
+
+
+COMPONENT = Component(name="database", slot="database", start=_start, banner=_banner)

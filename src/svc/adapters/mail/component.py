@@ -1,0 +1,21 @@
+"""Mail as a component (svc/supervisor/component.py): an SMTP server when SVC_SMTP_URL is set, else
+.eml files under SVC_DATA_DIR (development)."""
+
+from __future__ import annotations
+
+from svc.adapters.mail.eml import EmlDirectorySender
+from svc.adapters.mail.port import MailSender
+from svc.adapters.mail.smtp import SmtpSender
+from svc.settings import Settings
+from svc.supervisor.component import Component, Launch, Line
+
+
+def build(settings: Settings) -> MailSender:
+    return SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
+
+
+def _banner(settings: Settings, launch: Launch) -> list[Line]:
+    return [Line("mail", build(settings).description)]
+
+
+COMPONENT = Component(name="mail", slot="mail", build=build, banner=_banner)

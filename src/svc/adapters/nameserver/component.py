@@ -1,0 +1,68 @@
+"""The authoritative nameserver as a component: an external PowerDNS (built from the settings), or
+the managed pdns_server svc starts and supervises when it is installed."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from svc.adapters.nameserver import (
+    NameserverPortInUse,
+    build_nameserver,
+    dns_address,
+    dns_port_taken,
+    nameserver_plan,
+    start_nameserver,
+)
+from svc.settings import Settings
+from svc.supervisor.component import Component, Launch, Line
+
+
+def _off(settings: Settings) -> str | None:
+    plan = nameserver_plan(settings)
+    return plan.summary.removeprefix("OFF - ").rstrip(".") if plan.mode == "off" else None
+
+
+def _port_taken_words(address: str) -> str:
+    return (f"the DNS port {address} is in use; stop what uses it or choose another with SVC_DNS_PORT "
+            f"(or set SVC_DNS_ENABLED=false)")
+
+
+def _preflight(settings: Settings) -> str | None:
+    # pdns would exit at once, again and again (the start checks again).
+    if nameserver_plan(settings).mode == "managed" and dns_port_taken(settings):
+        return _port_taken_words(dns_address(settings.dns_host, settings.dns_port))
+    return None
+
+
+@contextlib.asynccontextmanager
+async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
+    if "nameserver" not in launch.processes or ctx.adapters.nameserver is not None:
+        yield
+        return
+    # Raises NameserverPortInUse (one line in `svc serve`) when the DNS port is taken.
+    dns = await start_nameserver(ctx.settings)
+    if dns is None:
+        yield
+        return
+    ctx.adapters.nameserver = dns.nameserver
+    try:
+        yield
+    finally:
+        ctx.adapters.nameserver = None
+        await dns.stop()
+
+
+def _banner(settings: Settings, launch: Launch) -> list[Line]:
+    plan = nameserver_plan(settings)
+    return [Line("dns", plan.summary, alarm=plan.mode == "off" and settings.dns_enabled)]
+
+
+def _explain(exc: Exception) -> str:
+    assert isinstance(exc, NameserverPortInUse)
+    return _port_taken_words(exc.address)
+
+
+COMPONENT = Component(name="nameserver", slot="nameserver", build=build_nameserver, off=_off, start=_start,
+                      preflight=_preflight, banner=_banner, explains={NameserverPortInUse: _explain})

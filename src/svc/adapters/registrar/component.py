@@ -1,0 +1,29 @@
+"""The registrar as a component: DNSimple or a fake registrar running elsewhere (built from the
+settings), or, with SVC_REGISTRAR=fake and no SVC_REGISTRAR_URL, a fake the serving process runs."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from svc.adapters.registrar import build_registrar, off_reason, start_fake_registrar
+from svc.supervisor.component import Component, Launch
+
+
+@contextlib.asynccontextmanager
+async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
+    if ctx.settings.registrar != "fake" or ctx.adapters.registrar is not None:
+        yield
+        return
+    fake, ctx.adapters.registrar = await start_fake_registrar(ctx.settings)
+    try:
+        yield
+    finally:
+        registrar, ctx.adapters.registrar = ctx.adapters.registrar, None
+        if registrar is not None:
+            await registrar.aclose()
+        await fake.stop()
+
+
+COMPONENT = Component(name="registrar", slot="registrar", build=build_registrar, off=off_reason, start=_start)

@@ -1,0 +1,76 @@
+"""Every component of svc, one line each (svc/supervisor/component.py says what a component
+declares, beside its adapter): what svc.app builds the adapters from, what the serving process
+starts in order and stops in reverse, what `svc serve` checks before it starts, prints in its banner
+and explains when start-up fails. Adding a component: its folder (its adapter and component.py),
+one line here, and its field in context.Adapters (docs/architecture.md, "Components")."""
+
+from __future__ import annotations
+
+import contextlib
+
+from svc.adapters.acme.component import COMPONENT as acme
+from svc.adapters.ai.component import COMPONENT as ai
+from svc.adapters.billing.component import COMPONENT as billing
+from svc.adapters.blobs.component import COMPONENT as blobs
+from svc.adapters.database.component import COMPONENT as database
+from svc.adapters.git.component import COMPONENT as git
+from svc.adapters.idp.component import COMPONENT as idp
+from svc.adapters.mail.component import COMPONENT as mail
+from svc.adapters.nameserver.component import COMPONENT as nameserver
+from svc.adapters.registrar.component import COMPONENT as registrar
+from svc.adapters.resolver.component import COMPONENT as resolver
+from svc.adapters.workers.component import COMPONENT as workers
+from svc.context import Adapters, AppContext
+from svc.edge.component import COMPONENT as edge
+from svc.settings import Settings
+from svc.supervisor.component import Component, Launch, Line, start_order
+
+# The banner's order; the start order follows each component's `after`.
+COMPONENTS: tuple[Component, ...] = (
+    mail, idp, blobs, edge, workers, acme, database, billing, ai, registrar, git, nameserver, resolver,
+)
+
+
+def build_adapters(settings: Settings) -> Adapters:
+    """Each component's adapter as its settings make it (None: off, or started later), and why
+    those that are off are."""
+    built = {c.slot: c.build(settings) for c in COMPONENTS if c.slot is not None and c.build is not None}
+    off = {c.name: why for c in COMPONENTS if c.off is not None and (why := c.off(settings)) is not None}
+    return Adapters(**built, off=off)
+
+
+def fill(ctx: AppContext) -> None:
+    """The adapters whoever made them left out that a component fills (a test's Adapters), built
+    before anything runs (the areas' lifespans use them)."""
+    for component in COMPONENTS:
+        if component.fill and component.slot and component.build and getattr(ctx.adapters, component.slot) is None:
+            setattr(ctx.adapters, component.slot, component.build(ctx.settings))
+
+
+async def start(ctx: AppContext, launch: Launch, running: contextlib.AsyncExitStack) -> None:
+    """The components of the serving process, each after those it names, on `running` (which stops
+    them in reverse)."""
+    for component in start_order(COMPONENTS):
+        if component.start is not None:
+            await running.enter_async_context(component.start(ctx, launch))
+
+
+def preflight(settings: Settings) -> str | None:
+    """Why svc cannot start (a port another program holds), checked before anything starts."""
+    return next((why for c in COMPONENTS if c.preflight is not None and (why := c.preflight(settings))), None)
+
+
+def banner(settings: Settings, launch: Launch) -> list[Line]:
+    return [line for c in COMPONENTS if c.banner is not None for line in c.banner(settings, launch)]
+
+
+def explain(exc: BaseException) -> str | None:
+    """A start-up error a component explains, in its one line (None: not one of theirs)."""
+    for component in COMPONENTS:
+        for kind, words in component.explains.items():
+            if isinstance(exc, kind) and isinstance(exc, Exception):
+                return words(exc)
+    return None
+
+
+EXPLAINED: tuple[type[Exception], ...] = tuple(kind for c in COMPONENTS for kind in c.explains)

@@ -1,0 +1,74 @@
+"""The edge (a private nginx, supervised) as a component: started after the worker runtime it serves
+workers from, with the routes, traffic log and certificates of the areas behind it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from svc.domains.certificates.service import EdgeCertificates
+from svc.domains.projects.service import EdgeRouting
+from svc.domains.workers.service import SteadySource, TrafficRecorder
+from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken, start_edge
+from svc.kit.hosts import local_address
+from svc.settings import Settings
+from svc.supervisor import find_binary, host_port
+from svc.supervisor.component import Component, Launch, Line
+
+
+def _port_taken_words(address: str) -> str:
+    return f"the edge port {address} is in use; stop what uses it or choose another with --edge-port"
+
+
+def _preflight(settings: Settings) -> str | None:
+    # Else nginx would retry binding for seconds and exit, again and again (the start checks again).
+    if settings.edge_enabled and find_binary(settings.nginx_binary) is not None and edge_port_taken(settings):
+        return _port_taken_words(edge_address(settings))
+    return None
+
+
+@contextlib.asynccontextmanager
+async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
+    settings: Settings = ctx.settings
+    if "edge" not in launch.processes or not settings.edge_enabled:
+        yield
+        return
+    runtime = ctx.adapters.runtime
+    edge = await start_edge(settings, EdgeRouting(ctx), api_url=launch.api_url, runtime=runtime,
+                            traffic=TrafficRecorder(ctx) if settings.edge_traffic_log else None,
+                            certificates=EdgeCertificates(ctx) if settings.edge_tls_port else None)
+    ctx.edge = edge
+    if runtime is not None and edge is not None:
+        # Each shard's live workers, served steadily behind the loading processes.
+        runtime.follow(SteadySource(ctx), edge.steady_changed, edge.layout.error_log)
+    try:
+        yield
+    finally:
+        if runtime is not None and ctx.adapters.runtime is runtime:
+            # First: its steady processes tell the edge of their changes while they run.
+            ctx.adapters.runtime = None
+            await runtime.stop()
+        if edge is not None:
+            await edge.stop()
+
+
+def _banner(settings: Settings, launch: Launch) -> list[Line]:
+    if not settings.edge_enabled:
+        return [Line("edge", "off (SVC_EDGE_ENABLED=false): deployments are not served by this process")]
+    nginx = find_binary(settings.nginx_binary)
+    if nginx is None:
+        return [Line("edge", f"OFF - nginx ({settings.nginx_binary}) was not found, so deployments are not served. "
+                             f"To serve them, {INSTALL_HINT}.", alarm=True)]
+    sample = settings.edge_url(f"<project>-<org>.{settings.app_domain}")
+    where = host_port(local_address(settings.edge_host), settings.edge_port)
+    return [Line("edge", f"{sample}/  (nginx {nginx} on {where}; log in {settings.data_dir / 'edge'})")]
+
+
+def _explain(exc: Exception) -> str:
+    assert isinstance(exc, EdgePortInUse)
+    return _port_taken_words(exc.address)
+
+
+COMPONENT = Component(name="edge", after=("workers",), start=_start, preflight=_preflight, banner=_banner,
+                      explains={EdgePortInUse: _explain})

@@ -1,0 +1,138 @@
+"""A running svc: the serving process's life (the lifespan create_app gives FastAPI: the state store,
+the auth cache's keeper, the areas' own lifespans, the components in their order, the job worker)
+and the server context the operator's commands run in beside it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import os
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from fastapi import FastAPI
+
+from svc import components
+from svc.adapters.billing import running_fake_billing
+from svc.areas import AREAS
+from svc.auth.cache import AuthCache
+from svc.auth.invalidation import CacheKeeper
+from svc.context import Adapters, AppContext
+from svc.db import Database, migrate, open_database
+from svc.jobs.registry import JobRegistry
+from svc.jobs.worker import Worker, worker_name
+from svc.kit.crypto import Keyring, load_or_create_secret_key
+from svc.kit.files import PRIVATE_UMASK, make_private
+from svc.settings import AreaSettings, Settings
+from svc.supervisor.component import Launch
+
+log = logging.getLogger("svc")
+
+HOLDINGS = tuple(holding for area in AREAS for holding in area.holdings)
+BINDINGS = tuple(area.bindings for area in AREAS if area.bindings is not None)
+ORDERS = tuple(area.orders for area in AREAS if area.orders is not None)
+RECONCILERS = tuple(area.reconcile for area in AREAS if area.reconcile is not None)
+UNSETTLED = tuple(area.unsettled for area in AREAS if area.unsettled is not None)
+
+
+def read_area_settings(given: Iterable[AreaSettings] = ()) -> dict[type[AreaSettings], AreaSettings]:
+    """Every area's own settings, read from the environment once (a bad value raises pydantic's
+    ValidationError, which `svc serve` says in one line); `given` replaces some (the tests')."""
+    chosen = {type(own): own for own in given}
+    return {area.settings: chosen.get(area.settings) or area.settings() for area in AREAS if area.settings is not None}
+
+
+def app_context(settings: Settings, db: Database, adapters: Adapters,
+                area_settings: dict[type[AreaSettings], AreaSettings]) -> AppContext:
+    """The context every use case runs in, with what the areas declare in their manifests."""
+    return AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
+                      keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
+                      orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED, area_settings=area_settings)
+
+
+async def keep_data_private(settings: Settings) -> None:
+    """Everything svc writes from now on is the process user's alone (umask 077), and what an
+    earlier svc left readable by others under the data directory is made private, with a warning.
+    The edge's nginx workers run as the data directory's owner, so they still read the sites."""
+    os.umask(PRIVATE_UMASK)
+    repaired = await asyncio.to_thread(make_private, settings.data_dir)
+    if repaired:
+        log.warning("%d files and directories under %s were readable by other users; they are now private "
+                    "(directories 0700, files 0600)", repaired, settings.data_dir)
+
+
+@contextlib.asynccontextmanager
+async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
+    """The state store (migrated) and adapters without the API, the worker or the edge: for the
+    server-side commands an operator runs beside `svc serve` (`svc admin ...`)."""
+    await keep_data_private(settings)
+    db = open_database(settings)
+    adapters: Adapters | None = None
+    try:
+        await migrate(db)
+        adapters = components.build_adapters(settings)
+        if settings.billing == "fake" and adapters.billing is None:
+            # The fake Polar of the `svc serve` beside this command, asked as Polar would be.
+            adapters.billing, why = running_fake_billing(settings)
+            if why is not None:
+                adapters.off["billing"] = why
+        yield app_context(settings, db, adapters, read_area_settings())
+    finally:
+        if settings.billing == "fake" and adapters is not None and adapters.billing is not None:
+            await adapters.billing.aclose()
+        await db.dispose()
+
+
+def serving(settings: Settings, adapters: Adapters | None, launch: Launch, registry: JobRegistry,
+            area_settings: dict[type[AreaSettings], AreaSettings], *, run_workers: bool, freeze_startup: bool) -> Any:
+    """The serving process's lifespan, for FastAPI: everything starts before the first request and
+    stops, in reverse, after the last."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        await keep_data_private(settings)
+        db = open_database(settings)
+        auth_cache = AuthCache()
+        keeper = CacheKeeper(settings, auth_cache, db.session_class)
+        try:
+            # SQLite: this process owns the data dir; PostgreSQL: LISTEN (auth/invalidation.py).
+            await keeper.start()
+        except BaseException:
+            await db.dispose()
+            raise
+        await migrate(db)
+        ctx = app_context(settings, db, adapters or components.build_adapters(settings), area_settings)
+        app.state.ctx, app.state.auth_cache, app.state.auth_keeper = ctx, auth_cache, keeper
+        components.fill(ctx)
+        stop = asyncio.Event()
+        async with contextlib.AsyncExitStack() as running:
+            running.push_async_callback(db.dispose)
+            running.push_async_callback(keeper.stop)
+            for area in AREAS:
+                if area.lifespan is not None:
+                    await running.enter_async_context(area.lifespan(ctx))
+            await components.start(ctx, launch, running)
+            # The job worker last: it stops first, its batch finished while the components still run.
+            worker = app.state.worker = Worker(ctx, registry)
+            if run_workers:
+                task = asyncio.create_task(worker.run(stop), name="svc-worker")
+                running.push_async_callback(_stopped, stop, task)
+            if freeze_startup:
+                # What start-up made (the app, its routes and templates, the ORM's mappers: some
+                # 250,000 objects) lives as long as the process: frozen, a full collection no longer
+                # walks it. Unfrozen, that walk paused requests 200-470 ms about every 100 requests
+                # (bench/git.py's browsing p99). Not in the tests, which make hundreds of apps.
+                gc.collect()
+                gc.freeze()
+            yield {}
+
+    return lifespan
+
+
+async def _stopped(stop: asyncio.Event, task: asyncio.Task[None]) -> None:
+    """The job worker, told to stop, finishes its batch (ten seconds at most)."""
+    stop.set()
+    with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+        await asyncio.wait_for(task, timeout=10)
