@@ -15,92 +15,148 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
+    """Every SVC_* variable of the foundation and of the components (an area's own rules are in its
+    settings class, domains/<area>/settings.py). Grouped by what reads them; each field's comment is
+    its line in docs/settings.md (generated: lint/settings_table.py)."""
+
     model_config = SettingsConfigDict(env_prefix="SVC_", extra="ignore")
 
+    # --- the foundation ---
+    # Where svc keeps its files: the SQLite store, blobs, keys, the components' data and logs.
     data_dir: Path = Path("./.svc-data")
+    # The state store: a PostgreSQL URL (postgresql+asyncpg://...); unset: SQLite under SVC_DATA_DIR.
     database_url: str | None = None
+    # Where people and the CLI reach the API and the dashboard (links, redirects, webhooks).
     public_url: str = "http://localhost:8080"
+    # The domain projects' default hostnames are made under (<project>-<org>.<app_domain>).
     app_domain: str = "localhost"
+    # The service's name in mails and pages.
     service_name: str = "svc"
-
+    # The dev login (`svc login --dev NAME`): anyone becomes anyone. For a local run only.
     enable_dev_auth: bool = False
     # The people who run this svc, comma-separated: an email, or `provider:subject` (dev:alice) for a
     # login without one. The dashboard's operator pages (the billing inbox) open for them only;
     # `svc admin` on the server needs none of this.
     operators: str = ""
+    # How long a dashboard or CLI session lasts, in days.
     session_days: int = Field(default=30, ge=1, le=365)
+    # Signs edge cookies and seals secrets at rest. Unset: generated once into
+    # SVC_DATA_DIR/secret.key (0600) on first start and reused.
+    secret_key: SecretStr | None = None
+    # How often the job worker looks for due jobs when nothing woke it, in seconds.
+    job_poll_seconds: float = Field(default=0.5, gt=0)
+    # How long a job is held by the process running it; a process that dies lets it go after this.
+    job_lease_seconds: float = Field(default=60.0, gt=0)
+    # Bundles (decisions.md): the compressed size, in bytes.
+    max_bundle_bytes: int = 100 * 1024 * 1024
+    # Bundles: the unpacked size, in bytes.
+    max_unpacked_bytes: int = 500 * 1024 * 1024
+    # Bundles: how many files one may hold.
+    max_bundle_entries: int = 20_000
+    # Plans: how many projects an org on the free plan may have.
+    free_project_limit: int = 3
+    # Plans: how many projects an org on the pro plan may have.
+    pro_project_limit: int = 100
 
+    # --- the identity provider (adapters/idp) ---
     # Identity provider: "github" or "oidc"; unset means no identity-provider login.
     idp_provider: str | None = None
+    # The OAuth client svc is at the provider.
     idp_client_id: str | None = None
+    # The OAuth client's secret.
     idp_client_secret: SecretStr | None = None
     # For oidc: the issuer (discovery at {issuer}/.well-known/openid-configuration).
     idp_issuer: str | None = None
-    # For github: the site and API base URLs (a fake speaks the same protocol at another address).
+    # For github: the site's base URL (a fake speaks the same protocol at another address).
     idp_github_url: str = "https://github.com"
+    # For github: the API's base URL.
     idp_github_api_url: str = "https://api.github.com"
     # Comma-separated prefixes a login redirect must start with; empty means [public_url].
     idp_redirects: str = ""
 
+    # --- mail (adapters/mail) ---
+    # The SMTP server mail goes through (smtp://user:password@host:port, smtps:// for TLS); unset:
+    # each message is written as an .eml file under SVC_DATA_DIR/mail (development).
     smtp_url: str | None = None
+    # The sender of svc's mails.
     mail_from: str = "svc <no-reply@localhost>"
 
-    job_poll_seconds: float = Field(default=0.5, gt=0)
-    job_lease_seconds: float = Field(default=60.0, gt=0)
+    # --- the blob store (adapters/blobs) ---
+    # Where artifacts are kept: "files" (under SVC_DATA_DIR/blobs) or "s3".
+    blob_store: str = "files"
+    # S3: the endpoint of an S3-compatible store (unset: AWS's).
+    s3_endpoint_url: str | None = None
+    # S3: the bucket.
+    s3_bucket: str | None = None
+    # S3: the prefix of svc's keys in the bucket.
+    s3_prefix: str = "svc/"
+    # S3: the region.
+    s3_region: str = "us-east-1"
+    # S3: the access key's id.
+    s3_access_key_id: str | None = None
+    # S3: the access key's secret.
+    s3_secret_access_key: SecretStr | None = None
 
-    # Signs edge cookies and seals secrets at rest. Unset: generated once into
-    # SVC_DATA_DIR/secret.key (0600) on first start and reused.
-    secret_key: SecretStr | None = None
-
-    # The edge (nginx) that serves deployments by Host. `svc serve --edge-port` sets the port.
+    # --- the edge (svc/edge: nginx) ---
+    # The edge that serves deployments by Host; off: this process serves none.
     edge_enabled: bool = True
+    # The address the edge listens on.
     edge_host: str = "127.0.0.1"
+    # The edge's http port (`svc serve --edge-port`).
     edge_port: int = 8081
-    # How people reach the edge (for redirects back to a project): scheme and port; None = edge_port.
+    # How people reach the edge (for redirects back to a project): its scheme.
     edge_public_scheme: str = "http"
+    # How people reach the edge: its port (unset: SVC_EDGE_PORT).
     edge_public_port: int | None = None
+    # The nginx the edge runs (a name on PATH or a path).
     nginx_binary: str = "nginx"
+    # How often the edge compares its routes with the store when nothing told it of a change, in seconds.
     edge_converge_seconds: float = Field(default=2.0, gt=0)
     # How long the edge may reuse an allowed access check (protected projects), in seconds.
     edge_check_cache_seconds: int = Field(default=5, ge=0, le=60)
     # The edge's traffic: every request to a project host counted (the traffic chart) and a sample
     # written as lines (the projects' logs; docs/workers.md); off, no traffic is kept.
     edge_traffic_log: bool = True
-    # The worker runtime (docs/workers.md): its serving processes, and how long a worker may take
-    # to start answering a request before the edge answers 500 for it.
-    worker_processes: int = Field(default=2, ge=1, le=64)
-    worker_timeout_seconds: int = Field(default=30, ge=1, le=900)
-    # One worker isolate's memory (V8 heap), in MB.
-    worker_memory_mb: int = Field(default=128, ge=16, le=8192)
-    workerd_binary: str | None = None
-    # Who workerd runs as when svc runs as root.
-    worker_user: str = "nobody"
-
-    # The projects' databases (docs/database.md): on the PostgreSQL cluster of
-    # SVC_PROJECT_DB_ADMIN_URL (an administrator's URL: postgresql://user:password@host:port/db),
-    # else on a private cluster `svc serve` runs under SVC_DATA_DIR/projectdb when PostgreSQL's
-    # server is installed. SVC_PROJECT_DB_ENABLED=false turns both off.
-    # Certificates over ACME (docs/tls.md): the CA's directory (unset: no certificates, http only),
-    # the account's contact, and a CA bundle to trust the directory's own certificate with (a
-    # private CA such as pebble).
-    acme_directory_url: str | None = None
     # Where the edge serves https (svc serve --edge-tls-port); None: http only.
     edge_tls_port: int | None = None
     # Strict-Transport-Security on every https answer of the edge, for this many seconds (0: not
     # sent). Once browsers have seen it they refuse http for the name until it runs out: turn it on
     # when https is there to stay.
     edge_hsts_seconds: int = Field(default=0, ge=0, le=63072000)
+
+    # --- the worker runtime (adapters/workers: workerd, docs/workers.md) ---
+    # How many serving processes (shards) run the projects' workers.
+    worker_processes: int = Field(default=2, ge=1, le=64)
+    # How long a worker may take to start answering a request before the edge answers 500, in seconds.
+    worker_timeout_seconds: int = Field(default=30, ge=1, le=900)
+    # One worker isolate's memory (V8 heap), in MB.
+    worker_memory_mb: int = Field(default=128, ge=16, le=8192)
+    # The workerd to run (a name on PATH or a path); unset: the one on PATH or `make setup`'s.
+    workerd_binary: str | None = None
+    # Who workerd runs as when svc runs as root.
+    worker_user: str = "nobody"
+
+    # --- certificates over ACME (adapters/acme, docs/tls.md) ---
+    # The CA's directory URL (unset: no certificates, http only).
+    acme_directory_url: str | None = None
+    # The ACME account's contact.
     acme_email: str | None = None
+    # A CA bundle to trust the directory's own certificate with (a private CA such as pebble).
     acme_ca_bundle: str | None = None
     # The domains a CAA record names to allow the CA (comma-separated), for a CA whose directory does
     # not list them (its caaIdentities): svc reads CAA before ordering and says when it forbids.
     acme_caa_identities: str = ""
+
+    # --- the projects' databases (adapters/database, docs/database.md) ---
+    # Projects may be given a PostgreSQL database; false: none is.
     project_db_enabled: bool = True
+    # An administrator's URL of the cluster they live on (postgresql://user:password@host:port/db);
+    # unset: a private cluster `svc serve` runs under SVC_DATA_DIR/projectdb when PostgreSQL is installed.
     project_db_admin_url: str | None = None
-    # A project's connections and bounds come from its plan (domains/orgs/plans.py); these say what
-    # the cluster holds: the private cluster's max_connections, and the connections svc keeps for
-    # itself (its administrator's pool, dumps and restores) that no project's ceiling may take.
+    # The private cluster's max_connections (a project's own bounds come from its plan).
     project_db_max_connections: int = Field(default=200, ge=20, le=10000)
+    # The connections svc keeps for itself (its administrator's pool, dumps and restores) that no
+    # project's ceiling may take.
     project_db_svc_connections: int = Field(default=10, ge=4, le=1000)
     # Who the private cluster runs as when svc runs as root (PostgreSQL refuses root).
     project_db_user: str = "postgres"
@@ -117,110 +173,118 @@ class Settings(BaseSettings):
         digest = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:16]
         return Path("/var/lib/svc") / f"projectdb-{digest}"
 
-    # DNS (docs/dns.md): zones are served by PowerDNS. With SVC_PDNS_API_URL and SVC_PDNS_API_KEY
-    # svc drives that (external) PowerDNS; without them `svc serve` runs a private pdns_server under
-    # SVC_DATA_DIR/pdns answering DNS on dns_host:dns_port. SVC_DNS_ENABLED=false turns both off.
+    # --- DNS (adapters/nameserver: PowerDNS, docs/dns.md) ---
+    # Zones are served; false: the DNS routes answer 503 dns_not_configured.
     dns_enabled: bool = True
+    # An external PowerDNS's API (with SVC_PDNS_API_KEY); unset: `svc serve` runs a private
+    # pdns_server under SVC_DATA_DIR/pdns when it is installed.
     pdns_api_url: str | None = None
+    # The external PowerDNS's API key.
     pdns_api_key: SecretStr | None = None
+    # The pdns_server the private PowerDNS runs.
     pdns_binary: str = "pdns_server"
+    # The address the private PowerDNS answers DNS on.
     dns_host: str = "127.0.0.1"
+    # The port the private PowerDNS answers DNS on (TCP and UDP).
     dns_port: int = Field(default=5353, ge=1, le=65535)
     # The service's nameservers (absolute names, comma-separated): the apex NS set of every zone,
     # the first one in its SOA.
     nameservers: str = "ns1.svc.localhost.,ns2.svc.localhost."
     # The SOA's mailbox as a name (hostmaster.example.com. = hostmaster@example.com).
     hostmaster: str = "hostmaster.svc.localhost."
+    # How long a zone's delegation check stays fresh: the cycle checks again those older than this.
+    delegation_recheck_seconds: float = Field(default=600.0, gt=0)
 
-    # Custom hostnames (docs/hostnames.md). fallback_origin: the name a custom hostname's CNAME
-    # points to (absolute, lowercase; unset: "edge.<app_domain>."). dns_resolver: "host:port" (an IP
-    # address; port 53 when left out) of a resolver that stands for the public DNS, which ownership
-    # checks and zones' delegation checks ask; unset: the system resolver (/etc/resolv.conf), or,
-    # with trust_own_zones, the managed PowerDNS's dns_host:dns_port when svc runs one.
-    # hostname_verify_seconds: how often pending hostnames are checked.
+    # --- custom hostnames and the resolver (adapters/resolver, docs/hostnames.md) ---
+    # The name a custom hostname's CNAME points to (absolute, lowercase; unset: "edge.<app_domain>.").
     fallback_origin: str | None = None
+    # "host:port" (an IP address; port 53 when left out) of a resolver that stands for the public
+    # DNS, which ownership and delegation checks ask; unset: the system resolver (/etc/resolv.conf),
+    # or, with SVC_TRUST_OWN_ZONES, the managed PowerDNS when svc runs one.
     dns_resolver: str | None = None
+    # How often pending hostnames are checked, in seconds.
     hostname_verify_seconds: float = Field(default=60.0, gt=0)
     # Trust svc's own zones as proof of ownership: a zone counts as delegated, and ownership
     # lookups ask the managed PowerDNS. For a local run on a machine with no public DNS (`make run`
     # sets it); unsafe on a shared server, where any org could claim any name (docs/dns.md).
     trust_own_zones: bool = False
-    # How long a zone's delegation check stays fresh: the cycle checks again those older than this.
-    delegation_recheck_seconds: float = Field(default=600.0, gt=0)
 
-    # Bundles (decisions.md): compressed, unpacked and entry-count bounds.
-    max_bundle_bytes: int = 100 * 1024 * 1024
-    max_unpacked_bytes: int = 500 * 1024 * 1024
-    max_bundle_entries: int = 20_000
-
-    # Where artifacts are kept: "files" (under SVC_DATA_DIR/blobs) or "s3".
-    blob_store: str = "files"
-    s3_endpoint_url: str | None = None
-    s3_bucket: str | None = None
-    s3_prefix: str = "svc/"
-    s3_region: str = "us-east-1"
-    s3_access_key_id: str | None = None
-    s3_secret_access_key: SecretStr | None = None
-
-    free_project_limit: int = 3
-    pro_project_limit: int = 100
-    # A project's env.ai calls a minute at most, by plan (docs/ai.md).
-    free_ai_calls_per_minute: int = Field(default=20, ge=1)
-    pro_ai_calls_per_minute: int = Field(default=600, ge=1)
-
-    # Billing (docs/billing.md): "off", "polar" (Polar's API with SVC_POLAR_ACCESS_TOKEN and the pro
-    # plan's SVC_POLAR_PRODUCT_ID; SVC_BILLING_SANDBOX for Polar's sandbox) or "fake" (svc runs a fake
-    # Polar itself, for development). Webhooks are checked against SVC_BILLING_WEBHOOK_SECRET, read
-    # as Standard Webhooks reads it (`whsec_` + base64: the decoded bytes are the key), as Polar
-    # does (the whole secret's UTF-8 bytes), or either (adapters/billing/signatures.py).
+    # --- billing (adapters/billing: Polar, docs/billing.md) ---
+    # "off" (plans from `svc admin plan`), "polar" (Polar's API) or "fake" (svc runs a fake Polar
+    # itself, for development).
     billing: Literal["off", "polar", "fake"] = "off"
+    # Polar's webhook secret; with fake, made for the run when unset.
     billing_webhook_secret: SecretStr | None = None
+    # How the secret keys the HMAC: "standard" (Standard Webhooks: `whsec_` + base64, the decoded
+    # bytes), "polar" (the whole secret's UTF-8 bytes) or "either" (adapters/billing/signatures.py).
     billing_webhook_secret_form: Literal["standard", "polar", "either"] = "either"
+    # Polar's sandbox instead of production.
     billing_sandbox: bool = False
+    # How long svc waits for the provider before answering 502 billing_unavailable, in seconds.
     billing_timeout_seconds: float = Field(default=8.0, gt=0, le=60)
+    # An organization access token of Polar's.
     polar_access_token: SecretStr | None = None
     # Polar's API at another address than Polar's own (a proxy, or a fake Polar run apart from svc,
     # as the crash tests run one so that it outlives a kill -9 of svc).
     polar_api_url: str | None = None
-    # The AI upstream of each lane of the catalog: any OpenAI-compatible API's base URL
-    # (https://api.openai.com/v1, OpenRouter, a vLLM or Ollama server) and its key. A lane without
-    # both answers env.ai's calls 503 ai_unavailable.
+    # The product that is the pro plan.
+    polar_product_id: str | None = None
+    # A one-time product for AI credit, its price set per purchase (docs/ai.md): without it, buying
+    # credit answers 501 billing_off.
+    polar_credit_product_id: str | None = None
+
+    # --- the AI upstreams (adapters/ai, docs/ai.md) ---
+    # The frontier lane's upstream: any OpenAI-compatible API's base URL (https://api.openai.com/v1,
+    # OpenRouter, a vLLM or Ollama server); a lane without URL and key answers 503 ai_unavailable.
     ai_frontier_url: str | None = None
+    # The frontier lane's upstream's key.
     ai_frontier_key: SecretStr | None = None
+    # The value lane's upstream's base URL.
     ai_value_url: str | None = None
+    # The value lane's upstream's key.
     ai_value_key: SecretStr | None = None
+    # How long svc waits for an upstream's answer, in seconds.
     ai_timeout_seconds: float = Field(default=120.0, gt=0, le=600)
     # Development: svc runs a fake OpenAI-compatible upstream itself (its model echoes the last
     # message, a token a word) for each lane without a URL, so env.ai works with no provider.
     ai_fake: bool = False
-    polar_product_id: str | None = None
-    # The registrar domains are bought through (docs/domains.md): "off" (buying and checking answer
-    # 503 registrar_not_configured), "fake" (svc runs a fake registrar itself, for development; or,
-    # with SVC_REGISTRAR_URL, talks to one already running) or "dnsimple" (DNSimple's API v2 with
-    # SVC_REGISTRAR_TOKEN and SVC_DNSIMPLE_ACCOUNT_ID; SVC_REGISTRAR_SANDBOX for its sandbox).
-    registrar: Literal["off", "fake", "dnsimple"] = "off"
-    registrar_url: str | None = None
-    registrar_token: SecretStr | None = None
-    registrar_sandbox: bool = False
-    registrar_timeout_seconds: float = Field(default=15.0, gt=0, le=120)
+    # Plans: env.ai calls a minute of an org on the free plan.
+    free_ai_calls_per_minute: int = Field(default=20, ge=1)
+    # Plans: env.ai calls a minute of an org on the pro plan.
+    pro_ai_calls_per_minute: int = Field(default=600, ge=1)
 
-    # Git hosting (docs/repos.md): repositories under SVC_DATA_DIR/git, served by the git CLI; off
-    # (or git not installed): the repository routes answer 503 git_unavailable.
-    git_enabled: bool = True
-    # The git SSH server's port (0: none, git over HTTPS only) and the address it binds; the host
-    # named in sshUrl (default: SVC_PUBLIC_URL's host).
-    ssh_port: int = Field(default=0, ge=0, le=65535)
-    ssh_host: str = "127.0.0.1"
-    ssh_public_host: str | None = None
-    # What one push may send (git's receive.maxInputSize: git stops reading past it, before a byte
-    # more reaches the disk), and what an org's repositories may hold on disk, by plan (docs/repos.md).
-    repo_max_push_bytes: int = Field(default=512 * 1024**2, ge=1)
-    free_repo_storage_bytes: int = Field(default=1024**3, ge=0)
-    pro_repo_storage_bytes: int = Field(default=25 * 1024**3, ge=0)
+    # --- the registrar (adapters/registrar, docs/domains.md) ---
+    # "off" (buying and checking answer 503 registrar_not_configured), "fake" (svc runs a fake
+    # registrar itself, for development; or, with SVC_REGISTRAR_URL, talks to one already running)
+    # or "dnsimple" (DNSimple's API v2 with SVC_REGISTRAR_TOKEN and SVC_DNSIMPLE_ACCOUNT_ID).
+    registrar: Literal["off", "fake", "dnsimple"] = "off"
+    # A fake registrar already running (with fake).
+    registrar_url: str | None = None
+    # The registrar's API token.
+    registrar_token: SecretStr | None = None
+    # DNSimple's sandbox instead of production.
+    registrar_sandbox: bool = False
+    # How long svc waits for the registrar, in seconds.
+    registrar_timeout_seconds: float = Field(default=15.0, gt=0, le=120)
+    # DNSimple's account the domains are bought in.
     dnsimple_account_id: str | None = None
-    # A one-time product for AI credit, its price set per purchase (docs/ai.md): without it, buying
-    # credit answers 501 billing_off.
-    polar_credit_product_id: str | None = None
+
+    # --- git hosting (adapters/git, docs/repos.md) ---
+    # Repositories under SVC_DATA_DIR/git, served by the git CLI; off (or git not installed): the
+    # repository routes answer 503 git_unavailable.
+    git_enabled: bool = True
+    # The git SSH server's port (0: none, git over HTTPS only).
+    ssh_port: int = Field(default=0, ge=0, le=65535)
+    # The address the git SSH server binds.
+    ssh_host: str = "127.0.0.1"
+    # The host named in sshUrl (default: SVC_PUBLIC_URL's host).
+    ssh_public_host: str | None = None
+    # What one push may send (git's receive.maxInputSize: git stops reading past it), in bytes.
+    repo_max_push_bytes: int = Field(default=512 * 1024**2, ge=1)
+    # Plans: what an org's repositories on the free plan may hold on disk, in bytes.
+    free_repo_storage_bytes: int = Field(default=1024**3, ge=0)
+    # Plans: what an org's repositories on the pro plan may hold on disk, in bytes.
+    pro_repo_storage_bytes: int = Field(default=25 * 1024**3, ge=0)
 
     @field_validator("public_url")
     @classmethod

@@ -1,0 +1,79 @@
+"""docs/settings.md, generated: every SVC_* variable svc reads, from the code that reads it (the
+shared Settings and each area's own settings class), with its default and the comment above it.
+
+    python -m lint.settings_table > docs/settings.md
+
+tests/test_settings_doc.py fails when docs/settings.md and this output differ: a setting added,
+renamed or re-described in the code shows up in the docs in the same change."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from pathlib import Path
+
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from svc.areas import AREAS
+from svc.settings import AreaSettings, Settings
+
+HEADER = """# Settings
+
+Every `SVC_*` variable svc reads, generated from the code that reads it (`python -m
+lint.settings_table > docs/settings.md`; `tests/test_settings_doc.py` fails when this page and the
+code differ). The shared settings come first, then each area's own (`domains/<area>/settings.py`),
+read once when svc starts: a bad value stops `svc serve` with one line naming the variable.
+"""
+
+
+def _comments(cls: type) -> dict[str, str]:
+    """The comment lines right above each field of `cls`, joined (a comment block above a group of
+    fields describes the first of them)."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    lines = source.splitlines()
+    found: dict[str, str] = {}
+    for node in ast.parse(source).body[0].body:  # type: ignore[attr-defined]
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            said: list[str] = []
+            at = node.lineno - 2
+            while at >= 0 and lines[at].strip().startswith("#"):
+                said.insert(0, lines[at].strip().lstrip("#").strip())
+                at -= 1
+            found[node.target.id] = " ".join(said)
+    return found
+
+
+def _default(info: FieldInfo) -> str:
+    if info.default is PydanticUndefined or info.default is None:
+        return "(none)" if info.default_factory is None else "(made)"
+    value = info.default
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    if isinstance(value, Path):
+        return f"`{value}`"
+    return f"`{getattr(value, 'value', value)}`"
+
+
+def _rows(cls: type[Settings] | type[AreaSettings]) -> list[str]:
+    said = _comments(cls)
+    rows = []
+    for name, info in cls.model_fields.items():
+        words = said.get(name, "").replace("|", "\\|")
+        rows.append(f"| `SVC_{name.upper()}` | {_default(info)} | {words} |")
+    return rows
+
+
+def table() -> str:
+    out = [HEADER, "## Shared (`src/svc/settings.py`)", "", "| Variable | Default | What it is |", "|---|---|---|",
+           *_rows(Settings)]
+    for area in sorted((a for a in AREAS if a.settings is not None), key=lambda a: a.name):
+        assert area.settings is not None
+        out += ["", f"## {area.name} (`src/svc/domains/{area.name}/settings.py`)", "",
+                "| Variable | Default | What it is |", "|---|---|---|", *_rows(area.settings)]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    print(table(), end="")
