@@ -87,3 +87,18 @@ def test_the_banner_and_the_preflight_come_from_the_components(tmp_path: Path) -
     adapters = components.build_adapters(settings)
     assert adapters.off["nameserver"].startswith("off (SVC_DNS_ENABLED=false)")
     assert adapters.off["billing"].startswith("off (SVC_BILLING=off)")
+
+
+def test_the_architecture_picture_names_every_supervised_process() -> None:
+    """docs/architecture.md's picture draws an arrow from the supervisor to each program a component
+    runs, and to nothing else."""
+    doc = (SRC.parent.parent / "docs" / "architecture.md").read_text()
+    picture = doc[doc.index("```mermaid"):doc.index("```", doc.index("```mermaid") + 3)]
+    labels = dict(re.findall(r'(\w+)\["([^"]+)"\]', picture))
+    supervised = [labels.get(node, node) for node in
+                  re.findall(r'^\s*supervisor(?:\["[^"]*"\])? -->(?:\|"[^"]*"\|)? (\w+)', picture, re.MULTILINE)]
+    declared = [name for c in components.COMPONENTS for name in c.processes]
+    for name in declared:
+        assert any(name in label for label in supervised), f"the picture has no supervisor arrow to {name}"
+    for label in supervised:
+        assert any(name in label for name in declared), f"the picture supervises {label!r}, which no component runs"

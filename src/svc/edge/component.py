@@ -71,4 +71,4 @@ def _explain(exc: Exception) -> str:
 
 
 COMPONENT = Component(name="edge", after=("workers",), start=_start, preflight=_preflight, banner=_banner,
-                      explains={EdgePortInUse: _explain})
+                      explains={EdgePortInUse: _explain}, processes=("nginx",))

@@ -56,6 +56,8 @@ class Component:
     # readiness probe has passed), and takes it out and stops everything as the context exits.
     start: Callable[[Any, Launch], AbstractAsyncContextManager[None]] | None = None
     after: Sequence[str] = ()
+    # The programs it runs under the supervisor, as docs/architecture.md's picture names them.
+    processes: Sequence[str] = ()
     # Checked before anything starts: why svc cannot start (a port another program holds), in one line.
     preflight: Callable[[Settings], str | None] | None = None
     # Its lines in `svc serve`'s banner.

@@ -18,4 +18,5 @@ def _banner(settings: Settings, launch: Launch) -> list[Line]:
                           f"from {settings.acme_directory_url}")]
 
 
+# pebble, the test CA, runs under the supervisor in the tests only: no process of svc's own.
 COMPONENT = Component(name="acme", slot="acme", build=acme_factory, banner=_banner)

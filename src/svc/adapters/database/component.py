@@ -33,4 +33,4 @@ def _banner(settings: Settings, launch: Launch) -> list[Line]:
     return [Line("databases", plan.summary, alarm=plan.mode == "off" and settings.project_db_enabled)]
 
 
-COMPONENT = Component(name="database", slot="database", start=_start, banner=_banner)
+COMPONENT = Component(name="database", slot="database", start=_start, banner=_banner, processes=("PostgreSQL",))

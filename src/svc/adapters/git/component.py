@@ -26,4 +26,4 @@ def _explain(exc: Exception) -> str:
 
 
 COMPONENT = Component(name="git", slot="git", build=build_git_node, off=off_reason, banner=_banner,
-                      explains={SshPortInUse: _explain})
+                      explains={SshPortInUse: _explain}, processes=("git's SSH server",))

@@ -65,4 +65,5 @@ def _explain(exc: Exception) -> str:
 
 
 COMPONENT = Component(name="nameserver", slot="nameserver", build=build_nameserver, off=_off, start=_start,
+                      processes=("PowerDNS",),
                       preflight=_preflight, banner=_banner, explains={NameserverPortInUse: _explain})

@@ -48,4 +48,4 @@ def _banner(settings: Settings, launch: Launch) -> list[Line]:
                             f"{settings.data_dir / 'workers'})")]
 
 
-COMPONENT = Component(name="workers", slot="runtime", start=_start, banner=_banner)
+COMPONENT = Component(name="workers", slot="runtime", start=_start, banner=_banner, processes=("workerd",))
