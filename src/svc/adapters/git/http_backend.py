@@ -19,7 +19,7 @@ from pathlib import Path
 from svc.adapters.git import runner
 from svc.adapters.git.port import GitUnreachable, HttpRequest, HttpResponse
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("svc.git")
 
 _CHUNK = 64 * 1024
 _MAX_HEADERS = 64 * 1024
