@@ -1,5 +1,6 @@
 """What a running svc holds: settings, the state store, the adapters (one port per external system)
-and the few process-wide things use cases reach through their unit of work. Built once at start."""
+and the few app-wide things use cases reach through their unit of work. Built once at start; no
+module keeps state of an app in a global (AppContext.state_of)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ class Adapters:
 
 
 Own = TypeVar("Own", bound=AreaSettings)
+Kept = TypeVar("Kept")
 
 # What an area puts in a project's worker env (docs/workers.md, "Bindings"): name -> value (text,
 # or a JSON value), read when the runtime loads the project's worker. Absent when not granted.
@@ -148,6 +150,17 @@ class AppContext:
             await reconcile(self, org_id)
     # The areas' own settings, read once at start, by their class.
     area_settings: dict[type[AreaSettings], AreaSettings] = field(default_factory=dict)
+    # What a module keeps between calls, one object of each class (state_of): this app's own, so
+    # two apps in one process (the tests run several) share none of it.
+    kept: dict[type[Any], Any] = field(default_factory=dict, repr=False)
+
+    def state_of(self, kind: type[Kept]) -> Kept:
+        """This app's `kind` (made with no arguments at its first use): what a module would
+        otherwise keep in a global (the AI gateway's settlements under way, the sites' stamps)."""
+        found = self.kept.get(kind)
+        if found is None:
+            found = self.kept[kind] = kind()
+        return found
 
     def settings_of(self, kind: type[Own]) -> Own:
         """An area's own settings (domains/<area>/settings.py), as read when svc started."""

@@ -16,7 +16,7 @@ from svc.models import AICredit, AILedgerEntry, AIReservation, Org, Project
 from tests.support.api import Svc, assert_error
 from tests.support.bundles import site
 from tests.support.team import Team, make_team
-from tests.support.wait import until
+from tests.support.wait import WAIT_SECONDS, until
 
 MINI_IN, MINI_OUT = 15_000_000, 60_000_000  # openai/gpt-4o-mini, micro-cents a million tokens
 
@@ -54,7 +54,7 @@ async def _money(svc: Svc) -> tuple[int, int, int]:
     settled (an answer goes back before its settlement lands)."""
     from svc.domains.ai import gateway
 
-    await gateway.drain()
+    await gateway.drain(svc.ctx)
     async with svc.ctx.db.transaction(write=False) as s:
         ledger = int(await s.scalar(select(func.coalesce(func.sum(AILedgerEntry.micro_cents), 0))) or 0)
         credit = (await s.scalars(select(AICredit))).one_or_none()
@@ -243,3 +243,31 @@ async def test_a_development_server_answers_from_the_fake_model(settings: Any) -
         for lane in lanes.values():
             await lane.aclose()
         await fake.stop()
+
+
+async def test_one_apps_drain_waits_for_its_own_settlements_only(tmp_path: Any) -> None:
+    """Two apps in one process (the tests run several): the settlements under way are each app's,
+    so one stopping (its drain) neither waits for the other's nor leaves its own behind."""
+    from typing import cast
+
+    from svc.adapters.mail.eml import EmlDirectorySender
+    from svc.context import Adapters, AppContext
+    from svc.db import Database
+    from svc.domains.ai import gateway
+    from svc.settings import Settings
+
+    one, two = (AppContext(settings=Settings(data_dir=tmp_path / name), db=cast(Database, None),
+                           adapters=Adapters(mail=EmlDirectorySender(tmp_path / name / "mail")))
+                for name in ("one", "two"))
+    others_landed, own_may_land = asyncio.Event(), asyncio.Event()
+    others = gateway._finish(two, others_landed.wait())  # the other app's, still under way
+    own = gateway._finish(one, own_may_land.wait())
+    draining = asyncio.create_task(gateway.drain(one))
+    await asyncio.sleep(0)  # a turn of the loop (no time): the drain has started, and waits
+    assert not draining.done(), "the drain did not wait for its own app's settlement"
+    own_may_land.set()
+    await asyncio.wait_for(draining, WAIT_SECONDS)  # not held by the other app's
+    assert own.done() and not others.done()
+    others_landed.set()
+    await asyncio.wait_for(gateway.drain(two), WAIT_SECONDS)
+    assert others.done()

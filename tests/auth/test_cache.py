@@ -232,6 +232,22 @@ async def test_two_apps_of_one_process_on_one_sqlite_store_clear_each_other(sqli
         assert_error(await bob.client.get(MEMBERS), 404, "not_found")
 
 
+async def test_two_apps_of_one_process_on_two_sqlite_stores_share_no_cache(tmp_path: Path) -> None:
+    """What two apps of one process share is their store's lock, by data directory: apps on stores
+    of their own share nothing, and a write on one clears no other's cache."""
+    settings = {name: Settings(data_dir=tmp_path / name, enable_dev_auth=True, public_url="http://svc.test")
+                for name in ("one", "two")}
+    async with running_svc(settings["one"], run_workers=False) as one, \
+            running_svc(settings["two"], run_workers=False) as two:
+        bob = (await org_with(one, "alice", bob="member"))["bob"]
+        await cached_get(one, bob.client, MEMBERS)
+        generation = cache_of(one).generation
+        assert (await (await two.login("carol")).client.post("/v1/orgs", json={"slug": "other"})).status_code == 201
+        assert cache_of(two).generation > 0, "the write on two did not clear its own cache"
+        assert cache_of(one).generation == generation, "a write on another store cleared this app's cache"
+        await cached_get(one, bob.client, MEMBERS)
+
+
 OPEN_APP = """
 import asyncio, sys
 from svc.app import create_app

@@ -104,3 +104,28 @@ async def test_an_unavailable_blob_store_is_a_503_that_leaves_nothing(settings: 
         before = env.files()
         assert_error(await env.deploy(bundles.site()), 503, "unavailable")
         assert env.files() == before and await env.rows() == 0
+
+
+def test_each_apps_sites_are_stamped_from_its_own_stamps(tmp_path: Path) -> None:
+    """Each unpacked site gets an mtime second of its own (nginx's ETag is the mtime and the size),
+    drawn from its app's stamps (ctx.state_of): another app in the process has its own."""
+    from typing import cast
+
+    from svc.adapters.mail.eml import EmlDirectorySender
+    from svc.context import Adapters, AppContext
+    from svc.db import Database
+    from svc.domains.deployments.artifacts import SiteStamps, place_site
+
+    one, two = (AppContext(settings=Settings(data_dir=tmp_path / name), db=cast(Database, None),
+                           adapters=Adapters(mail=EmlDirectorySender(tmp_path / name / "mail")))
+                for name in ("one", "two"))
+    stamps = one.state_of(SiteStamps)
+    assert one.state_of(SiteStamps) is stamps and two.state_of(SiteStamps) is not stamps
+    placed = []
+    for version in range(3):
+        staging = tmp_path / f"staging-{version}"
+        staging.mkdir()
+        (staging / "index.html").write_bytes(b"same size")
+        assert place_site(staging, ["index.html"], tmp_path / f"site-{version}", stamps)
+        placed.append(int((tmp_path / f"site-{version}" / "index.html").stat().st_mtime))
+    assert placed == sorted(set(placed)), "two sites share an mtime second"

@@ -75,12 +75,15 @@ async def test_leaving_while_a_write_is_held_ends_it_and_keeps_no_descriptor(tmp
     await until(lambda: open_descriptors() <= before)
 
 
-@pytest.mark.parametrize("missing", ["no-such-git"])
+@pytest.mark.parametrize("missing", ["no-such-git", "not-executable"])
 async def test_a_program_that_cannot_start_leaks_no_pipe(tmp_path: Path, missing: str) -> None:
-    from svc.adapters.git.port import GitUnreachable
+    """Missing, it is GitUnavailable (git is not installed: runner.py); there but unable to start,
+    GitUnreachable."""
+    from svc.adapters.git.port import GitUnavailable, GitUnreachable
 
+    (tmp_path / "not-executable").write_text("#!/bin/sh\n")
     before = open_descriptors()
-    with pytest.raises(GitUnreachable):
+    with pytest.raises(GitUnavailable if missing == "no-such-git" else GitUnreachable):
         async with CgiExchange(str(tmp_path / missing), tmp_path, "r.git", REQUEST, chunks(1), {}):
             pass
     assert open_descriptors() == before

@@ -137,6 +137,10 @@ class _Owner:
     caches: set[AuthCache] = field(default_factory=set)
 
 
+# The process's claims on SQLite stores, by data directory: the one state svc keeps per process rather
+# than per app (AppContext.state_of), because the lock is the process's (flock: a second claim from
+# this process would be refused like another process's). Apps of this process on one store share its
+# claim and clear each other's caches; apps on other stores share nothing (tests/auth/test_cache.py).
 _owners: dict[Path, _Owner] = {}
 _owners_lock = threading.Lock()
 

@@ -35,6 +35,7 @@ POOL_SIZE = 5
 POOLS_KEPT = 500  # projects with a pool at once; the least recently used one is closed past it
 IDLE_SECONDS = 60.0  # a pooled connection unused this long is closed
 TRANSACTION_SECONDS = 30.0
+ACQUIRE_SECONDS = 10.0  # for a connection of the pool (a new one connects within this too)
 MAX_ROWS = 10_000  # rows one query may return to a worker (a bound on svc's memory per query)
 SAFE_INTEGER = 2**53 - 1
 
@@ -163,20 +164,27 @@ class ProjectSessions:
                     old.terminate()
             return pool
 
+    async def _acquire(self, project_id: str, role: str, password: str | None,
+                       endpoint: DatabaseEndpoint) -> tuple[RolePool, ProjectConnection]:
+        """A connection of the project's pool (the caller releases it to the pool), within
+        ACQUIRE_SECONDS; PostgreSQL's refusal (a wrong password, too many connections) as the
+        worker's SqlError, a node that does not answer as DatabaseNodeError."""
+        try:
+            pool = await self._pool(project_id, role, password, endpoint)
+            async with asyncio.timeout(ACQUIRE_SECONDS):
+                return pool, await pool.acquire()
+        except asyncpg.PostgresError as exc:
+            raise _sql_error(exc) from None
+        except (OSError, TimeoutError, asyncpg.InterfaceError) as exc:
+            raise DatabaseNodeError(f"the database node did not answer: {exc}") from None
+
     async def query(self, project_id: str, role: str, password: str | None, endpoint: DatabaseEndpoint, sql: str,
                     params: Sequence[Any], tx: str | None) -> QueryResult:
         if tx is not None:
             held = self._held(project_id, tx)
             async with held.lock:
                 return await self._run(held.con, sql, params)
-        try:
-            pool = await self._pool(project_id, role, password, endpoint)
-            async with asyncio.timeout(10):
-                con = await pool.acquire()
-        except asyncpg.PostgresError as exc:
-            raise _sql_error(exc) from None
-        except (OSError, TimeoutError, asyncpg.InterfaceError) as exc:
-            raise DatabaseNodeError(f"the database node did not answer: {exc}") from None
+        pool, con = await self._acquire(project_id, role, password, endpoint)
         try:
             return await self._run(con, sql, params)
         finally:
@@ -219,14 +227,7 @@ class ProjectSessions:
             raise DatabaseNodeError(f"the database connection failed: {exc}") from None
 
     async def begin(self, project_id: str, role: str, password: str | None, endpoint: DatabaseEndpoint) -> str:
-        try:
-            pool = await self._pool(project_id, role, password, endpoint)
-            async with asyncio.timeout(10):
-                con = await pool.acquire()
-        except asyncpg.PostgresError as exc:
-            raise _sql_error(exc) from None
-        except (OSError, TimeoutError, asyncpg.InterfaceError) as exc:
-            raise DatabaseNodeError(f"the database node did not answer: {exc}") from None
+        pool, con = await self._acquire(project_id, role, password, endpoint)
         tx = con.transaction()
         try:
             await tx.start()

@@ -35,7 +35,7 @@ from typing import Any
 
 from svc.adapters.git.port import GitGatekeeper, GitService, Pusher, RefChange, Refused, SshAccess
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("svc.git")
 
 # What SSH says to anything but git's own commands (a shell, a pty, `ssh host ls`).
 NO_SHELL = "svc runs git over SSH only (git clone, fetch and push); there is no shell here"

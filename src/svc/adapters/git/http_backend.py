@@ -12,14 +12,14 @@ import contextlib
 import fcntl
 import logging
 import os
-import signal
 from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from svc.adapters.git import runner
 from svc.adapters.git.port import GitUnreachable, HttpRequest, HttpResponse
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("svc.git")
 
 _CHUNK = 64 * 1024
 _MAX_HEADERS = 64 * 1024
@@ -73,14 +73,10 @@ class CgiExchange:
             with contextlib.suppress(OSError):  # over the user's allowance of pipe memory: the default size
                 fcntl.fcntl(self._stdin, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
         try:
-            # A session of its own: http-backend hands its stdin to receive-pack and index-pack, and
-            # an exchange left mid-body ends them all (see __aexit__).
-            self._process = await asyncio.create_subprocess_exec(
-                *self._argv, env=self._env, stdin=read_end, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, limit=_MAX_HEADERS, start_new_session=True)
-        except OSError as exc:
-            self._close_stdin()
-            raise GitUnreachable(f"git http-backend could not start: {exc}") from exc
+            # A process group of its own (runner.py): http-backend hands its stdin to receive-pack
+            # and index-pack, and an exchange left mid-body ends them all (see __aexit__). No
+            # timeout: a transfer lasts as long as its client sends and reads.
+            self._process = await runner.start(self._argv, self._env, stdin=read_end, limit=_MAX_HEADERS)
         except BaseException:
             self._close_stdin()
             raise
@@ -99,15 +95,10 @@ class CgiExchange:
         process, self._process = self._process, None
         if process is None:
             return  # ended already
-        if self._feeder is not None and not self._feeder.done():
-            # Left before the body was in (the client went away): receive-pack and index-pack read
-            # it, not http-backend, so the whole group is ended; a write held on the pipe ends with
-            # them (EPIPE) and frees its thread.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-        elif process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+        # Left before the body was in (the client went away), receive-pack and index-pack read it,
+        # not http-backend: the whole group is ended, and a write held on the pipe ends with them
+        # (EPIPE) and frees its thread. Left before the answer was read: the same.
+        runner.kill(process)
         if self._feeder is not None:
             self._feeder.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -1,5 +1,6 @@
 """The git node on this machine: bare repositories under SVC_DATA_DIR/git/repos/<id>.git, served by
-the git CLI (http-backend, upload-pack, receive-pack) and read by it (reading.py).
+the git CLI (http-backend, upload-pack, receive-pack) and read by it (reading.py), every git process
+started by runner.py.
 
 Every git process the node starts runs with the node's hooks (core.hooksPath, given in the
 environment, so no repository carries a path of this machine) and the gate's address, so every push
@@ -18,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from svc.adapters.git import reading
+from svc.adapters.git import reading, runner
 from svc.adapters.git.gate import Gate
 from svc.adapters.git.http_backend import CgiExchange
 from svc.adapters.git.port import (
@@ -27,7 +28,6 @@ from svc.adapters.git.port import (
     GitGatekeeper,
     GitService,
     GitUnavailable,
-    GitUnreachable,
     HttpRequest,
     HttpResponse,
     Pusher,
@@ -40,6 +40,7 @@ from svc.supervisor import PortInUse, Supervisor, host_port
 
 _HOOKS = ("pre-receive", "post-receive")
 DEFAULT_MAX_PUSH_BYTES = 512 * 1024 * 1024  # SVC_REPO_MAX_PUSH_BYTES's default
+UPKEEP_SECONDS = 30.0  # `git init` of a repository, `git symbolic-ref` of its default branch
 # Set in every repository when it is made: reflogs keep what a force-push replaced (so `git gc`
 # keeps it 90 days and its id can be fetched back); fetching by any commit id is allowed for that.
 # Appended to the config `git init` wrote (git reads a section given twice as one), rather than one
@@ -133,12 +134,7 @@ class LocalGitNode:
         bound = self.max_push_bytes if max_input is None else max(1, min(max_input, self.max_push_bytes))
         config = {"core.hooksPath": str(self.hooks), "http.receivepack": "true" if push else "false",
                   "http.uploadpack": "true", "receive.maxInputSize": str(bound), "receive.unpackLimit": "1"}
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
-               "HOME": str(self.root), "GIT_CONFIG_COUNT": str(len(config)), **self.gate.hook_env(push)}
-        for i, (key, value) in enumerate(config.items()):
-            env[f"GIT_CONFIG_KEY_{i}"] = key
-            env[f"GIT_CONFIG_VALUE_{i}"] = value
-        return env
+        return runner.environment(home=self.root, config=config, extra=self.gate.hook_env(push))
 
     def launch(self, repo_id: str, service: GitService, push: str | None,
                max_input: int | None) -> tuple[list[str], dict[str, str]]:
@@ -193,12 +189,8 @@ class LocalGitNode:
         return await reading.ref_count(self.repo_dir(repo_id))
 
     async def _git(self, *args: str) -> None:
-        process = await asyncio.create_subprocess_exec(
-            self.git, *args, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-            env={"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(self.root)})
-        _, stderr = await process.communicate()
-        if process.returncode != 0:
-            raise GitUnreachable(f"git {args[0]}: {stderr.decode(errors='replace').strip()}")
+        await runner.output([self.git, *args], runner.environment(home=self.root), seconds=UPKEEP_SECONDS,
+                            limit=64 * 1024)
 
     # --- reading ---
 

@@ -17,10 +17,10 @@ tree in one round of three. The CPU column is the figure to trust; an idle machi
 tree to its ~20 ms. pygit2 was not measured (not installed). The CLI also serves pushes and fetches
 already (`git http-backend`, SSH): no second reader of the object format to keep in step.
 
-Every call runs `git --git-dir <repo> ...` through `asyncio.create_subprocess_exec` (no shell)
-with an environment built from nothing: no inherited GIT_* variables (svc may run under a git hook),
-no system or user configuration, no HOME, and replace refs ignored (a pusher could push
-refs/replace/* and make the browser and the bundle show objects other than the ids say).
+Every call runs `git --git-dir <repo> ...` through runner.py (no shell; an environment built from
+nothing, its own process group, a timeout: READ_SECONDS, ARCHIVE_SECONDS), with no HOME and
+replace refs ignored (a pusher could push refs/replace/* and make the browser and the bundle show
+objects other than the ids say).
 What git prints is read in bounded pieces: a tree stops at TREE_LIMIT entries, a blob over
 BLOB_LIMIT is never read, an archive stops at its limit."""
 
@@ -29,12 +29,12 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import signal
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, suppress
 from pathlib import Path
 from typing import Literal
 
+from svc.adapters.git import runner
 from svc.adapters.git.port import (
     BLOB_LIMIT,
     COMMITS_LIMIT,
@@ -42,8 +42,6 @@ from svc.adapters.git.port import (
     ArchiveTooLarge,
     Blob,
     Commit,
-    GitUnavailable,
-    GitUnreachable,
     NoPath,
     NoRef,
     Ref,
@@ -62,77 +60,29 @@ _NOT_A_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{")
 _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
+# What the reads add to git's environment (runner.py).
+_READ_ENV = {
+    "GIT_NO_REPLACE_OBJECTS": "1",  # replace refs ignored (see above)
+    "GIT_LITERAL_PATHSPECS": "1",  # a path is a path: "*" or ":(glob)" are no patterns
+    "GIT_OPTIONAL_LOCKS": "0",  # reads take no lock a concurrent push could trip over
+}
+READ_SECONDS = 30.0  # a read of refs, a tree, a blob or history: milliseconds, seconds at worst
+ARCHIVE_SECONDS = 120.0  # a deploy bundle: up to ARCHIVE_LIMIT of tar.gz to compress
+
+
 def _env() -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "LC_ALL": "C",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_LITERAL_PATHSPECS": "1",  # a path is a path: "*" or ":(glob)" are no patterns
-        "GIT_OPTIONAL_LOCKS": "0",  # reads take no lock a concurrent push could trip over
-    }
+    return runner.environment(extra=_READ_ENV)
 
 
-class _Run:
-    """One git process: its stdout to read, its stderr drained alongside (a full stderr pipe would
-    block git, and with it our read of stdout), keeping only the tail for the error."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stdout is not None and process.stderr is not None
-        self.process = process
-        self.stdout = process.stdout
-        self._stderr = asyncio.create_task(_tail(process.stderr))
-
-    async def failure(self) -> GitUnreachable:
-        lines = (await self._stderr).decode(errors="replace").strip().splitlines()
-        return GitUnreachable(lines[-1] if lines else f"git exited with {self.process.returncode}")
-
-    async def close(self) -> None:
-        if self.process.returncode is None:
-            # Its own session: the kill reaches what git started too (an archive's compressor).
-            with suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-        await self.process.wait()
-        await self._stderr
+def _git(repo: Path, *args: str, seconds: float = READ_SECONDS) -> AbstractAsyncContextManager[runner.Git]:
+    return runner.running(["git", "--git-dir", str(repo), *args], _env(), seconds=seconds)
 
 
-async def _tail(stream: asyncio.StreamReader, keep: int = 4096) -> bytes:
-    tail = b""
-    while chunk := await stream.read(65536):
-        tail = (tail + chunk)[-keep:]
-    return tail
-
-
-@asynccontextmanager
-async def _git(repo: Path, *args: str) -> AsyncIterator[_Run]:
-    try:
-        process = await asyncio.create_subprocess_exec(
-            "git", "--git-dir", str(repo), *args, env=_env(), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
-    except FileNotFoundError as e:
-        raise GitUnavailable("git is not installed on this node") from e
-    run = _Run(process)
-    try:
-        yield run
-    finally:
-        await run.close()
-
-
-async def _output(repo: Path, *args: str, limit: int, ok: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
+async def _output(repo: Path, *args: str, limit: int, ok: tuple[int, ...] = (0,),
+                  seconds: float = READ_SECONDS) -> tuple[int, bytes]:
     """The exit code (one of `ok`, else GitUnreachable) and stdout; more than `limit` bytes of
     stdout raises OverflowError, the rest unread."""
-    async with _git(repo, *args) as run:
-        out = bytearray()  # not bytes +=: an archive comes in thousands of pieces
-        while len(out) <= limit and (more := await run.stdout.read(limit + 1 - len(out))):
-            out += more
-        if len(out) > limit:
-            raise OverflowError
-        code = await run.process.wait()
-        if code not in ok:
-            raise await run.failure()
-        return code, bytes(out)
+    return await runner.output(["git", "--git-dir", str(repo), *args], _env(), seconds=seconds, limit=limit, ok=ok)
 
 
 async def _records(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
@@ -258,7 +208,7 @@ async def tree(repo: Path, ref: str, path: str) -> Tree:
             entry_type: Literal["blob", "tree"] = "blob" if kind == "blob" else "tree"
             entries.append(TreeEntry(name, f"{clean}/{name}" if clean else name, entry_type,
                                      int(size) if kind == "blob" else None))
-        if await run.process.wait() != 0:
+        if await run.wait() != 0:
             raise await run.failure()
     if clean and not listed:
         raise NoPath(path)
@@ -301,7 +251,7 @@ async def commits(repo: Path, ref: str, limit: int = COMMITS_LIMIT) -> list[Comm
     async with _git(repo, "log", "-z", f"-n{count}", "--format=%H%x00%an <%ae>%x00%aI%x00%B", commit, "--") as run:
         async for record in _records(run.stdout):
             fields.append(record.decode(errors="replace"))
-        if await run.process.wait() != 0:
+        if await run.wait() != 0:
             raise await run.failure()
     return [Commit(id=fields[i], author=fields[i + 1], at=fields[i + 2],
                    message=fields[i + 3].strip().split("\n", 1)[0].strip())
@@ -327,7 +277,7 @@ async def archive(repo: Path, commit: str, limit: int = ARCHIVE_LIMIT) -> bytes:
     ArchiveTooLarge past `limit` bytes, having read no more than that."""
     resolved = await resolve(repo, commit)
     try:
-        _, data = await _output(repo, "archive", "--format=tar.gz", resolved, limit=limit)
+        _, data = await _output(repo, "archive", "--format=tar.gz", resolved, limit=limit, seconds=ARCHIVE_SECONDS)
     except OverflowError as e:
         raise ArchiveTooLarge(f"the archive of {resolved} is larger than {limit} bytes") from e
     return data

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import re
 import signal
 import sys
@@ -28,7 +27,9 @@ from typing import Any
 
 import asyncssh
 
+from svc.adapters.git import runner
 from svc.adapters.git.gate import NO_SHELL
+from svc.adapters.git.port import GitUnavailable, GitUnreachable
 
 log = logging.getLogger("svc.git.ssh")
 
@@ -176,9 +177,8 @@ class _Session(asyncssh.SSHServerSession[bytes]):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.writable.set()
-        if self.git is not None and self.git.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.git.kill()
+        if self.git is not None:
+            runner.kill(self.git)
 
     def _pause(self) -> None:
         if not self.closed:
@@ -226,7 +226,7 @@ class _Session(asyncssh.SSHServerSession[bytes]):
     def _environment(self, answer: dict[str, Any]) -> dict[str, str]:
         """The gate's environment for git (complete: svc's hooks, its gate, a clean git config), and the
         protocol the client asked for (git sends GIT_PROTOCOL=version=2 with SSH's env request)."""
-        env = {"PATH": os.environ.get("PATH", os.defpath)}
+        env = runner.environment()  # under the gate's, which sets them all (LocalGitNode.environment)
         if isinstance(given := answer.get("env"), dict):
             env.update({str(k): str(v) for k, v in given.items()})
         protocol = self.chan.get_environment().get("GIT_PROTOCOL")
@@ -236,10 +236,11 @@ class _Session(asyncssh.SSHServerSession[bytes]):
 
     async def _git(self, argv: list[str], env: dict[str, str]) -> int | None:
         """git with the channel piped to and from it; its exit status (None: the client went first)."""
-        pipe = asyncio.subprocess.PIPE
         try:
-            git = await asyncio.create_subprocess_exec(*argv, env=env, stdin=pipe, stdout=pipe, stderr=pipe)
-        except OSError as exc:
+            # Its own process group (runner.py): ended, it ends what it started (pack-objects,
+            # index-pack). No timeout: a transfer lasts as long as its client sends and reads.
+            git = await runner.start(argv, env, stdin=runner.PIPE)
+        except (GitUnavailable, GitUnreachable) as exc:
             log.error("git could not be started: %s", exc)
             self._refuse("svc: git could not be started here; try again")
             return 1
@@ -260,8 +261,7 @@ class _Session(asyncssh.SSHServerSession[bytes]):
             return None  # the channel went under it
         finally:
             if git.returncode is None:  # that, or svc stopping: git is ended
-                with contextlib.suppress(ProcessLookupError):
-                    git.kill()
+                runner.kill(git)
                 await git.wait()
         if self.closed:
             return None

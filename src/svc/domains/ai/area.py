@@ -18,7 +18,7 @@ from svc.web.dashboard import Place
 async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
     yield
     # Calls answered whose settlement has not landed yet: written before svc stops.
-    await gateway.drain()
+    await gateway.drain(ctx)
 
 
 AREA = Area(

@@ -131,36 +131,41 @@ async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, st
                 stream and asked.wants_usage)
 
 
-# The calls settling after their worker went away, held here until they have.
-_settling: set[asyncio.Future[Any]] = set()
+class _Settling:
+    """This app's calls settling after their worker went away, held until they have (ctx.state_of)."""
+
+    def __init__(self) -> None:
+        self.tasks: set[asyncio.Future[Any]] = set()
+
+    def settled(self, task: asyncio.Future[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # read: a failure nobody waited for is the caller's, not asyncio's to report
 
 
-def _finish(work: Awaitable[Any]) -> asyncio.Future[Any]:
+def _finish(ctx: AppContext, work: Awaitable[Any]) -> asyncio.Future[Any]:
     """Runs to its end whoever waits for it: a worker that gives up on a call (its request
     cancelled) leaves no hold behind, nor an answer the provider bills unpaid."""
+    settling = ctx.state_of(_Settling)
     task = asyncio.ensure_future(work)
-    _settling.add(task)
-    task.add_done_callback(_settled)
+    settling.tasks.add(task)
+    task.add_done_callback(settling.settled)
     return task
 
 
-async def drain() -> None:
-    """Until every settlement under way has landed (svc stopping; a test reading the ledger)."""
-    while _settling:
-        await asyncio.gather(*list(_settling), return_exceptions=True)
-
-
-def _settled(task: asyncio.Future[Any]) -> None:
-    _settling.discard(task)
-    if not task.cancelled():
-        task.exception()  # read: a failure nobody waited for is the caller's, not asyncio's to report
+async def drain(ctx: AppContext) -> None:
+    """Until every settlement under way in this app has landed (svc stopping; a test reading the
+    ledger). Another app's, in the same process, are not waited for."""
+    settling = ctx.state_of(_Settling)
+    while settling.tasks:
+        await asyncio.gather(*list(settling.tasks), return_exceptions=True)
 
 
 async def chat(ctx: AppContext, project_id: str, body: dict[str, Any]) -> dict[str, Any]:
     """One env.ai chat completion of a project's worker (not streamed): the upstream's answer."""
     async with unit_of_work(ctx, Tx.WRITE) as uow:
         held = await _reserve(uow, project_id, body)
-    return await asyncio.shield(_finish(_forward_and_settle(ctx, held)))  # type: ignore[no-any-return]
+    return await asyncio.shield(_finish(ctx, _forward_and_settle(ctx, held)))  # type: ignore[no-any-return]
 
 
 async def _forward_and_settle(ctx: AppContext, held: Held) -> dict[str, Any]:
@@ -182,10 +187,10 @@ async def chat_stream(ctx: AppContext, project_id: str, body: dict[str, Any]) ->
     try:
         first = await anext(events, None)
     except UpstreamError as exc:
-        await asyncio.shield(_finish(_failed(ctx, held, exc)))
+        await asyncio.shield(_finish(ctx, _failed(ctx, held, exc)))
         raise errors.UpstreamFailed(f"The model's provider failed ({exc}); nothing was charged") from None
     except BaseException:
-        await asyncio.shield(_finish(_release(ctx, held)))
+        await asyncio.shield(_finish(ctx, _release(ctx, held)))
         raise
     return _relay(ctx, held, events, first)
 
@@ -214,7 +219,7 @@ async def _relay(ctx: AppContext, held: Held, events: AsyncIterator[dict[str, An
         input_tokens, output_tokens = _used(held, usage, delivered)
         # Shielded: a worker that goes away mid-stream still pays for what was delivered.
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(_finish(_settle(ctx, held, input_tokens, output_tokens)))
+            await asyncio.shield(_finish(ctx, _settle(ctx, held, input_tokens, output_tokens)))
 
 
 def _carries_text(choice: Any) -> bool:

@@ -79,27 +79,30 @@ def new_tmp_file(settings: Settings, prefix: str) -> Path:
     return directory / partial_name(prefix, ".tar.gz")
 
 
-# nginx's ETag and Last-Modified are the file's mtime (in seconds) and size. Each unpacked digest
-# gets an mtime second of its own in this process, so two versions of a same-sized file unpacked
-# in the same second never share an ETag (a stale 304 would show the old version).
-_stamp_lock = threading.Lock()
-_last_stamp = 0
+class SiteStamps:
+    """The mtimes given to unpacked sites, this app's (ctx.state_of). nginx's ETag and Last-Modified
+    are the file's mtime (in seconds) and size: each unpacked digest gets an mtime second of its
+    own, so two versions of a same-sized file unpacked in the same second never share an ETag (a
+    stale 304 would show the old version). Drawn in threads (place_site), hence the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def next(self) -> int:
+        with self._lock:
+            self._last = max(int(time.time()), self._last + 1)
+            return self._last
 
 
-def _next_stamp() -> int:
-    global _last_stamp
-    with _stamp_lock:
-        _last_stamp = max(int(time.time()), _last_stamp + 1)
-        return _last_stamp
-
-
-def place_site(staging: Path, files: list[str], dest: Path) -> bool:
-    """Rename the complete staging directory to `dest`; if another upload of the same digest got
-    there first, discard ours. Blocking. Returns whether ours was placed."""
+def place_site(staging: Path, files: list[str], dest: Path, stamps: SiteStamps) -> bool:
+    """Rename the complete staging directory to `dest`, its files stamped from `stamps`; if another
+    upload of the same digest got there first, discard ours. Blocking. Returns whether ours was
+    placed."""
     if dest.is_dir():
         remove_path(staging)
         return False
-    stamp = _next_stamp()
+    stamp = stamps.next()
     root = str(staging)
     for name in files:
         os.utime(f"{root}/{name}", (stamp, stamp), follow_symlinks=False)
@@ -129,7 +132,7 @@ async def publish_site(ctx: AppContext, digest: str, bundle: Path, staging: Path
     it went missing meanwhile (a failed deploy of the same digest removed the copy it believed its
     own), so a committed deployment always has its blob."""
     # The site first: it needs only the local disk, and the edge serves it from there.
-    await asyncio.to_thread(place_site, staging, files, site_dir(ctx, digest))
+    await asyncio.to_thread(place_site, staging, files, site_dir(ctx, digest), ctx.state_of(SiteStamps))
     key = blob_key(digest)
     try:
         if not await ctx.blobs.exists(key):
@@ -178,7 +181,7 @@ async def ensure_site(ctx: AppContext, digest: str) -> Path:
     try:
         await ctx.blobs.get_to_file(blob_key(digest), bundle)
         files = await asyncio.to_thread(unpack_file, bundle, staging, limits(ctx.settings), digest)
-        await asyncio.to_thread(place_site, staging, files, dest)
+        await asyncio.to_thread(place_site, staging, files, dest, ctx.state_of(SiteStamps))
     finally:
         await asyncio.to_thread(_remove_all, bundle, staging)
     return dest

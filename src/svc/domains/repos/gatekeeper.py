@@ -43,7 +43,7 @@ from svc.kit.store_session import StoreSession
 from svc.models import Membership, Org, Project, ProjectState, RefUpdate, Repo, Role, User
 from svc.uow import Tx, unit_of_work
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("svc.repos")
 
 BUNDLE_MANIFEST = "svc.json"
 

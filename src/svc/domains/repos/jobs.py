@@ -13,7 +13,7 @@ from svc.models import JobKind
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work, use_case
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("svc.repos")
 
 PURGE_CYCLE_SECONDS = 3600.0
 PURGE_BATCH = 100
