@@ -76,7 +76,7 @@ from svc.adapters.database.backups import libpq_env, tool
 from svc.adapters.database.port import ProjectLimits
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
-from svc.adapters.database.scram import verifier
+from svc.kit.scram import verifier
 from svc.adapters.workers.workerd import find_workerd
 from svc.domains.databases import generations
 from svc.models import GenerationKind
