@@ -1,7 +1,7 @@
 """Every area is wired through its manifest (svc/manifest.py), and nothing an area owns is left out:
 a package under svc.domains without a manifest in svc/areas.py, a job kind no area registers, a
-table whose rows would block org deletion without any area counting them, a hint for an error
-code that does not exist: each fails here."""
+phase of a project's teardown no area declares, a table whose rows would block org deletion without
+any area counting them, a hint for an error code that does not exist: each fails here."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import svc.domains
 from svc.app import build_registry
 from svc.areas import AREAS
 from svc.errors import AppError
-from svc.models import Base, JobKind
+from svc.models import Base, JobKind, TeardownPhase
 from svc.settings import Settings
 
 
@@ -31,6 +31,13 @@ def test_every_area_package_has_its_manifest_in_the_list() -> None:
 def test_every_job_kind_is_registered_by_an_area() -> None:
     registry = build_registry(Settings())
     assert set(registry.specs) == {kind.value for kind in JobKind}
+
+
+def test_every_phase_of_a_project_teardown_is_declared_by_an_area() -> None:
+    """Operations runs the phases and names no area: each phase's work is the steps the areas
+    register (svc.jobs.registry.TeardownStep); a phase nobody declares would do nothing."""
+    registry = build_registry(Settings())
+    assert {step.phase for step in registry.teardown} == set(TeardownPhase) - {TeardownPhase.done}
 
 
 def test_every_table_an_org_cannot_be_deleted_with_is_counted_as_a_holding() -> None:

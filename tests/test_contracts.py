@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import grimp
 from lint.adapter_ports import AdapterPorts, breaches
+from lint.area_layers import AreaLayers
+from lint.area_layers import breaches as area_breaches
 
 
 def _graph(*imports: tuple[str, str], modules: tuple[str, ...] = ()) -> grimp.ImportGraph:
@@ -73,3 +75,41 @@ def test_the_contract_reads_its_options_as_import_linter_hands_them() -> None:
     broken = contract.check(_graph(*_SVC, ("app.domains.shop", "app.adapters.db.postgres"), modules=_MODULES),
                             verbose=False)
     assert not broken.kept
+
+
+def _areas(*imports: tuple[str, str]) -> list[str]:
+    graph = _graph(*imports, modules=("app", "app.domains", "app.domains.orgs", "app.domains.shop",
+                                      "app.domains.mail", "app.domains.ads"))
+    return [b.why for b in area_breaches(graph, root="app.domains", core=["mail", "orgs"])]
+
+
+def test_areas_importing_each_other_in_one_direction_keep_it() -> None:
+    assert _areas(("app.domains.orgs.service", "app.domains.mail.service"),
+                  ("app.domains.shop.service", "app.domains.orgs.service"),
+                  ("app.domains.ads.service", "app.domains.shop.schemas")) == []
+
+
+def test_a_cycle_between_areas_breaks_it_however_long() -> None:
+    # Nothing lists ads or shop: a feature area is any area not in `core`.
+    assert _areas(("app.domains.shop.service", "app.domains.ads.service"),
+                  ("app.domains.ads.jobs", "app.domains.shop.schemas")) == ["a cycle between areas: ads, shop"]
+    assert _areas(("app.domains.shop.service", "app.domains.ads.service"),
+                  ("app.domains.ads.service", "app.domains.orgs.service"),
+                  ("app.domains.orgs.service", "app.domains.shop.schemas")) == [
+        "a cycle between areas: ads, orgs, shop", "the core area orgs imports the feature area shop"]
+
+
+def test_a_core_area_importing_above_it_breaks_it() -> None:
+    assert _areas(("app.domains.mail.service", "app.domains.orgs.service")) == [
+        "the core area mail imports orgs, a core area above it"]
+
+
+def test_an_ignored_import_is_left_out_of_the_check() -> None:
+    options = {"areas": "app.domains", "core": ["orgs"],
+               "ignore_imports": ["app.domains.orgs.service -> app.domains.shop.service"]}
+    graph = _graph(("app.domains.shop.service", "app.domains.orgs.service"),
+                   ("app.domains.orgs.service", "app.domains.shop.service"),
+                   modules=("app", "app.domains", "app.domains.orgs", "app.domains.shop"))
+    assert AreaLayers("areas", {}, options).check(graph, verbose=False).kept
+    options["ignore_imports"] = []
+    assert not AreaLayers("areas", {}, options).check(graph, verbose=False).kept

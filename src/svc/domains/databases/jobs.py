@@ -8,15 +8,15 @@ from __future__ import annotations
 import logging
 
 from svc.adapters.database.port import DatabaseNodeError
-from svc.domains.databases import generations, operations, queries, watchdog
+from svc.domains.databases import generations, operations, queries, service, watchdog
 from svc.domains.databases.settings import DatabaseSettings
 from svc.domains.notifications import service as notifications
 from svc.domains.operations.service import running_for, running_projects
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
-from svc.jobs.registry import JobRegistry, JobRun
+from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
-from svc.models import DatabaseGeneration, GenerationKind, JobKind
+from svc.models import DatabaseGeneration, GenerationKind, JobKind, Operation, TeardownPhase
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
@@ -30,6 +30,17 @@ def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(JobKind.database_verify, verify_generation)
     registry.handler(JobKind.database_operation, operations.step)
     registry.cycle(JobKind.database_watchdog, own.database_watchdog_seconds, watchdog.watch)
+    registry.teardown_step(TeardownStep(TeardownPhase.database, outside=teardown_take, write=teardown_record))
+
+
+async def teardown_take(uow: UnitOfWork, op: Operation) -> generations.Taken | None:
+    """A project's teardown: its database drained, its final generation taken, then dropped."""
+    return await service.teardown_take(uow, op.project_id)
+
+
+async def teardown_record(uow: UnitOfWork, op: Operation, taken: generations.Taken | None) -> None:
+    """A project's teardown: the final generation listed, the grant gone."""
+    await service.teardown_record(uow, op.project_id, taken)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the node is asked with nothing of the store held

@@ -6,8 +6,8 @@ from pydantic import Field, StringConstraints
 
 from svc import models
 from svc.domains.deployments.schemas import Deployment
-from svc.domains.identity.schemas import User as UserView
 from svc.domains.notifications.schemas import Notification
+from svc.domains.orgs.schemas import User as UserView
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 from svc.kit.names import ProjectName
 from svc.settings import Settings
@@ -65,17 +65,3 @@ class ProjectOverview(ApiModel):
     last_backup: None = None
     resources: dict[str, Resource]
     notifications: list[Notification]
-
-
-class OperationStarted(ApiModel):
-    operation_id: str
-
-
-class Operation(ApiModel):
-    id: str
-    project_id: str
-    kind: str
-    phase: str
-    terminal_code: str | None
-    created_at: Timestamp
-    finished_at: Timestamp | None

@@ -17,11 +17,11 @@ from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.deployments import service as deployments
 from svc.domains.deployments.schemas import Deployment as DeploymentView
-from svc.domains.identity.schemas import User as UserView
 from svc.domains.notifications import service as notifications
 from svc.domains.notifications.schemas import Notification as NotificationView
 from svc.domains.operations import service as operations
 from svc.domains.orgs import service as orgs
+from svc.domains.orgs.schemas import User as UserView
 from svc.domains.projects import errors, queries, schemas
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
