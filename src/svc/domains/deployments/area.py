@@ -32,6 +32,8 @@ AREA = Area(
         "bad_bundle": "Upload a .tar.gz with svc.json at its root (as the svc deploy command makes it), or drop the "
                       "site's folder.",
         "unsupported_media_type": "Upload a .tar.gz file (a gzipped tar with svc.json at its root) or a folder.",
+        "bad_worker": "Fix the worker named in the message (svc deploy checks it the same way before it goes "
+                      "live); the version that was live keeps serving.",
     },
     jobs=jobs.register,
     uploads=router.is_bundle_upload,

@@ -1,5 +1,5 @@
 """The workers area: a deployment's worker/ run by the worker runtime (workerd) with its bindings,
-checked before it goes live, and its logs (docs/workers.md)."""
+and its logs (docs/workers.md); the deployments area checks a bundle's worker before it goes live."""
 
 from __future__ import annotations
 
@@ -18,8 +18,4 @@ AREA = Area(
     nav=(NavLink(Place.project, "Logs", "/logs", order=15),),
     jobs=jobs.register,
     settings=WorkerSettings,
-    hints={
-        "bad_worker": "Fix the worker named in the message (svc deploy checks it the same way before it goes "
-                      "live); the version that was live keeps serving.",
-    },
 )
