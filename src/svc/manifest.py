@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from fastapi import APIRouter
@@ -42,6 +43,8 @@ class Area:
     # Registers its job kinds and periodic cycles, each with its transaction policy, and its part
     # in the phases of a project's teardown (registry.teardown_step: operations runs them).
     jobs: Callable[[JobRegistry, Settings], None] | None = None
+    # Its kinds of job (domains/<area>/kinds.py, a StrEnum of its own): what `jobs` registers, no more.
+    job_kinds: type[StrEnum] | None = None
     # What an org holds in this area that blocks the org's deletion.
     holdings: Sequence[OrgHolding] = ()
     # What it puts in a project's worker env (env.<NAME>, env.db ...): one source per area, read

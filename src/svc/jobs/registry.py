@@ -1,5 +1,6 @@
 """What job kinds exist, the transaction policy each runs under, and which cycles run periodically.
-Each area registers its own kinds (its jobs.py `register`), named in svc.models.states.JobKind."""
+Each area registers its own kinds (its jobs.py `register`), a StrEnum of its own (domains/<area>/kinds.py)
+that its manifest declares (`job_kinds`)."""
 
 from __future__ import annotations
 

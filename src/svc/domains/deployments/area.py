@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from svc.context import AppContext
-from svc.domains.deployments import jobs, pages, router, service
+from svc.domains.deployments import jobs, kinds, pages, router, service
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
@@ -35,7 +35,7 @@ AREA = Area(
         "bad_worker": "Fix the worker named in the message (svc deploy checks it the same way before it goes "
                       "live); the version that was live keeps serving.",
     },
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.DeploymentJob,
     uploads=router.is_bundle_upload,
     lifespan=_lifespan,
 )

@@ -5,14 +5,15 @@ nothing of the store held (Tx.READ_THEN_WRITE); safe to run twice."""
 from __future__ import annotations
 
 from svc.domains.deployments import artifacts, queries, service
+from svc.domains.deployments.kinds import DeploymentJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
-from svc.models import JobKind, Operation, TeardownPhase
+from svc.models import Operation, TeardownPhase
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.artifact_collect, collect)
+    registry.handler(DeploymentJob.artifact_collect, collect)
     registry.teardown_step(TeardownStep(TeardownPhase.files, outside=teardown_files))
 
 

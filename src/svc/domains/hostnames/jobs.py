@@ -12,14 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from svc.domains.hostnames import service
+from svc.domains.hostnames.kinds import HostnameJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
-from svc.models import JobKind, Operation, TeardownPhase
+from svc.models import Operation, TeardownPhase
 from svc.settings import Settings
 from svc.uow import UnitOfWork, runs
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.hostname_verify, settings.hostname_verify_seconds, verify)
+    registry.cycle(HostnameJob.verify, settings.hostname_verify_seconds, verify)
     registry.teardown_step(TeardownStep(TeardownPhase.routing, write=teardown_routing))
 
 

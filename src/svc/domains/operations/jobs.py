@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from svc.domains.operations import queries
+from svc.domains.operations.kinds import OperationJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
-from svc.models import JobKind, TeardownPhase, TerminalCode
+from svc.models import TeardownPhase, TerminalCode
 from svc.settings import Settings
 from svc.uow import Tx, use_case
 
@@ -39,7 +40,7 @@ def register(registry: JobRegistry, settings: Settings) -> None:
     async def teardown(run: JobRun) -> None:
         await teardown_step(run, steps)
 
-    registry.handler(JobKind.project_teardown, teardown)
+    registry.handler(OperationJob.project_teardown, teardown)
 
 
 async def teardown_step(run: JobRun, steps: Sequence[TeardownStep]) -> None:
@@ -68,4 +69,4 @@ async def teardown_step(run: JobRun, steps: Sequence[TeardownStep]) -> None:
         op.finished_at = utcnow()
         op.running_key = None
     else:
-        run.uow.enqueue(JobKind.project_teardown, {"operation_id": op_id})
+        run.uow.enqueue(OperationJob.project_teardown, {"operation_id": op_id})

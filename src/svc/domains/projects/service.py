@@ -31,7 +31,6 @@ from svc.models import (
     Hostname,
     HostnameKind,
     HostnameStatus,
-    JobKind,
     Operation,
     OperationKind,
     Org,
@@ -271,7 +270,7 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
     # Unrouted at once: the edge stops serving the project as soon as it converges.
     project.state = ProjectState.deleting
     await edge_changed(uow, project.id)
-    uow.enqueue(JobKind.project_teardown, {"operation_id": op.id})
+    operations.run_teardown(uow, op)
     await record(session, "project.delete", actor=access.principal.user, org=access.org, target=project.name,
                  data={"operation": op.id})
     await session.flush()

@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 
 from svc.domains.repos import queries, service
+from svc.domains.repos.kinds import RepoJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
-from svc.models import JobKind, Operation, TeardownPhase
+from svc.models import Operation, TeardownPhase
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
@@ -20,7 +21,7 @@ PURGE_BATCH = 100
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.repos_purge_cycle, PURGE_CYCLE_SECONDS, purge_cycle)
+    registry.cycle(RepoJob.purge_cycle, PURGE_CYCLE_SECONDS, purge_cycle)
     registry.teardown_step(TeardownStep(TeardownPhase.files, outside=teardown_files))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.workers import jobs, pages, router, runtime_router
+from svc.domains.workers import jobs, kinds, pages, router, runtime_router
 from svc.domains.workers.settings import WorkerSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
@@ -16,6 +16,6 @@ AREA = Area(
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Logs", "/logs", order=15),),
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.WorkerJob,
     settings=WorkerSettings,
 )
