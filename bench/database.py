@@ -76,9 +76,9 @@ from svc.adapters.database.backups import libpq_env, tool
 from svc.adapters.database.port import ProjectLimits
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
-from svc.adapters.database.scram import verifier
 from svc.adapters.workers.workerd import find_workerd
 from svc.domains.databases import generations
+from svc.kit.scram import verifier
 from svc.models import GenerationKind
 
 ROOT = Path(__file__).resolve().parents[1]

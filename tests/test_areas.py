@@ -1,7 +1,8 @@
 """Every area is wired through its manifest (svc/manifest.py), and nothing an area owns is left out:
-a package under svc.domains without a manifest in svc/areas.py, a job kind no area registers, a
-table whose rows would block org deletion without any area counting them, a hint for an error
-code that does not exist: each fails here."""
+a package under svc.domains without a manifest in svc/areas.py, a job kind its area's manifest does
+not declare, a
+phase of a project's teardown no area declares, a table whose rows would block org deletion without
+any area counting them, a hint for an error code that does not exist: each fails here."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import svc.domains
 from svc.app import build_registry
 from svc.areas import AREAS
 from svc.errors import AppError
-from svc.models import Base, JobKind
+from svc.jobs.registry import JobRegistry
+from svc.models import Base, TeardownPhase
 from svc.settings import Settings
 
 
@@ -28,9 +30,27 @@ def test_every_area_package_has_its_manifest_in_the_list() -> None:
         assert manifest.AREA is area, f"svc/areas.py lists another manifest as {area.name}"
 
 
-def test_every_job_kind_is_registered_by_an_area() -> None:
+def test_every_area_registers_the_job_kinds_its_manifest_declares_and_no_other() -> None:
+    """An area's kinds are its own StrEnum (domains/<area>/kinds.py), named in its manifest; its
+    `jobs` registers exactly those, and no value is another area's."""
+    seen: dict[str, str] = {}
+    for area in AREAS:
+        registry = JobRegistry()
+        if area.jobs is not None:
+            area.jobs(registry, Settings())
+        declared = {kind.value for kind in area.job_kinds} if area.job_kinds is not None else set()
+        assert set(registry.specs) == declared, f"{area.name} registers other kinds than its manifest declares"
+        for value in declared:
+            assert value not in seen, f"{value!r} is a kind of both {seen[value]} and {area.name}"
+            seen[value] = area.name
+    assert set(build_registry(Settings()).specs) == set(seen)
+
+
+def test_every_phase_of_a_project_teardown_is_declared_by_an_area() -> None:
+    """Operations runs the phases and names no area: each phase's work is the steps the areas
+    register (svc.jobs.registry.TeardownStep); a phase nobody declares would do nothing."""
     registry = build_registry(Settings())
-    assert set(registry.specs) == {kind.value for kind in JobKind}
+    assert {step.phase for step in registry.teardown} == set(TeardownPhase) - {TeardownPhase.done}
 
 
 def test_every_table_an_org_cannot_be_deleted_with_is_counted_as_a_holding() -> None:

@@ -1,14 +1,15 @@
 """What an area declares about itself, in one place: its manifest, `domains/<area>/area.py`,
 exporting `AREA = Area(...)`. svc.app (routes, jobs, holdings) and svc.web (pages, templates,
 navigation, hints) loop over the list of areas in svc/areas.py; no other central module names an
-area (docs/architecture.md, "How to add an area"). tests/test_areas.py fails when a job kind, an
-org's holding or an error's hint is not declared by the area it belongs to."""
+area (docs/architecture.md, "How to add an area"). tests/test_areas.py fails when a job kind, a
+teardown phase, an org's holding or an error's hint is not declared by the area it belongs to."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from fastapi import APIRouter
@@ -39,8 +40,11 @@ class Area:
     frame: FramePart | None = None
     # Error code -> what a person does next, where the message alone leaves them stuck (dashboard).
     hints: Mapping[str, str] = field(default_factory=dict)
-    # Registers its job kinds and periodic cycles, each with its transaction policy.
+    # Registers its job kinds and periodic cycles, each with its transaction policy, and its part
+    # in the phases of a project's teardown (registry.teardown_step: operations runs them).
     jobs: Callable[[JobRegistry, Settings], None] | None = None
+    # Its kinds of job (domains/<area>/kinds.py, a StrEnum of its own): what `jobs` registers, no more.
+    job_kinds: type[StrEnum] | None = None
     # What an org holds in this area that blocks the org's deletion.
     holdings: Sequence[OrgHolding] = ()
     # What it puts in a project's worker env (env.<NAME>, env.db ...): one source per area, read

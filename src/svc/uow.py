@@ -144,7 +144,7 @@ class UnitOfWork:
                 dedupe_key: str | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> Job:
         """Add a job to this transaction; the worker is woken once it commits (a job due within
         SOON_SECONDS: when it is due, not at the worker's next poll). `kind` is a
-        svc.models.JobKind (tests add kinds of their own)."""
+        kind of the area's own (domains/<area>/kinds.py; tests add kinds of their own)."""
         if not self._writing:
             raise RuntimeError("enqueue needs the write transaction (begin_write first)")
         now = utcnow()

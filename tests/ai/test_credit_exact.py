@@ -18,7 +18,8 @@ from sqlalchemy import select
 
 from svc.adapters.ai import FakeUpstream
 from svc.adapters.billing import FakePolar
-from svc.models import AICredit, AILedgerEntry, AIModelOverrun, AuditEvent, BillingEvent, JobKind
+from svc.domains.ai.kinds import AIJob
+from svc.models import AICredit, AILedgerEntry, AIModelOverrun, AuditEvent, BillingEvent
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from svc.web.session import session_cookie_name
@@ -189,7 +190,7 @@ async def _credited(svc: Svc) -> tuple[int, list[tuple[str, int, str | None]]]:
 async def _orders_cycle(svc: Svc) -> None:
     """The AI area's orders cycle, now, and the jobs it enqueues."""
     async with unit_of_work(svc.ctx, Tx.WRITE) as uow:
-        uow.enqueue(JobKind.ai_orders_cycle, {})
+        uow.enqueue(AIJob.orders_cycle, {})
     await run_due_jobs(svc)
 
 

@@ -19,7 +19,8 @@ from standardwebhooks import Webhook
 
 from svc.adapters.billing import FakePolar
 from svc.app import default_adapters
-from svc.models import BillingEvent, JobKind, Org
+from svc.domains.billing.kinds import BillingJob
+from svc.models import BillingEvent, Org
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, run_due_jobs, running_svc
@@ -242,7 +243,7 @@ async def test_a_lost_webhook_is_repaired_and_a_failed_one_replayed(billed: tupl
     assert (await _org(svc)).plan == "pro"
     # The reconcile (the daily cycle's job for this org) reads the provider and repairs it.
     async with unit_of_work(svc.ctx, Tx.WRITE) as uow:
-        uow.enqueue(JobKind.billing_reconcile, {"org_id": org.id})
+        uow.enqueue(BillingJob.reconcile, {"org_id": org.id})
     await run_due_jobs(svc)
     assert (await _org(svc)).plan == "free"
     assert (await alice.client.get("/v1/orgs/acme/billing")).json()["plan"] == "free"

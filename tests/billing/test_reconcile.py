@@ -18,7 +18,8 @@ from sqlalchemy import select
 
 from svc.adapters.billing import FakePolar
 from svc.domains.billing import service
-from svc.models import BillingAccount, JobKind, Org
+from svc.domains.billing.kinds import BillingJob
+from svc.models import BillingAccount, Org
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from svc.web.session import session_cookie_name
@@ -63,7 +64,7 @@ async def _checkout(user: User) -> httpx.Response:
 async def _run_cycle(svc: Svc) -> None:
     """The daily reconcile, now: its cycle and the reconcile it enqueues for each org."""
     async with unit_of_work(svc.ctx, Tx.WRITE) as uow:
-        uow.enqueue(JobKind.billing_reconcile_cycle, {})
+        uow.enqueue(BillingJob.reconcile_cycle, {})
     await run_due_jobs(svc)
 
 

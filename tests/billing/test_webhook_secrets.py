@@ -18,7 +18,7 @@ from sqlalchemy import select
 from standardwebhooks import Webhook
 
 from svc.adapters.billing import off_reason, start_fake_billing
-from svc.adapters.billing.signatures import SecretForm, made_secret
+from svc.kit.webhook_signatures import SecretForm, made_secret
 from svc.models import Org
 from svc.settings import Settings
 from tests.support.api import Svc

@@ -16,7 +16,8 @@ from sqlalchemy import select
 from svc.app import default_adapters
 from svc.domains.databases import jobs
 from svc.domains.databases.generations import prunable
-from svc.models import DatabaseGeneration, GenerationKind, JobKind
+from svc.domains.databases.kinds import DatabaseJob
+from svc.models import DatabaseGeneration, GenerationKind
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, assert_error, job_runner, running_svc
@@ -77,7 +78,7 @@ async def test_a_generation_that_does_not_restore_is_a_notification(db_svc: Svc)
         row.verified = None
         await s.flush()
     async with unit_of_work(db_svc.ctx, Tx.WRITE) as uow:
-        uow.enqueue(JobKind.database_verify, {"generation_id": row.id})
+        uow.enqueue(DatabaseJob.verify, {"generation_id": row.id})
     for _ in range(600):
         gen = (await alice.client.get(URL + "/generations")).json()["generations"][0]
         if gen["verified"] is not None:
@@ -133,7 +134,7 @@ async def _verified(svc: Svc, generation_id: str) -> DatabaseGeneration:
         row.verified, row.restore_seconds, row.verify_error = None, None, None
         await s.flush()
     async with unit_of_work(svc.ctx, Tx.WRITE) as uow:
-        uow.enqueue(JobKind.database_verify, {"generation_id": generation_id})
+        uow.enqueue(DatabaseJob.verify, {"generation_id": generation_id})
     for _ in range(1800):
         async with svc.ctx.db.transaction(write=False) as s:
             row = await s.get(DatabaseGeneration, generation_id)

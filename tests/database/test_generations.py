@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 
 from svc.domains.databases import jobs
+from svc.domains.databases.kinds import DatabaseJob
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, User, assert_error, job_runner, running_svc
@@ -239,7 +240,7 @@ async def test_a_crash_in_any_restore_phase_resumes_to_exactly_the_chosen_genera
     from svc.app import default_adapters
     from svc.domains.databases import queries
     from svc.kit.clock import utcnow
-    from svc.models import Job, JobKind, JobStatus
+    from svc.models import Job, JobStatus
 
     adapters = default_adapters(settings)
     adapters.database = node = PostgresNode(project_cluster.admin_url)
@@ -270,7 +271,7 @@ async def test_a_crash_in_any_restore_phase_resumes_to_exactly_the_chosen_genera
                 while await runner.run_once():
                     pass
                 async with svc.ctx.db.transaction() as s:  # the retry's backoff, passed
-                    await s.execute(update(Job).where(Job.kind == JobKind.database_operation,
+                    await s.execute(update(Job).where(Job.kind == DatabaseJob.operation,
                                                       Job.status == JobStatus.queued)
                                     .values(run_at=utcnow() - timedelta(seconds=1)))
                 op = (await alice.client.get(f"{URL}/operations/{op_id}")).json()

@@ -17,7 +17,7 @@ import pytest
 from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, ProjectLimits
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
-from svc.adapters.database.scram import verifier
+from svc.kit.scram import verifier
 from svc.supervisor import ProcessError
 from tests.support import components
 

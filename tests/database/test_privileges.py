@@ -12,7 +12,7 @@ import pytest
 
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster
-from svc.adapters.database.scram import verifier
+from svc.kit.scram import verifier
 from tests.database.test_node import LIMITS, connect
 from tests.support import components
 

@@ -13,8 +13,9 @@ import httpx
 from sqlalchemy import event, select, update
 from sqlalchemy.orm import Session
 
+from svc.domains.deployments.kinds import DeploymentJob
 from svc.kit.clock import utcnow
-from svc.models import Deployment, Job, JobKind
+from svc.models import Deployment, Job
 from svc.settings import Settings
 from tests.deployments.conftest import Env, make_env
 from tests.support import bundles
@@ -26,11 +27,11 @@ from tests.support.smtp import eventually
 async def collect_now(svc: Svc) -> None:
     """As if the grace period had passed: the collection jobs are due, and the worker runs them."""
     async with svc.ctx.db.transaction() as s:
-        await s.execute(update(Job).where(Job.kind == JobKind.artifact_collect).values(run_at=utcnow()))
+        await s.execute(update(Job).where(Job.kind == DeploymentJob.artifact_collect).values(run_at=utcnow()))
 
     async def collected() -> bool:
         async with svc.ctx.db.transaction(write=False) as s:
-            statuses = (await s.scalars(select(Job.status).where(Job.kind == JobKind.artifact_collect))).all()
+            statuses = (await s.scalars(select(Job.status).where(Job.kind == DeploymentJob.artifact_collect))).all()
         return bool(statuses) and set(statuses) == {"done"}
 
     await eventually(collected, what="the artifact.collect jobs")

@@ -13,8 +13,9 @@ import dns.rdatatype
 from sqlalchemy import select, update
 
 from svc.adapters.nameserver.port import RRsetData
+from svc.domains.dns.kinds import DnsJob
 from svc.kit.clock import utcnow
-from svc.models import AuditEvent, Cycle, Job, JobKind, JobStatus, Zone
+from svc.models import AuditEvent, Cycle, Job, JobStatus, Zone
 from tests.support.api import Svc, assert_error
 from tests.support.pdns import NAMESERVERS, Pdns
 from tests.support.team import Team, make_team
@@ -49,7 +50,7 @@ async def _settled(svc: Svc) -> None:
     """No dns.sync job queued or running."""
     async def idle() -> bool:
         async with svc.ctx.db.transaction(write=False) as s:
-            busy = (await s.scalars(select(Job.id).where(Job.kind == JobKind.dns_sync, Job.status.in_(
+            busy = (await s.scalars(select(Job.id).where(Job.kind == DnsJob.sync, Job.status.in_(
                 [JobStatus.queued, JobStatus.running])))).first()
         return busy is None
     await _until(idle, "dns.sync jobs to finish")
@@ -58,7 +59,7 @@ async def _settled(svc: Svc) -> None:
 async def _reconciles_ran(svc: Svc) -> list[Job]:
     async with svc.ctx.db.transaction(write=False) as s:
         return list((await s.scalars(select(Job).where(
-            Job.kind == JobKind.dns_reconcile, Job.status.in_([JobStatus.done, JobStatus.failed])))).all())
+            Job.kind == DnsJob.reconcile, Job.status.in_([JobStatus.done, JobStatus.failed])))).all())
 
 
 async def _reconcile_cycle(svc: Svc) -> None:
@@ -66,11 +67,11 @@ async def _reconcile_cycle(svc: Svc) -> None:
     worker runs it; returns once that run has finished, and it succeeded."""
     async def cycle_known() -> bool:  # made by the worker's first round
         async with svc.ctx.db.transaction(write=False) as s:
-            return await s.get(Cycle, JobKind.dns_reconcile) is not None
+            return await s.get(Cycle, DnsJob.reconcile) is not None
     await _until(cycle_known, "the dns.reconcile cycle to be registered")
     before = {j.id for j in await _reconciles_ran(svc)}
     async with svc.ctx.db.transaction() as s:
-        await s.execute(update(Cycle).where(Cycle.name == JobKind.dns_reconcile)
+        await s.execute(update(Cycle).where(Cycle.name == DnsJob.reconcile)
                         .values(next_run_at=utcnow() - timedelta(seconds=1)))
 
     async def ran() -> bool:
@@ -313,7 +314,7 @@ async def test_outage_delays_but_loses_nothing_and_the_retry_repairs_it(dns_svc:
 
         async def failed_sync() -> str | None:
             async with dns_svc.ctx.db.transaction(write=False) as s:
-                return (await s.scalars(select(Job.id).where(Job.kind == JobKind.dns_sync,
+                return (await s.scalars(select(Job.id).where(Job.kind == DnsJob.sync,
                                                              Job.last_error.is_not(None)))).first()
         await _until(failed_sync, "a sync attempt failing while the nameserver is down")
         failed = await failed_sync()

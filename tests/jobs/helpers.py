@@ -22,7 +22,7 @@ ACTION = "test.job"
 
 
 class TestKind(StrEnum):
-    """Job kinds of the tests' own (svc's are svc.models.JobKind)."""
+    """Job kinds of the tests' own (svc's are each area's, domains/<area>/kinds.py)."""
 
     __test__ = False
     record = "test.record"

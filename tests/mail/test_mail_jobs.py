@@ -10,10 +10,11 @@ from sqlalchemy import update
 
 from svc.adapters.mail.smtp import SmtpSender
 from svc.context import Adapters
+from svc.domains.mail.kinds import MailJob
 from svc.domains.mail.service import MAX_ATTEMPTS, queue_mail
 from svc.domains.notifications.service import notify
 from svc.kit.clock import utcnow
-from svc.models import Job, JobKind, Org
+from svc.models import Job, Org
 from svc.settings import Settings
 from svc.uow import unit_of_work
 from tests.support.api import Svc, running_svc
@@ -59,7 +60,7 @@ async def test_a_message_that_keeps_failing_is_given_up(held_svc: Svc, sink: Smt
     sink.defer("bob@example.com")
     await _queue(held_svc, "bob@example.com")
     async with held_svc.ctx.db.transaction() as s:
-        await s.execute(update(Job).where(Job.kind == JobKind.mail_send).values(attempts=MAX_ATTEMPTS - 1))
+        await s.execute(update(Job).where(Job.kind == MailJob.send).values(attempts=MAX_ATTEMPTS - 1))
 
     assert await deliver_due(held_svc) == 0
     [row] = await outbox(held_svc)

@@ -11,8 +11,8 @@ from pydantic import SecretStr
 
 from svc.adapters.billing import FakePolar
 from svc.adapters.billing.polar import PolarBilling
-from svc.adapters.billing.signatures import SecretForm
 from svc.app import default_adapters
+from svc.kit.webhook_signatures import SecretForm
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
 

@@ -32,9 +32,10 @@ from sqlalchemy import select, update
 from svc.adapters.mail.smtp import SmtpSender
 from svc.app import build_registry
 from svc.context import Adapters
+from svc.domains.mail.kinds import MailJob
 from svc.jobs.worker import Worker
 from svc.kit.clock import utcnow
-from svc.models import Job, JobKind, JobStatus, OutboundMail
+from svc.models import Job, JobStatus, OutboundMail
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
 from tests.support.wait import WAIT_SECONDS, until
@@ -223,7 +224,7 @@ async def outbox(svc: Svc) -> list[Mail]:
     async with svc.ctx.db.transaction(write=False) as s:
         rows = (await s.scalars(select(OutboundMail).order_by(OutboundMail.created_at, OutboundMail.id))).all()
         jobs = {str(j.payload.get("mail_id")): j
-                for j in (await s.scalars(select(Job).where(Job.kind == JobKind.mail_send))).all()}
+                for j in (await s.scalars(select(Job).where(Job.kind == MailJob.send))).all()}
     return [Mail(id=r.id, to_addr=r.to_addr, subject=r.subject, body=r.body, invite_id=r.invite_id,
                  sent_at=r.sent_at, failed_at=r.failed_at,
                  last_error=r.last_error or jobs[r.id].last_error, attempts=jobs[r.id].attempts,
@@ -245,7 +246,7 @@ async def deliver_due(svc: Svc, *, worker: str = "test-sender") -> int:
 async def make_due(svc: Svc) -> None:
     """As if every waiting message's backoff had passed."""
     async with svc.ctx.db.transaction() as s:
-        await s.execute(update(Job).where(Job.kind == JobKind.mail_send, Job.status == JobStatus.queued)
+        await s.execute(update(Job).where(Job.kind == MailJob.send, Job.status == JobStatus.queued)
                         .values(run_at=utcnow() - timedelta(seconds=1)))
 
 

@@ -1,5 +1,6 @@
 """What job kinds exist, the transaction policy each runs under, and which cycles run periodically.
-Each area registers its own kinds (its jobs.py `register`), named in svc.models.states.JobKind."""
+Each area registers its own kinds (its jobs.py `register`), a StrEnum of its own (domains/<area>/kinds.py)
+that its manifest declares (`job_kinds`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from svc.context import AppContext
 from svc.kit.store_session import StoreSession
+from svc.models import Operation, TeardownPhase
 from svc.uow import Tx, UnitOfWork, policy_of
 
 
@@ -53,10 +55,31 @@ class CycleSpec:
     interval_seconds: float
 
 
+@dataclass(frozen=True)
+class TeardownStep:
+    """An area's part in one phase of a project's teardown (svc.models.TeardownPhase), declared
+    by the area as it registers its jobs; the operations area runs the phases in order and knows
+    no area (domains/operations/jobs.py). A phase's job runs READ_THEN_WRITE: first each step's
+    `outside` (its reads, then `uow.close_reads()` and the work outside the store: files removed,
+    a database drained), then, in the one write transaction that moves the operation on, each
+    step's `write`, handed what its `outside` returned. Both are safe to run twice. Steps of a
+    phase run in the order their areas are listed (svc/areas.py)."""
+
+    phase: TeardownPhase
+    outside: Callable[[UnitOfWork, Operation], Awaitable[Any]] | None = None
+    write: Callable[[UnitOfWork, Operation, Any], Awaitable[None]] | None = None
+
+
 @dataclass
 class JobRegistry:
     specs: dict[str, JobSpec] = field(default_factory=dict)
     cycles: dict[str, CycleSpec] = field(default_factory=dict)
+    # Every area's part of a project's teardown, as the areas registered them.
+    teardown: list[TeardownStep] = field(default_factory=list)
+
+    def teardown_step(self, step: TeardownStep) -> None:
+        """The area's part in a phase of a project's teardown."""
+        self.teardown.append(step)
 
     def handler(self, kind: StrEnum, fn: JobHandler) -> None:
         """The handler of a job kind; its unit of work's policy is the one the handler declares

@@ -57,7 +57,7 @@ class Deployment(Base):
     git_branch: Mapped[str | None] = mapped_column(String(255))
     git_dirty: Mapped[bool | None]
     # The bundle's worker, as the runtime runs it: {"main", "compatibilityDate", "assets"}; None
-    # for a static site (domains/workers/code.py).
+    # for a static site (domains/deployments/worker_code.py).
     worker: Mapped[dict[str, Any] | None]
 
 

@@ -124,58 +124,6 @@ class JobStatus(StrEnum):
     failed = "failed"
 
 
-class JobKind(StrEnum):
-    """Every kind of job on the outbox; each area registers the handlers of its own kinds."""
-
-    mail_send = "mail.send"
-    project_teardown = "project.teardown"
-    artifact_collect = "artifact.collect"
-    # Converge one zone at the nameserver to the store (domains/dns/jobs.py).
-    dns_sync = "dns.sync"
-    # The periodic cycle that finds zones drifted at the nameserver and enqueues their sync.
-    dns_reconcile = "dns.reconcile"
-    # Ownership check of custom hostnames (domains/hostnames/jobs.py): the periodic cycle checks
-    # every pending one (empty payload); an add enqueues one for its row ({"host": ...}).
-    hostname_verify = "hostname.verify"
-    # Whether the public DNS delegates a zone to svc's nameservers (domains/dns/delegation.py): the
-    # periodic cycle re-checks the zones checked longest ago; a new zone enqueues one for itself.
-    dns_delegation = "dns.delegation"
-    # The periodic cycle that drops the projects' log lines older than their retention (workers).
-    logs_expire = "logs.expire"
-    # Projects' databases (domains/databases/jobs.py): the hourly cycle of change checks (and
-    # retention), a generation of one database ({"project_id", "kind"}), the verification of one
-    # generation by a scratch restore ({"generation_id"}), a restore's or delete's next phase
-    # ({"operation_id"}).
-    database_cycle = "database.cycle"
-    database_generation = "database.generation"
-    database_verify = "database.verify"
-    database_operation = "database.operation"
-    database_watchdog = "database.watchdog"
-    # Certificates (domains/certificates/jobs.py): the cycle that asks for the certificates svc
-    # should hold and renews the due ones; one order ({"name"}).
-    certificate_cycle = "certificate.cycle"
-    certificate_issue = "certificate.issue"
-    certificate_ocsp = "certificate.ocsp"  # an OCSP answer to staple, asked of the issuer's responder
-    # Billing (domains/billing/jobs.py): the daily cycle that compares every paying org with the
-    # provider, and one org's comparison ({"org_id"}), which repairs a missed webhook.
-    billing_reconcile_cycle = "billing.reconcile_cycle"
-    billing_reconcile = "billing.reconcile"
-    # AI (domains/ai/jobs.py): an org's auto top-up, charged through the billing provider
-    # ({"org_id"}); the cycle that lets go the holds of calls a crash left in flight.
-    ai_autotopup = "ai.autotopup"
-    ai_release_cycle = "ai.release_cycle"
-    # The paid orders of AI credit of the orgs waiting for one (a checkout, a charge under way),
-    # each credited whose order.paid was lost; one org's ({"org_id"}).
-    ai_orders_cycle = "ai.orders_cycle"
-    ai_orders = "ai.orders"
-    # The registrar's view of every domain, read back (expiry, lock, NS; gone: transferred_out),
-    # and the notice 30 days before an expiry that auto-renew will not cover.
-    domains_sync_cycle = "domains.sync_cycle"
-    # Repositories (domains/repos/jobs.py): the cycle that removes the disk copy of repositories
-    # deleted longer ago than the retention period.
-    repos_purge_cycle = "repos.purge_cycle"
-
-
 class CertificateStatus(StrEnum):
     issuing = "issuing"
     active = "active"

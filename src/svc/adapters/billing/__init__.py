@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from svc.adapters.billing.fake import FakePolar
 from svc.adapters.billing.polar import PolarBilling
 from svc.adapters.billing.port import BillingProvider
-from svc.adapters.billing.signatures import made_secret, standard_key
+from svc.kit.webhook_signatures import made_secret, standard_key
 from svc.settings import Settings
 
 __all__ = ["FakePolar", "build_billing", "forget_fake_billing", "off_reason", "running_fake_billing",

@@ -2,7 +2,7 @@
 sessions, subscriptions, off-session orders; answers in the SDK's own shapes, shapes.py), with the pages a person
 sees (a hosted checkout a browser completes, a customer portal), and Polar's webhooks sent back to
 svc, signed as Polar signs them (Standard Webhooks, the secret's UTF-8 bytes as the key) or, given a
-secret in Standard Webhooks' form, with its decoded bytes (signatures.py), retried on anything but 2xx.
+secret in Standard Webhooks' form, with its decoded bytes (kit/webhook_signatures.py), retried on anything but 2xx.
 
 For the tests, `/_fake/...`: hold deliveries and release them in reverse order, lose the next one,
 redeliver one by id, change a subscription without telling svc (a lost event), expire a checkout,
@@ -34,8 +34,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from svc.adapters.billing.shapes import shape
-from svc.adapters.billing.signatures import SecretForm, signing_key
 from svc.kit.local_server import LocalServer
+from svc.kit.webhook_signatures import SecretForm, signing_key
 
 log = logging.getLogger("svc.billing.fake")
 

@@ -1,7 +1,7 @@
 """The database node port: what svc needs of the PostgreSQL cluster that holds the projects'
 databases (docs/database.md). One database and one login role per project, named by the project's
 id; the role reaches its own database only. Passwords reach PostgreSQL only as SCRAM verifiers
-(scram.py), so the cluster never sees one in clear."""
+(kit/scram.py), so the cluster never sees one in clear."""
 
 from __future__ import annotations
 

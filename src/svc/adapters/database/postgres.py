@@ -25,9 +25,10 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from svc.adapters.database import backups, ceilings, proxy, scram
+from svc.adapters.database import backups, ceilings, proxy
 from svc.adapters.database.port import DatabaseEndpoint, DatabaseNodeError, ProjectLimits, QueryResult, Watched
 from svc.adapters.database.sessions import ProjectSessions
+from svc.kit import scram
 
 log = logging.getLogger("svc.database")
 

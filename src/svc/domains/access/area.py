@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.access import authorize_pages, edge_router, pages, router
+from svc.domains.access import authorize_pages, edge_router, jobs, pages, router
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
@@ -15,4 +15,5 @@ AREA = Area(
     pages=(pages.router, authorize_pages.router),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Access", "/access", order=20),),
+    jobs=jobs.register,
 )

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from svc.context import AppContext
-from svc.domains.ai import gateway, jobs, pages, router, service, topups
+from svc.domains.ai import gateway, jobs, kinds, pages, router, service, topups
 from svc.domains.ai.settings import AISettings
 from svc.manifest import Area, NavLink
 from svc.models import Role
@@ -32,7 +32,7 @@ AREA = Area(
     orders=topups.order_paid,
     reconcile=topups.reconcile_orders,
     unsettled=topups.unsettled,
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.AIJob,
     settings=AISettings,
     lifespan=_lifespan,
     hints={"no_payment_method": "Buy credit once (the payment stores a payment method), then turn auto top-up on.",

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from svc.domains.ai import gateway, topups
+from svc.domains.ai.kinds import AIJob
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
-from svc.models import JobKind
 from svc.settings import Settings
 from svc.uow import Tx, use_case
 
@@ -20,10 +20,10 @@ ORDERS_EVERY_SECONDS = 3600.0
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.ai_autotopup, autotopup)
-    registry.cycle(JobKind.ai_release_cycle, RELEASE_EVERY_SECONDS, release_cycle)
-    registry.cycle(JobKind.ai_orders_cycle, ORDERS_EVERY_SECONDS, orders_cycle)
-    registry.handler(JobKind.ai_orders, orders)
+    registry.handler(AIJob.autotopup, autotopup)
+    registry.cycle(AIJob.release_cycle, RELEASE_EVERY_SECONDS, release_cycle)
+    registry.cycle(AIJob.orders_cycle, ORDERS_EVERY_SECONDS, orders_cycle)
+    registry.handler(AIJob.orders, orders)
 
 
 @use_case(Tx.WRITE)
@@ -31,7 +31,7 @@ async def orders_cycle(run: JobRun) -> None:
     if run.ctx.adapters.billing is None:
         return
     for org_id in await topups.waiting_for_orders(run.session, utcnow()):
-        run.uow.enqueue(JobKind.ai_orders, {"org_id": org_id})
+        run.uow.enqueue(AIJob.orders, {"org_id": org_id})
 
 
 @use_case(Tx.READ_THEN_WRITE)  # nothing of the job's own held: reconcile_orders opens its units of work

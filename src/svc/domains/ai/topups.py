@@ -20,6 +20,7 @@ from svc.adapters.billing.port import BillingRejected, BillingUnavailable, Charg
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext, Unsettled
 from svc.domains.ai import errors, queries, schemas
+from svc.domains.ai.kinds import AIJob
 from svc.domains.ai.settings import AISettings
 from svc.domains.audit.service import record
 from svc.domains.billing import errors as billing_errors
@@ -30,7 +31,7 @@ from svc.errors import BadRequest
 from svc.kit import money, urls
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import AICredit, JobKind, Org
+from svc.models import AICredit, Org
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.ai")
@@ -140,7 +141,7 @@ async def maybe_top_up(uow: UnitOfWork, row: AICredit) -> bool:
     row.autotopups_on_day = topups_today(row, now) + 1
     row.autotopup_day = day
     row.autotopup_charging_since = now
-    uow.enqueue(JobKind.ai_autotopup, {"org_id": row.org_id, "microCents": row.autotopup_amount_micro_cents})
+    uow.enqueue(AIJob.autotopup, {"org_id": row.org_id, "microCents": row.autotopup_amount_micro_cents})
     return True
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 
 from svc.domains.billing import errors, queries
+from svc.domains.billing.kinds import BillingJob
 from svc.domains.billing.reconcile import reconcile_org
 from svc.domains.billing.settings import BillingSettings
 from svc.jobs.registry import JobRegistry, JobRun
-from svc.models import JobKind
 from svc.settings import Settings
 from svc.uow import Tx, use_case
 
@@ -19,8 +19,8 @@ log = logging.getLogger("svc.billing")
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.billing_reconcile_cycle, BillingSettings().billing_reconcile_seconds, cycle)
-    registry.handler(JobKind.billing_reconcile, reconcile)
+    registry.cycle(BillingJob.reconcile_cycle, BillingSettings().billing_reconcile_seconds, cycle)
+    registry.handler(BillingJob.reconcile, reconcile)
 
 
 @use_case(Tx.WRITE)
@@ -28,7 +28,7 @@ async def cycle(run: JobRun) -> None:
     if run.ctx.adapters.billing is None:
         return
     for org_id in await queries.billed_orgs(run.session):
-        run.uow.enqueue(JobKind.billing_reconcile, {"org_id": org_id})
+        run.uow.enqueue(BillingJob.reconcile, {"org_id": org_id})
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held

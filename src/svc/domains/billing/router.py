@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from svc.adapters.billing.signatures import WebhookVerificationError, verify
 from svc.auth.roles import AdminAccess, ViewerAccess
 from svc.deps import Uow, api_router
 from svc.domains.billing import deliveries, errors, schemas, service
 from svc.errors import BadRequest
+from svc.kit.webhook_signatures import WebhookVerificationError, verify
 from svc.uow import runs
 
 router = api_router(tags=["billing"])

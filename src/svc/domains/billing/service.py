@@ -24,11 +24,12 @@ from svc.auth.roles import OrgAccess
 from svc.context import Unsettled
 from svc.domains.audit.service import record
 from svc.domains.billing import errors, queries, reconcile, subscriptions, webhooks
+from svc.domains.billing.kinds import BillingJob
 from svc.domains.billing.schemas import BillingStatus, PlanLimitsView
 from svc.domains.orgs import service as orgs
 from svc.kit import urls
 from svc.kit.clock import rfc3339, utcnow
-from svc.models import BillingAccount, BillingEvent, JobKind, Org, Plan
+from svc.models import BillingAccount, BillingEvent, Org, Plan
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
@@ -144,7 +145,7 @@ def _reconcile_soon(uow: UnitOfWork, org_id: str) -> None:
 
     async def enqueue() -> None:
         async with unit_of_work(ctx, Tx.WRITE) as again:
-            again.enqueue(JobKind.billing_reconcile, {"org_id": org_id})
+            again.enqueue(BillingJob.reconcile, {"org_id": org_id})
 
     uow.after_rollback(enqueue)
 

@@ -9,10 +9,11 @@ from datetime import datetime
 
 from svc.adapters.acme.port import AcmeError, AcmeErrorKind
 from svc.domains.certificates import ocsp, queries, service
+from svc.domains.certificates.kinds import CertificateJob
 from svc.domains.certificates.settings import CertificateSettings
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
-from svc.models import Certificate, CertificateKind, CertificateStatus, JobKind
+from svc.models import Certificate, CertificateKind, CertificateStatus
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
@@ -20,9 +21,9 @@ ORDER_LEASE = service.ORDER_LEASE
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.certificate_cycle, CertificateSettings().certificate_check_seconds, cycle)
-    registry.handler(JobKind.certificate_issue, issue)
-    registry.handler(JobKind.certificate_ocsp, staple)
+    registry.cycle(CertificateJob.cycle, CertificateSettings().certificate_check_seconds, cycle)
+    registry.handler(CertificateJob.issue, issue)
+    registry.handler(CertificateJob.ocsp, staple)
 
 
 @use_case(Tx.WRITE)
@@ -47,7 +48,7 @@ async def schedule_ocsp(uow: UnitOfWork) -> int:
     due = await queries.ocsp_due(uow.session, now)
     for row in due:
         row.ocsp_refresh_at = now + ORDER_LEASE
-        uow.enqueue(JobKind.certificate_ocsp, {"name": row.name})
+        uow.enqueue(CertificateJob.ocsp, {"name": row.name})
     return len(due)
 
 
@@ -94,7 +95,7 @@ async def converge(uow: UnitOfWork) -> int:
             session.add(row)
         if row.renew_at is not None and row.renew_at <= now:
             row.renew_at = now + ORDER_LEASE
-            uow.enqueue(JobKind.certificate_issue, {"name": name})
+            uow.enqueue(CertificateJob.issue, {"name": name})
             asked += 1
     return asked
 

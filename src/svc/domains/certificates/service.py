@@ -22,11 +22,12 @@ from svc.adapters.edge.port import ServedCertificate
 from svc.adapters.nameserver.port import RRsetData
 from svc.context import AppContext
 from svc.domains.certificates import caa, ocsp, queries
+from svc.domains.certificates.kinds import CertificateJob
 from svc.domains.certificates.schemas import CertificateSummary, CertificateView
 from svc.domains.notifications import service as notifications
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus, JobKind
+from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, unit_of_work
 
@@ -335,7 +336,7 @@ async def order_now(uow: UnitOfWork, hosts: list[str]) -> None:
             continue  # held and not due, or backing off after a failure: nothing to order now
         else:
             row.renew_at = now + ORDER_LEASE
-        uow.enqueue(JobKind.certificate_issue, {"name": host})
+        uow.enqueue(CertificateJob.issue, {"name": host})
 
 
 # --- for operators (svc admin certs) ---

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from svc.context import AppContext
-from svc.domains.databases import generations, jobs, pages, router, service
+from svc.domains.databases import generations, jobs, kinds, pages, router, service
 from svc.domains.databases.settings import DatabaseSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
@@ -28,7 +28,7 @@ AREA = Area(
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Database", "/database", order=35),),
     bindings=service.worker_env,
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.DatabaseJob,
     settings=DatabaseSettings,
     lifespan=_lifespan,
     hints={"no_node_admin": "The server's operator turns project databases on: install PostgreSQL's server "

@@ -8,15 +8,16 @@ from __future__ import annotations
 import logging
 
 from svc.adapters.database.port import DatabaseNodeError
-from svc.domains.databases import generations, operations, queries, watchdog
+from svc.domains.databases import generations, operations, queries, service, watchdog
+from svc.domains.databases.kinds import DatabaseJob
 from svc.domains.databases.settings import DatabaseSettings
 from svc.domains.notifications import service as notifications
 from svc.domains.operations.service import running_for, running_projects
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
-from svc.jobs.registry import JobRegistry, JobRun
+from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
-from svc.models import DatabaseGeneration, GenerationKind, JobKind
+from svc.models import DatabaseGeneration, GenerationKind, Operation, TeardownPhase
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
@@ -25,11 +26,22 @@ log = logging.getLogger("svc.databases")
 
 def register(registry: JobRegistry, settings: Settings) -> None:
     own = DatabaseSettings()
-    registry.cycle(JobKind.database_cycle, own.database_backup_seconds, cycle)
-    registry.handler(JobKind.database_generation, take_generation)
-    registry.handler(JobKind.database_verify, verify_generation)
-    registry.handler(JobKind.database_operation, operations.step)
-    registry.cycle(JobKind.database_watchdog, own.database_watchdog_seconds, watchdog.watch)
+    registry.cycle(DatabaseJob.cycle, own.database_backup_seconds, cycle)
+    registry.handler(DatabaseJob.generation, take_generation)
+    registry.handler(DatabaseJob.verify, verify_generation)
+    registry.handler(DatabaseJob.operation, operations.step)
+    registry.cycle(DatabaseJob.watchdog, own.database_watchdog_seconds, watchdog.watch)
+    registry.teardown_step(TeardownStep(TeardownPhase.database, outside=teardown_take, write=teardown_record))
+
+
+async def teardown_take(uow: UnitOfWork, op: Operation) -> generations.Taken | None:
+    """A project's teardown: its database drained, its final generation taken, then dropped."""
+    return await service.teardown_take(uow, op.project_id)
+
+
+async def teardown_record(uow: UnitOfWork, op: Operation, taken: generations.Taken | None) -> None:
+    """A project's teardown: the final generation listed, the grant gone."""
+    await service.teardown_record(uow, op.project_id, taken)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the node is asked with nothing of the store held
@@ -62,7 +74,7 @@ async def check_all(uow: UnitOfWork) -> int:
         if grant.project_id in busy:
             continue
         if generations.needs_generation(grant, markers.get(grant.project_id)):
-            uow.enqueue(JobKind.database_generation, {"project_id": grant.project_id,
+            uow.enqueue(DatabaseJob.generation, {"project_id": grant.project_id,
                                                       "kind": GenerationKind.scheduled.value})
             asked += 1
         else:
@@ -126,7 +138,7 @@ async def take_generation(run: JobRun) -> None:
     session.add(generations.row_of(taken, project_id, epoch, seq, kind))
     grant.change_marker = taken.marker
     grant.last_checked_at = taken.taken_at
-    run.uow.enqueue(JobKind.database_verify, {"generation_id": taken.id})
+    run.uow.enqueue(DatabaseJob.verify, {"generation_id": taken.id})
 
 
 async def _failed_backup(run: JobRun, project_id: str, reason: str) -> None:

@@ -27,6 +27,7 @@ from svc.adapters.database.port import DatabaseNode, DatabaseNodeError
 from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
 from svc.domains.databases import errors, generations, queries, schemas
+from svc.domains.databases.kinds import DatabaseJob
 from svc.domains.databases.node import node_of
 from svc.domains.notifications import service as notifications
 from svc.domains.operations import service as operations
@@ -39,7 +40,6 @@ from svc.models import (
     DatabaseGeneration,
     DatabaseOpPhase,
     GenerationKind,
-    JobKind,
     Operation,
     OperationKind,
     Project,
@@ -68,7 +68,7 @@ async def _start(uow: UnitOfWork, access: OrgAccess, project: Project, kind: Ope
                  target=project.name, data={"project": project.name, **{k: v for k, v in data.items()
                                                                        if k in ("epoch", "seq")}})
     await session.flush()
-    uow.enqueue(JobKind.database_operation, {"operation_id": op.id})
+    uow.enqueue(DatabaseJob.operation, {"operation_id": op.id})
     return op
 
 
@@ -119,7 +119,7 @@ async def abort(uow: UnitOfWork, access: OrgAccess, project: Project, op_id: str
     op.running_key = None
     await record(uow.session, "database.abort", actor=access.principal.user, org=access.org, target=project.name,
                  data={"project": project.name, "operation": op.id})
-    uow.enqueue(JobKind.database_operation, {"operation_id": op.id})  # reopens the database
+    uow.enqueue(DatabaseJob.operation, {"operation_id": op.id})  # reopens the database
     return op
 
 
@@ -170,7 +170,7 @@ async def step(run: JobRun) -> None:
             blobs = run.ctx.blobs
             run.uow.after_commit(lambda: blobs.delete(taken.blob_key))
         if op is not None and op.terminal_code == TerminalCode.aborted:
-            run.uow.enqueue(JobKind.database_operation, {"operation_id": op_id})  # reopen after this phase's work
+            run.uow.enqueue(DatabaseJob.operation, {"operation_id": op_id})  # reopen after this phase's work
         return
     grant = await queries.grant(session, project_id)
     if failure is not None:
@@ -184,7 +184,7 @@ async def step(run: JobRun) -> None:
         seq = await queries.next_seq(session, project_id, grant.epoch, [k.value for k in generations.LISTED])
         session.add(generations.row_of(taken, project_id, grant.epoch, seq, why))
         op.data = {**data, "sealed": taken.id}
-        run.uow.enqueue(JobKind.database_verify, {"generation_id": taken.id})
+        run.uow.enqueue(DatabaseJob.verify, {"generation_id": taken.id})
     if phase is Phase.committing and kind is OperationKind.delete:
         await queries.delete_tokens(session, await queries.token_users(session, project_id))
         if grant is not None:
@@ -208,7 +208,7 @@ async def step(run: JobRun) -> None:
             await _notify(run.uow, op, "database.deleted", f"{op.project_name}'s database was deleted. Its final "
                           "generation is kept and listed.")
     else:
-        run.uow.enqueue(JobKind.database_operation, {"operation_id": op_id})
+        run.uow.enqueue(DatabaseJob.operation, {"operation_id": op_id})
 
 
 async def _replace(run: JobRun, node: DatabaseNode, project_id: str, chosen: DatabaseGeneration | None,

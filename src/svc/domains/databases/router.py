@@ -12,8 +12,8 @@ from svc.adapters.database.port import DatabaseNodeError
 from svc.auth.projects import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.databases import operations, schemas, service
-from svc.domains.projects.schemas import Operation as OperationView
-from svc.domains.projects.schemas import OperationStarted
+from svc.domains.operations.schemas import Operation as OperationView
+from svc.domains.operations.schemas import OperationStarted
 from svc.domains.workers import service as workers
 from svc.domains.workers.schemas import RUNTIME_PROJECT_ID
 from svc.errors import AppError, envelope

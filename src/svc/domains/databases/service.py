@@ -24,7 +24,6 @@ from svc.adapters.database.port import (
     ProjectLimits,
     SqlError,
 )
-from svc.adapters.database.scram import verifier
 from svc.adapters.workers.port import EntrypointBinding
 from svc.auth.principal import resolve
 from svc.auth.projects import ProjectNotFound, project_by_name
@@ -38,6 +37,7 @@ from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
+from svc.kit.scram import verifier
 from svc.kit.store_session import StoreSession
 from svc.models import DatabaseToken, GenerationKind, Project, ProjectDatabase, Role
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case

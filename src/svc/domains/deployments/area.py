@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from svc.context import AppContext
-from svc.domains.deployments import jobs, pages, router, service
+from svc.domains.deployments import jobs, kinds, pages, router, service
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
@@ -32,8 +32,10 @@ AREA = Area(
         "bad_bundle": "Upload a .tar.gz with svc.json at its root (as the svc deploy command makes it), or drop the "
                       "site's folder.",
         "unsupported_media_type": "Upload a .tar.gz file (a gzipped tar with svc.json at its root) or a folder.",
+        "bad_worker": "Fix the worker named in the message (svc deploy checks it the same way before it goes "
+                      "live); the version that was live keeps serving.",
     },
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.DeploymentJob,
     uploads=router.is_bundle_upload,
     lifespan=_lifespan,
 )

@@ -27,9 +27,9 @@ from svc.adapters.blobs.port import BlobMissing as BlobMissing  # ensure_site ra
 from svc.context import AppContext
 from svc.domains.deployments.bundle import Extractor, Limits
 from svc.domains.deployments.errors import ArtifactCorrupt
+from svc.domains.deployments.kinds import DeploymentJob
 from svc.kit.clock import utcnow
 from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
-from svc.models import JobKind
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 
@@ -147,7 +147,7 @@ async def collect_later(ctx: AppContext, digest: str) -> None:
     unless a committed deployment uses it by then. Not at once: another upload of the same bytes
     may be about to commit, relying on the bundle it found in the store."""
     async with unit_of_work(ctx, Tx.WRITE) as uow:
-        uow.enqueue(JobKind.artifact_collect, {"digest": digest}, run_at=utcnow() + COLLECT_AFTER)
+        uow.enqueue(DeploymentJob.artifact_collect, {"digest": digest}, run_at=utcnow() + COLLECT_AFTER)
 
 
 def unpack_file(bundle: Path, staging: Path, bounds: Limits, digest: str) -> list[str]:

@@ -36,3 +36,11 @@ class DeploymentNotFound(NotFound):
 class ArtifactCorrupt(RuntimeError):
     """The stored bundle does not hash to its digest, or no longer unpacks (never an answer: the
     edge logs it and keeps serving what it served)."""
+
+
+class InvalidWorker(BadRequest):
+    """The bundle's worker cannot run: the runtime's words in the message (the deployment is not
+    made; the live one keeps serving)."""
+
+    code = "bad_worker"
+    default_message = "The bundle's worker cannot be loaded"

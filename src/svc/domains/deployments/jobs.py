@@ -4,15 +4,24 @@ nothing of the store held (Tx.READ_THEN_WRITE); safe to run twice."""
 
 from __future__ import annotations
 
-from svc.domains.deployments import artifacts, queries
-from svc.jobs.registry import JobRegistry, JobRun
-from svc.models import JobKind
+from svc.domains.deployments import artifacts, queries, service
+from svc.domains.deployments.kinds import DeploymentJob
+from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
+from svc.models import Operation, TeardownPhase
 from svc.settings import Settings
-from svc.uow import Tx, use_case
+from svc.uow import Tx, UnitOfWork, use_case
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.artifact_collect, collect)
+    registry.handler(DeploymentJob.artifact_collect, collect)
+    registry.teardown_step(TeardownStep(TeardownPhase.files, outside=teardown_files))
+
+
+async def teardown_files(uow: UnitOfWork, op: Operation) -> None:
+    """A project's teardown: its unpacked sites and stored bundles that no other project uses."""
+    digests = await service.unshared_digests(uow, op.project_id)
+    await uow.close_reads()
+    await service.remove_artifacts(uow.ctx, op.project_id, digests)
 
 
 @use_case(Tx.READ_THEN_WRITE)

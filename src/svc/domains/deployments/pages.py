@@ -49,7 +49,7 @@ async def deployment_list(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
                           cursor: BeforeQuery = None, before: BeforeQuery = None) -> Response:
     # The page follows nextCursor as `cursor`, as the API does (`before`: its earlier name).
     before = cursor or before
-    rows, next_cursor = await service.list_deployments(uow, p.project, limit=PAGE_SIZE, before=before)
+    rows, next_cursor = await projects.list_deployments(uow, p.project, limit=PAGE_SIZE, before=before)
     detail = await projects.project_detail(uow, p.project, p.access.org, ctx.settings)
     values: dict[str, Any] = {
         "rows": rows, "cursor": next_cursor, "before": before, "url": detail.url, "project": p.project.name,

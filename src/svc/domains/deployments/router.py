@@ -15,6 +15,7 @@ from svc.deps import Ctx, Uow, api_router
 from svc.domains.deployments import service
 from svc.domains.deployments.provenance import git_provenance
 from svc.domains.deployments.schemas import MAX_VERSION, Deployment, DeploymentList, GitInfo, RollbackRequest
+from svc.domains.projects import service as projects
 from svc.uow import runs
 
 # The API's deploy and the dashboard's upload (svc.web.pages.deployments): the same use case.
@@ -46,7 +47,7 @@ async def list_deployments(
     before: Annotated[int | None, Query(ge=1, le=MAX_VERSION, description="The same as cursor (its earlier name)")]
     = None,
 ) -> DeploymentList:
-    views, following = await service.list_deployments(uow, p.project, limit=limit, before=cursor or before)
+    views, following = await projects.list_deployments(uow, p.project, limit=limit, before=cursor or before)
     return DeploymentList(deployments=views, next_cursor=following)
 
 

@@ -18,41 +18,26 @@ from pathlib import Path
 
 from starlette.requests import ClientDisconnect
 
+from svc.adapters.workers.port import WorkerCode
 from svc.auth.projects import OperationInFlight, ProjectNotFound, project_by_name
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.deployments import artifacts, ingest, queries
+from svc.domains.deployments import artifacts, ingest, queries, worker_code
 from svc.domains.deployments.bundle import bad, too_large
 from svc.domains.deployments.errors import DeploymentNotFound, UnsupportedMediaType
 from svc.domains.deployments.schemas import Deployment as DeploymentView
 from svc.domains.deployments.schemas import GitInfo
 from svc.domains.projects import service as projects
-from svc.domains.workers import service as workers
 from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
-from svc.models import Deployment, Project, ProjectState, User
+from svc.models import Deployment, Project, ProjectState
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 BUNDLE_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
 IDLE_SECONDS = 120
-
-
-async def views(session: StoreSession, rows: list[Deployment], *, live_id: str | None) -> list[DeploymentView]:
-    """The public view of each row, their uploaders resolved in one query."""
-    names = await queries.uploader_subjects(session, rows)
-    return [DeploymentView.of(r, live_id=live_id, uploader=names.get(r.uploader_id or "")) for r in rows]
-
-
-async def list_deployments(uow: UnitOfWork, project: Project, *, limit: int,
-                           before: int | None) -> tuple[list[DeploymentView], str | None]:
-    rows = await queries.page(uow.session, project.id, limit=limit + 1, before=before)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    page = await views(uow.session, rows, live_id=project.live_deployment_id)
-    return page, (str(rows[-1].version) if more and rows else None)
 
 
 def check_upload(media_type: str, content_length: str | None, max_bytes: int) -> None:
@@ -93,7 +78,7 @@ async def deploy(uow: UnitOfWork, access: OrgAccess, project: Project, body: Asy
     received = await ingest.receive(ctx, body)
     uow.after_rollback(received.discard)
     # A worker that cannot run is refused before anything is kept (the live version keeps serving).
-    worker = await workers.check_bundle(ctx, received.staging, received.unpacked.manifest, received.unpacked.files)
+    worker = await worker_code.check_bundle(ctx, received.staging, received.unpacked.manifest, received.unpacked.files)
     try:
         added = await artifacts.keep_bundle(ctx, received.digest, received.bundle)
     except Exception as e:
@@ -154,12 +139,21 @@ async def rollback(uow: UnitOfWork, access: OrgAccess, project_name: str, versio
     await record(session, "deployment.rollback", actor=access.principal.user, org=access.org,
                  target=project.name, data={"version": version, "from": previous.version if previous else None})
     await session.flush()
-    [view] = await views(session, [row], live_id=row.id)
+    [view] = await projects.deployment_views(session, [row], live_id=row.id)
     return view
 
 
 async def deployment_by_id(session: StoreSession, deployment_id: str) -> Deployment | None:
     return await queries.by_id(session, deployment_id)
+
+
+async def worker_of(ctx: AppContext, row: Deployment) -> tuple[Path, WorkerCode]:
+    """The unpacked site of a deployment that has a worker, and the worker's code read from it
+    (what the runtime loads; the workers area)."""
+    assert row.worker is not None
+    site = await site_of(ctx, row.digest)
+    code = await asyncio.to_thread(worker_code.read_code, site, worker_code.WorkerSpec.of_row(row.worker))
+    return site, code
 
 
 async def site_of(ctx: AppContext, digest: str) -> Path:
@@ -182,15 +176,6 @@ async def remove_artifacts(ctx: AppContext, project_id: str, digests: list[str])
             if await queries.digest_used(uow.session, digest, besides=project_id):
                 continue
         await artifacts.remove_artifact(ctx, digest)
-
-
-async def live(uow: UnitOfWork, project: Project) -> tuple[DeploymentView, User | None] | None:
-    """The project's live deployment and who uploaded it; None before its first deploy."""
-    row = await queries.by_id(uow.session, project.live_deployment_id)
-    if row is None:
-        return None
-    [view] = await views(uow.session, [row], live_id=row.id)
-    return view, await queries.uploader(uow.session, row)
 
 
 async def unshared_digests(uow: UnitOfWork, project_id: str) -> list[str]:

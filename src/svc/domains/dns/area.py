@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.dns import jobs, pages, router
+from svc.domains.dns import jobs, kinds, pages, router
 from svc.manifest import Area, NavLink, OrgHolding
 from svc.models import Zone
 from svc.web.dashboard import Place
@@ -20,6 +20,6 @@ AREA = Area(
         "dns_not_configured": "The operator of this svc turns DNS on by installing PowerDNS (pdns-server and "
                               "pdns-backend-sqlite3) on the server, or with SVC_PDNS_API_URL and SVC_PDNS_API_KEY.",
     },
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.DnsJob,
     holdings=(OrgHolding("zones", Zone, Zone.name),),
 )

@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from svc.domains.dns import queries
+from svc.domains.dns.kinds import DnsJob
 from svc.kit.clock import utcnow
-from svc.models import JobKind, Zone
+from svc.models import Zone
 from svc.uow import UnitOfWork
 
 # A sync that keeps failing is retried with the queue's backoff (capped at an hour) for about a
@@ -48,5 +49,5 @@ def _bump(uow: UnitOfWork, zone: Zone, *, full: bool, force: bool = False) -> No
 def enqueue_sync(uow: UnitOfWork, name: str, zone_id: str) -> None:
     """Due after a short gathering window: the changes that come meanwhile (a script setting many
     records, a dashboard save) go to the nameserver in the same write."""
-    uow.enqueue(JobKind.dns_sync, {"zone": name, "zone_id": zone_id}, max_attempts=SYNC_MAX_ATTEMPTS,
+    uow.enqueue(DnsJob.sync, {"zone": name, "zone_id": zone_id}, max_attempts=SYNC_MAX_ATTEMPTS,
                 run_at=utcnow() + SYNC_GATHER)

@@ -44,10 +44,11 @@ from svc.adapters.nameserver.port import (
 )
 from svc.domains.dns import delegation, queries, records
 from svc.domains.dns.changes import enqueue_sync, zone_changed
+from svc.domains.dns.kinds import DnsJob
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import DnssecState, JobKind, Zone
+from svc.models import DnssecState, Zone
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work, use_case
 
@@ -69,9 +70,9 @@ DELEGATION_AT_ONCE = 8
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.dns_sync, sync)
-    registry.cycle(JobKind.dns_reconcile, RECONCILE_SECONDS, reconcile)
-    registry.cycle(JobKind.dns_delegation, DELEGATION_SECONDS, check_delegations)
+    registry.handler(DnsJob.sync, sync)
+    registry.cycle(DnsJob.reconcile, RECONCILE_SECONDS, reconcile)
+    registry.cycle(DnsJob.delegation, DELEGATION_SECONDS, check_delegations)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the public DNS is asked with nothing of the store held
@@ -253,7 +254,7 @@ async def sync(run: JobRun) -> None:
     if first and not run.ctx.settings.trust_own_zones:
         # A new zone's delegation is checked once svc's nameservers serve it: before, a resolver
         # that follows the delegation is refused, and the check could not tell.
-        run.uow.enqueue(JobKind.dns_delegation, {"zone_id": zone_id}, max_attempts=1)
+        run.uow.enqueue(DnsJob.delegation, {"zone_id": zone_id}, max_attempts=1)
 
 
 @use_case(Tx.READ_THEN_WRITE)

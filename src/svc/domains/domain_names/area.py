@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.domain_names import jobs, pages, router
+from svc.domains.domain_names import jobs, kinds, pages, router
 from svc.manifest import Area, NavLink, OrgHolding
 from svc.models import Domain
 from svc.web.dashboard import Place
@@ -15,7 +15,7 @@ AREA = Area(
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.org, "Domain names", "/domains", order=22),),
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.DomainJob,
     holdings=(OrgHolding("domains", Domain, Domain.name),),
     hints={"registrar_not_configured": "The operator of this svc sets SVC_REGISTRAR (docs/domains.md); a domain "
                                        "registered elsewhere can be imported meanwhile.",

@@ -9,10 +9,11 @@ import logging
 from datetime import timedelta
 
 from svc.domains.domain_names import errors, queries, saga, service
+from svc.domains.domain_names.kinds import DomainJob
 from svc.domains.notifications import service as notifications
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
-from svc.models import DomainSource, DomainStatus, JobKind
+from svc.models import DomainSource, DomainStatus
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work, use_case
 
@@ -25,7 +26,7 @@ EXPIRY_NOTICE = timedelta(days=30)
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.domains_sync_cycle, SYNC_CYCLE_SECONDS, sync_cycle)
+    registry.cycle(DomainJob.sync_cycle, SYNC_CYCLE_SECONDS, sync_cycle)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # each domain is synced in a unit of its own

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.hostnames import edge_router, jobs, pages, router
+from svc.domains.hostnames import edge_router, jobs, kinds, pages, router
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
@@ -14,5 +14,5 @@ AREA = Area(
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Domains", "/hostnames", order=40),),
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.HostnameJob,
 )

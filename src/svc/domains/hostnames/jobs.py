@@ -9,15 +9,26 @@ cycle checks again."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from svc.domains.hostnames import service
-from svc.jobs.registry import JobRegistry, JobRun
-from svc.models import JobKind
+from svc.domains.hostnames.kinds import HostnameJob
+from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
+from svc.models import Operation, TeardownPhase
 from svc.settings import Settings
-from svc.uow import runs
+from svc.uow import UnitOfWork, runs
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.hostname_verify, settings.hostname_verify_seconds, verify)
+    registry.cycle(HostnameJob.verify, settings.hostname_verify_seconds, verify)
+    registry.teardown_step(TeardownStep(TeardownPhase.routing, write=teardown_routing))
+
+
+async def teardown_routing(uow: UnitOfWork, op: Operation, _: Any) -> None:
+    """A project's teardown: the DNS records svc made for its custom hostnames go with the routes
+    (an org that is gone held no zones: deleting one needs that)."""
+    if op.org_id is not None:
+        await service.release_project(uow, op.org_id, op.project_id)
 
 
 @runs(service.verify_pending)

@@ -22,11 +22,12 @@ from svc.domains.certificates import service as certificates
 from svc.domains.certificates.schemas import CertificateView
 from svc.domains.dns import service as dns
 from svc.domains.hostnames import errors, names, queries, schemas, verify
+from svc.domains.hostnames.kinds import HostnameJob
 from svc.domains.notifications import service as notifications
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.kit.clock import utcnow
-from svc.models import Hostname, HostnameKind, HostnameStatus, JobKind, Project
+from svc.models import Hostname, HostnameKind, HostnameStatus, Project
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
@@ -122,7 +123,7 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
         raise errors.HostnameTaken(details={"host": host}) from None
     linked = await dns.link_host(uow, access.org.id, host, fallback_origin(settings))
     if proven_by is None:
-        uow.enqueue(JobKind.hostname_verify, {"host": host}, max_attempts=1)
+        uow.enqueue(HostnameJob.verify, {"host": host}, max_attempts=1)
     # The edge answers for it from now on: the pending page (never the project's content), or the
     # project itself once proven; a name taken over leaves its previous project.
     await projects.edge_changed(uow, project.id, *([previous_project] if previous_project else []))

@@ -4,8 +4,10 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from svc import models
+from svc.domains.orgs.schemas import OrgMembership, User
 from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
+
+__all__ = ["Config", "DevLogin", "Me", "OrgMembership", "Session", "User"]
 
 
 class DevLogin(ApiInput):
@@ -21,28 +23,7 @@ class Session(ApiModel):
     subject: str
 
 
-class User(ApiModel):
-    id: str
-    provider: str
-    subject: str
-    email: str | None
-    name: str | None
-
-
-class OrgMembership(ApiModel):
-    slug: str
-    name: str
-    role: str
-    personal: bool
-    plan: str
-    project_limit: int
-
-    @classmethod
-    def of(cls, org: models.Org, role: str, project_limit: int) -> OrgMembership:
-        return cls(slug=org.slug, name=org.name, role=role, personal=org.personal, plan=org.plan,
-                   project_limit=project_limit)
-
-
+# A user and their orgs (the views are the orgs area's: a member is a user).
 class Me(ApiModel):
     user: User
     orgs: list[OrgMembership]

@@ -5,7 +5,7 @@ from typing import Annotated
 from email_validator import EmailNotValidError, validate_email
 from pydantic import AfterValidator, Field, StringConstraints
 
-from svc.domains.identity.schemas import OrgMembership
+from svc.domains.orgs.schemas import OrgMembership
 from svc.kit.api import ApiInput, ApiModel, Timestamp, invalid, trimmed
 from svc.models.states import InviteState, Role
 

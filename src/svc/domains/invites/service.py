@@ -14,12 +14,12 @@ from sqlalchemy.exc import IntegrityError
 from svc.auth.caller import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
-from svc.domains.identity.schemas import OrgMembership
 from svc.domains.invites import errors, queries, schemas
 from svc.domains.invites.settings import InviteSettings
 from svc.domains.mail.service import discard_unsent, queue_mail
 from svc.domains.orgs import service as orgs
 from svc.domains.orgs.errors import AlreadyMember, PersonalOrgIsSolo
+from svc.domains.orgs.schemas import OrgMembership
 from svc.errors import Conflict
 from svc.kit.clock import human_date, utcnow
 from svc.kit.ids import new_id

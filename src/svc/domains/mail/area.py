@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from svc.domains.mail import jobs
+from svc.domains.mail import jobs, kinds
 from svc.manifest import Area
 
-AREA = Area(name="mail", jobs=jobs.register)
+AREA = Area(name="mail", jobs=jobs.register, job_kinds=kinds.MailJob)

@@ -19,9 +19,9 @@ from email.utils import format_datetime, parseaddr
 
 from svc.adapters.mail.port import MailDeferred, MailRejected
 from svc.domains.mail import queries
+from svc.domains.mail.kinds import MailJob
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
-from svc.models import JobKind
 from svc.settings import Settings
 from svc.uow import Tx, use_case
 
@@ -29,7 +29,7 @@ log = logging.getLogger("svc.mail")
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.mail_send, send)
+    registry.handler(MailJob.send, send)
 
 
 def build_message(settings: Settings, mail: queries.QueuedMail) -> EmailMessage:

@@ -10,9 +10,10 @@ import re
 
 from sqlalchemy import CursorResult, delete
 
+from svc.domains.mail.kinds import MailJob
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
-from svc.models import JobKind, OutboundMail
+from svc.models import OutboundMail
 from svc.uow import UnitOfWork
 
 MAX_ADDRESS = 320
@@ -41,7 +42,7 @@ def queue_mail(uow: UnitOfWork, to: str, subject: str, body: str, invite_id: str
     row = OutboundMail(id=new_id("mail"), to_addr=address, subject=one_line(subject, MAX_SUBJECT), body=body,
                        invite_id=invite_id, notification_id=notification_id, created_at=utcnow())
     uow.session.add(row)
-    uow.enqueue(JobKind.mail_send, {"mail_id": row.id}, max_attempts=MAX_ATTEMPTS)
+    uow.enqueue(MailJob.send, {"mail_id": row.id}, max_attempts=MAX_ATTEMPTS)
     return row
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from svc.domains.operations import jobs, router
+from svc.domains.operations import jobs, kinds, router
 from svc.manifest import Area
 
-AREA = Area(name="operations", routers=(router.router,), jobs=jobs.register)
+AREA = Area(name="operations", routers=(router.router,), jobs=jobs.register, job_kinds=kinds.OperationJob)

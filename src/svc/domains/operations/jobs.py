@@ -2,29 +2,30 @@
 transaction, records the next phase and enqueues the job that runs it, so a crash resumes at the
 phase it was in; every phase is safe to run twice.
 
-Phases (svc.models.states.TeardownPhase):
-- routing: the project was unrouted when the operation started; the edge converges once more;
-- files: unpacked sites and stored bundles no other project uses, and the git repositories' disk
-  copies (outside the store, nothing held);
-- grants: one-time access codes of the project's hostnames (before the hostnames go);
-- database: the project's database drained, its final generation kept (listed after), dropped;
+What a phase does is declared by the areas that own it, as they register their jobs
+(svc.jobs.registry.TeardownStep; this area names none of them). Phases (svc.models.TeardownPhase):
+- routing: the project was unrouted when the operation started; the edge converges once more
+  (projects), and the DNS records svc made for its custom hostnames go (hostnames);
+- files: unpacked sites and stored bundles no other project uses (deployments), and the git
+  repositories' disk copies (repos): outside the store, nothing held;
+- grants: one-time access codes of the project's hostnames, before the hostnames go (access);
+- database: the project's database drained, its final generation kept (listed after), dropped
+  (databases);
 - metadata: the project row; its deployments, hostnames and secrets go with it (foreign keys
-  ON DELETE CASCADE), and the edge converges;
+  ON DELETE CASCADE), and the edge converges (projects);
 - done, with terminal code ok.
 """
 
 from __future__ import annotations
 
-from svc.domains.access import service as access
-from svc.domains.databases import service as databases
-from svc.domains.deployments import service as deployments
-from svc.domains.hostnames import service as hostnames
+from collections.abc import Sequence
+from typing import Any
+
 from svc.domains.operations import queries
-from svc.domains.projects import service as projects
-from svc.domains.repos import service as repos
-from svc.jobs.registry import JobRegistry, JobRun
+from svc.domains.operations.kinds import OperationJob
+from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
-from svc.models import JobKind, TeardownPhase, TerminalCode
+from svc.models import TeardownPhase, TerminalCode
 from svc.settings import Settings
 from svc.uow import Tx, use_case
 
@@ -32,44 +33,35 @@ _ORDER = list(TeardownPhase)
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.handler(JobKind.project_teardown, teardown_step)
+    # The areas' steps: the list fills as the areas after this one register theirs.
+    steps = registry.teardown
+
+    @use_case(Tx.READ_THEN_WRITE)  # files and blobs are removed with nothing of the store held
+    async def teardown(run: JobRun) -> None:
+        await teardown_step(run, steps)
+
+    registry.handler(OperationJob.project_teardown, teardown)
 
 
-@use_case(Tx.READ_THEN_WRITE)  # files and blobs are removed with nothing of the store held
-async def teardown_step(run: JobRun) -> None:
+async def teardown_step(run: JobRun, steps: Sequence[TeardownStep]) -> None:
     op_id = str(run.payload["operation_id"])
     op = await queries.by_id(run.session, op_id)
     if op is None or op.terminal_code is not None:
         return
-    phase, project_id = TeardownPhase(op.phase), op.project_id
+    phase = TeardownPhase(op.phase)
     if phase is TeardownPhase.done:
         return
-    taken = None
-    if phase is TeardownPhase.files:
-        digests = await deployments.unshared_digests(run.uow, project_id)
-        repo_ids = await repos.project_repo_ids(run.uow, project_id)
-        await run.uow.close_reads()
-        await deployments.remove_artifacts(run.ctx, project_id, digests)
-        await repos.remove_disk_copies(run.ctx, repo_ids)
-    elif phase is TeardownPhase.database:
-        taken = await databases.teardown_take(run.uow, project_id)
+    mine = [step for step in steps if step.phase is phase]
+    found: list[Any] = []
+    for step in mine:
+        found.append(await step.outside(run.uow, op) if step.outside is not None else None)
     session = await run.uow.begin_write()
     op = await queries.by_id(session, op_id, lock=True)
     if op is None or op.phase != phase.value:
         return  # another run of this job moved it on meanwhile
-    if phase is TeardownPhase.routing:
-        # The DNS records svc made for its custom hostnames go with the routes (an org that is
-        # gone held no zones: deleting one needs that).
-        if op.org_id is not None:
-            await hostnames.release_project(run.uow, op.org_id, project_id)
-        await projects.edge_changed(run.uow, project_id)
-    elif phase is TeardownPhase.grants:
-        await access.forget_project_grants(session, project_id)
-    elif phase is TeardownPhase.database:
-        await databases.teardown_record(run.uow, project_id, taken)
-    elif phase is TeardownPhase.metadata:
-        await projects.delete_project_row(session, project_id)
-        await projects.edge_changed(run.uow, project_id)
+    for step, outside in zip(mine, found, strict=True):
+        if step.write is not None:
+            await step.write(run.uow, op, outside)
     following = _ORDER[_ORDER.index(phase) + 1]
     op.phase = following.value
     if following is TeardownPhase.done:
@@ -77,4 +69,4 @@ async def teardown_step(run: JobRun) -> None:
         op.finished_at = utcnow()
         op.running_key = None
     else:
-        run.uow.enqueue(JobKind.project_teardown, {"operation_id": op_id})
+        run.uow.enqueue(OperationJob.project_teardown, {"operation_id": op_id})

@@ -9,7 +9,7 @@ from fastapi import Path
 from svc.auth.roles import ViewerAccess
 from svc.deps import Uow, api_router
 from svc.domains.operations import service
-from svc.domains.projects.schemas import Operation as OperationView
+from svc.domains.operations.schemas import Operation as OperationView
 
 router = api_router(tags=["projects"])
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from svc.auth.roles import OrgAccess
 from svc.domains.operations import queries
 from svc.domains.operations.errors import OperationNotFound
+from svc.domains.operations.kinds import OperationJob
 from svc.models import Operation
 from svc.uow import UnitOfWork
 
@@ -21,6 +22,11 @@ async def get_operation(uow: UnitOfWork, access: OrgAccess, op_id: str) -> Opera
 async def running_for(uow: UnitOfWork, project_id: str) -> Operation | None:
     """The operation running on the project, if any (one at a time)."""
     return await queries.running_for(uow.session, project_id)
+
+
+def run_teardown(uow: UnitOfWork, op: Operation) -> None:
+    """Have a project's teardown run, phase by phase (jobs.py), once this unit of work commits."""
+    uow.enqueue(OperationJob.project_teardown, {"operation_id": op.id})
 
 
 async def running_projects(uow: UnitOfWork) -> set[str]:

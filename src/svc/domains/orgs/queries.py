@@ -19,6 +19,11 @@ async def lock_org(session: StoreSession, org_id: str) -> None:
     await lock_rows(session, select(Org.id).where(Org.id == org_id))
 
 
+async def user_by_identity(session: StoreSession, provider: str, subject: str) -> User | None:
+    """The account of a person who has signed in before (to add them as a member)."""
+    return (await session.scalars(select(User).where(User.provider == provider, User.subject == subject))).first()
+
+
 async def org_by_slug(session: StoreSession, slug: str) -> Org | None:
     return (await session.scalars(select(Org).where(Org.slug == slug))).first()
 

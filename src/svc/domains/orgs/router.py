@@ -9,9 +9,8 @@ from fastapi import Path, Response
 from svc.auth.principal import CurrentPrincipal
 from svc.auth.roles import AdminAccess, MemberAccess, ViewerAccess
 from svc.deps import Ctx, Uow, api_router
-from svc.domains.identity.schemas import OrgMembership
-from svc.domains.identity.schemas import User as UserView
 from svc.domains.orgs import schemas, service
+from svc.domains.orgs.schemas import OrgMembership
 from svc.models import Membership, User
 
 router = api_router(tags=["orgs"])
@@ -20,7 +19,7 @@ UserIdPath = Annotated[str, Path(alias="userId", max_length=64)]
 
 
 def _member(m: Membership, u: User) -> schemas.Member:
-    return schemas.Member(user=UserView.model_validate(u), role=m.role, joined_at=m.created_at)
+    return schemas.Member(user=schemas.User.model_validate(u), role=m.role, joined_at=m.created_at)
 
 
 @router.get("/v1/orgs", response_model=schemas.OrgList, operation_id="listOrgs")

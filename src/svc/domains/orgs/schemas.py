@@ -4,13 +4,34 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from svc.domains.identity.schemas import OrgMembership
-from svc.domains.identity.schemas import User as UserView
+from svc import models
 from svc.kit.api import ApiInput, ApiModel, Timestamp, trimmed
 from svc.kit.names import OrgSlug
 from svc.models.states import Role
 
 DisplayName = Annotated[str, StringConstraints(min_length=1, max_length=100), trimmed(1)]
+
+
+class User(ApiModel):
+    id: str
+    provider: str
+    subject: str
+    email: str | None
+    name: str | None
+
+
+class OrgMembership(ApiModel):
+    slug: str
+    name: str
+    role: str
+    personal: bool
+    plan: str
+    project_limit: int
+
+    @classmethod
+    def of(cls, org: models.Org, role: str, project_limit: int) -> OrgMembership:
+        return cls(slug=org.slug, name=org.name, role=role, personal=org.personal, plan=org.plan,
+                   project_limit=project_limit)
 
 
 class OrgCreate(ApiInput):
@@ -41,7 +62,7 @@ class OrgList(ApiModel):
 
 
 class Member(ApiModel):
-    user: UserView
+    user: User
     role: Role
     joined_at: Timestamp
 

@@ -10,9 +10,8 @@ from sqlalchemy.exc import IntegrityError
 
 from svc.auth.roles import OrgAccess, OrgNotFound, at_least
 from svc.domains.audit.service import record
-from svc.domains.identity import service as identity
-from svc.domains.identity.schemas import OrgMembership
 from svc.domains.orgs import errors, plans, queries
+from svc.domains.orgs.schemas import OrgMembership
 from svc.errors import Forbidden
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -121,7 +120,7 @@ async def add_member(uow: UnitOfWork, access: OrgAccess, *, provider: str, subje
     session = uow.session
     if access.org.personal:
         raise errors.PersonalOrgIsSolo()
-    user = await identity.user_by_identity(uow, provider, subject)
+    user = await queries.user_by_identity(session, provider, subject)
     if user is None:
         raise errors.UserNotFound(details={"provider": provider, "subject": subject})
     if await queries.membership(session, access.org.id, user.id) is not None:

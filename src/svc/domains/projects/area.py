@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.projects import pages, router
+from svc.domains.projects import jobs, pages, router
 from svc.manifest import Area, NavLink, OrgHolding
 from svc.models import Project
 from svc.web.dashboard import Place
@@ -23,4 +23,5 @@ AREA = Area(
                           "or, if another org holds it without proof, prove the name is yours as said above.",
     },
     holdings=(OrgHolding("projects", Project, Project.name),),
+    jobs=jobs.register,
 )

@@ -15,6 +15,7 @@ from fastapi.responses import RedirectResponse
 
 from svc.deps import Ctx, Uow
 from svc.domains.operations import service as operations
+from svc.domains.operations.schemas import Operation as OperationView
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import schemas, service
 from svc.models import OperationKind, TeardownPhase
@@ -89,7 +90,7 @@ async def delete_project(request: Request, p: ProjectAdmin, uow: Uow) -> Respons
     return render.redirect(request, f"/orgs/{p.access.org.slug}/operations/{op.id}")
 
 
-def _progress(op: schemas.Operation) -> dict[str, Any]:
+def _progress(op: OperationView) -> dict[str, Any]:
     phases = [phase for phase, _ in TEARDOWN_STEPS]
     at = phases.index(TeardownPhase(op.phase)) if op.phase in phases else 0
     return {"op": op, "steps": TEARDOWN_STEPS, "at": at, "finished": op.finished_at is not None,
@@ -99,7 +100,7 @@ def _progress(op: schemas.Operation) -> dict[str, Any]:
 @router.get("/orgs/{orgSlug}/operations/{opId}")
 async def operation_page(request: Request, access: OrgViewer, uow: Uow, op_id: OpIdPath) -> Response:
     row = await operations.get_operation(uow, access, op_id)
-    values = _progress(schemas.Operation.model_validate(row))
+    values = _progress(OperationView.model_validate(row))
     if render.is_htmx(request):  # the progress box polls itself until the operation ends
         return await render.render_part(request, "projects/_operation.html", **values, org_slug=access.org.slug)
     return await render.render(request, "projects/operation.html", title=f"{values['kind']} {row.project_name}",

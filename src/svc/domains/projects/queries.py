@@ -21,6 +21,7 @@ from svc.models import (
     Org,
     Project,
     ProjectState,
+    User,
 )
 
 
@@ -118,6 +119,32 @@ async def route_for_host(session: StoreSession, host: str) -> Route | None:
     row = (await session.execute(_routes().where(Hostname.host == host,
                                                  Hostname.status == HostnameStatus.active))).first()
     return _route(row) if row else None
+
+
+async def deployments_page(session: StoreSession, project_id: str, *, limit: int,
+                           before: int | None) -> list[Deployment]:
+    """Newest first; versions below `before` when given."""
+    stmt = select(Deployment).where(Deployment.project_id == project_id)
+    if before is not None:
+        stmt = stmt.where(Deployment.version < before)
+    return list((await session.scalars(stmt.order_by(Deployment.version.desc()).limit(limit))).all())
+
+
+async def deployment_by_id(session: StoreSession, deployment_id: str | None) -> Deployment | None:
+    return await session.get(Deployment, deployment_id) if deployment_id else None
+
+
+async def uploader_subjects(session: StoreSession, rows: list[Deployment]) -> dict[str, str]:
+    """User id -> subject, for the `uploader` of each of `rows`, in one query."""
+    user_ids = {r.uploader_id for r in rows if r.uploader_id}
+    if not user_ids:
+        return {}
+    result = await session.execute(select(User.id, User.subject).where(User.id.in_(user_ids)))
+    return {uid: subject for uid, subject in result.all()}
+
+
+async def uploader(session: StoreSession, row: Deployment | None) -> User | None:
+    return await session.get(User, row.uploader_id) if row is not None and row.uploader_id else None
 
 
 async def bump_edge_generation(session: StoreSession) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from svc.auth.projects import ProjectAdmin, ProjectViewer
 from svc.auth.roles import MemberAccess, ViewerAccess
 from svc.deps import Ctx, Uow, api_router
+from svc.domains.operations.schemas import OperationStarted
 from svc.domains.projects import schemas, service
 
 router = api_router(tags=["projects"])
@@ -35,7 +36,7 @@ async def get_overview(p: ProjectViewer, uow: Uow, ctx: Ctx) -> schemas.ProjectO
 
 
 @router.delete("/v1/orgs/{orgSlug}/projects/{projectName}", status_code=202,
-               response_model=schemas.OperationStarted, operation_id="deleteProject")
-async def delete_project(body: schemas.ProjectDelete, p: ProjectAdmin, uow: Uow) -> schemas.OperationStarted:
+               response_model=OperationStarted, operation_id="deleteProject")
+async def delete_project(body: schemas.ProjectDelete, p: ProjectAdmin, uow: Uow) -> OperationStarted:
     op = await service.start_teardown(uow, p.access, p.project, body.confirm)
-    return schemas.OperationStarted(operation_id=op.id)
+    return OperationStarted(operation_id=op.id)

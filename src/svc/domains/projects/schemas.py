@@ -5,12 +5,52 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from svc import models
-from svc.domains.deployments.schemas import Deployment
-from svc.domains.identity.schemas import User as UserView
 from svc.domains.notifications.schemas import Notification
+from svc.domains.orgs.schemas import User as UserView
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 from svc.kit.names import ProjectName
 from svc.settings import Settings
+
+
+class GitInfo(ApiModel):
+    """Display-only provenance from the X-Svc-Git-* headers; never used for authorization."""
+
+    commit: str | None = None
+    message: str | None = None
+    branch: str | None = None
+    dirty: bool | None = None
+
+
+class WorkerInfo(ApiModel):
+    """The deployment's worker (docs/workers.md): its entry module under worker/, the workerd
+    compatibility date it runs under, and whether files or the worker answer first."""
+
+    main: str
+    compatibility_date: str
+    assets: str
+
+
+class Deployment(ApiModel):
+    id: str
+    version: int
+    digest: str
+    created_at: Timestamp
+    uploader: str | None
+    live: bool
+    git: GitInfo
+    size_bytes: int
+    file_count: int
+    # None for a static site.
+    worker: WorkerInfo | None = None
+
+    @classmethod
+    def of(cls, row: models.Deployment, *, live_id: str | None, uploader: str | None) -> Deployment:
+        return cls(id=row.id, version=row.version, digest=row.digest, created_at=row.created_at, uploader=uploader,
+                   live=row.id == live_id,
+                   git=GitInfo(commit=row.git_commit, message=row.git_message, branch=row.git_branch,
+                               dirty=row.git_dirty),
+                   size_bytes=row.size_bytes, file_count=row.file_count,
+                   worker=WorkerInfo.model_validate(row.worker) if row.worker else None)
 
 
 class ProjectCreate(ApiInput):
@@ -65,17 +105,3 @@ class ProjectOverview(ApiModel):
     last_backup: None = None
     resources: dict[str, Resource]
     notifications: list[Notification]
-
-
-class OperationStarted(ApiModel):
-    operation_id: str
-
-
-class Operation(ApiModel):
-    id: str
-    project_id: str
-    kind: str
-    phase: str
-    terminal_code: str | None
-    created_at: Timestamp
-    finished_at: Timestamp | None

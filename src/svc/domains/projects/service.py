@@ -16,28 +16,28 @@ from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.deployments import service as deployments
-from svc.domains.deployments.schemas import Deployment as DeploymentView
-from svc.domains.identity.schemas import User as UserView
 from svc.domains.notifications import service as notifications
 from svc.domains.notifications.schemas import Notification as NotificationView
 from svc.domains.operations import service as operations
 from svc.domains.orgs import service as orgs
+from svc.domains.orgs.schemas import User as UserView
 from svc.domains.projects import errors, queries, schemas
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
 from svc.models import (
     AccessMode,
+    Deployment,
     Hostname,
     HostnameKind,
     HostnameStatus,
-    JobKind,
     Operation,
     OperationKind,
     Org,
     Project,
     ProjectState,
     TeardownPhase,
+    User,
 )
 from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, unit_of_work
@@ -186,18 +186,44 @@ class ProjectSummary:
     live_since: datetime | None
 
 
+async def deployment_views(session: StoreSession, rows: list[Deployment], *,
+                           live_id: str | None) -> list[schemas.Deployment]:
+    """The public view of each deployment row, their uploaders resolved in one query."""
+    names = await queries.uploader_subjects(session, rows)
+    return [schemas.Deployment.of(r, live_id=live_id, uploader=names.get(r.uploader_id or "")) for r in rows]
+
+
+async def list_deployments(uow: UnitOfWork, project: Project, *, limit: int,
+                           before: int | None) -> tuple[list[schemas.Deployment], str | None]:
+    """A page of the project's deployments, newest first, and the cursor of the next one."""
+    rows = await queries.deployments_page(uow.session, project.id, limit=limit + 1, before=before)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    page = await deployment_views(uow.session, rows, live_id=project.live_deployment_id)
+    return page, (str(rows[-1].version) if more and rows else None)
+
+
+async def live_deployment(uow: UnitOfWork, project: Project) -> tuple[schemas.Deployment, User | None] | None:
+    """The project's live deployment and who uploaded it; None before its first deploy."""
+    row = await queries.deployment_by_id(uow.session, project.live_deployment_id)
+    if row is None:
+        return None
+    [view] = await deployment_views(uow.session, [row], live_id=row.id)
+    return view, await queries.uploader(uow.session, row)
+
+
 async def summaries(uow: UnitOfWork, org: Org, settings: Settings) -> list[ProjectSummary]:
     return [ProjectSummary(name, state, host, settings.edge_url(host), version, since)
             for name, state, host, _, version, since in await queries.summaries_of_org(uow.session, org.id)]
 
 
 async def project_detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectDetail:
-    live = await deployments.live(uow, project)
+    live = await live_deployment(uow, project)
     return await _detail(uow, project, org, settings, live[0] if live else None)
 
 
 async def _detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings,
-                  live: DeploymentView | None) -> schemas.ProjectDetail:
+                  live: schemas.Deployment | None) -> schemas.ProjectDetail:
     hosts = await queries.hostnames_of(uow.session, project.id)
     default = next((h.host for h in hosts if h.kind == HostnameKind.default), "")
     base = schemas.Project.of(project, org, default, settings)
@@ -206,9 +232,9 @@ async def _detail(uow: UnitOfWork, project: Project, org: Org, settings: Setting
 
 
 async def overview(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectOverview:
-    live = await deployments.live(uow, project)
+    live = await live_deployment(uow, project)
     detail = await _detail(uow, project, org, settings, live[0] if live else None)
-    recent, _ = await deployments.list_deployments(uow, project, limit=5, before=None)
+    recent, _ = await list_deployments(uow, project, limit=5, before=None)
     serving = None
     if live is not None:
         view, uploader = live
@@ -244,7 +270,7 @@ async def start_teardown(uow: UnitOfWork, access: OrgAccess, project: Project, c
     # Unrouted at once: the edge stops serving the project as soon as it converges.
     project.state = ProjectState.deleting
     await edge_changed(uow, project.id)
-    uow.enqueue(JobKind.project_teardown, {"operation_id": op.id})
+    operations.run_teardown(uow, op)
     await record(session, "project.delete", actor=access.principal.user, org=access.org, target=project.name,
                  data={"operation": op.id})
     await session.flush()

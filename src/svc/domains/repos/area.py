@@ -9,7 +9,7 @@ from pathlib import Path
 from starlette.types import Scope
 
 from svc.context import AppContext
-from svc.domains.repos import jobs, pages, router, transport
+from svc.domains.repos import jobs, kinds, pages, router, transport
 from svc.domains.repos.gatekeeper import Gatekeeper
 from svc.domains.repos.hostkey import host_key
 from svc.domains.repos.settings import RepoSettings
@@ -44,7 +44,7 @@ AREA = Area(
     templates=Path(__file__).parent / "templates",
     # Beside Deployments: a push to a repository is how a project is deployed from git.
     nav=(NavLink(Place.project, "Repositories", "/repos", order=12, role=Role.viewer),),
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.RepoJob,
     holdings=(OrgHolding("repositories", Repo, Repo.name),),
     uploads=_git_upload,
     settings=RepoSettings,

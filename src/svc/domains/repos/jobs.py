@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 
 from svc.domains.repos import queries, service
-from svc.jobs.registry import JobRegistry, JobRun
+from svc.domains.repos.kinds import RepoJob
+from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
-from svc.models import JobKind
+from svc.models import Operation, TeardownPhase
 from svc.settings import Settings
-from svc.uow import Tx, unit_of_work, use_case
+from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.repos")
 
@@ -20,7 +21,15 @@ PURGE_BATCH = 100
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.repos_purge_cycle, PURGE_CYCLE_SECONDS, purge_cycle)
+    registry.cycle(RepoJob.purge_cycle, PURGE_CYCLE_SECONDS, purge_cycle)
+    registry.teardown_step(TeardownStep(TeardownPhase.files, outside=teardown_files))
+
+
+async def teardown_files(uow: UnitOfWork, op: Operation) -> None:
+    """A project's teardown: the disk copies of its git repositories (their rows go with the project)."""
+    repo_ids = await service.project_repo_ids(uow, op.project_id)
+    await uow.close_reads()
+    await service.remove_disk_copies(uow.ctx, repo_ids)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the disk is cleared with nothing of the store held

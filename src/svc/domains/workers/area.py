@@ -1,11 +1,11 @@
 """The workers area: a deployment's worker/ run by the worker runtime (workerd) with its bindings,
-checked before it goes live, and its logs (docs/workers.md)."""
+and its logs (docs/workers.md); the deployments area checks a bundle's worker before it goes live."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.workers import jobs, pages, router, runtime_router
+from svc.domains.workers import jobs, kinds, pages, router, runtime_router
 from svc.domains.workers.settings import WorkerSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
@@ -16,10 +16,6 @@ AREA = Area(
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Logs", "/logs", order=15),),
-    jobs=jobs.register,
+    jobs=jobs.register, job_kinds=kinds.WorkerJob,
     settings=WorkerSettings,
-    hints={
-        "bad_worker": "Fix the worker named in the message (svc deploy checks it the same way before it goes "
-                      "live); the version that was live keeps serving.",
-    },
 )

@@ -1,14 +1,6 @@
 from __future__ import annotations
 
-from svc.errors import AppError, BadRequest, NotFound
-
-
-class InvalidWorker(BadRequest):
-    """The bundle's worker cannot run: the runtime's words in the message (the deployment is not
-    made; the live one keeps serving)."""
-
-    code = "bad_worker"
-    default_message = "The bundle's worker cannot be loaded"
+from svc.errors import AppError, NotFound
 
 
 class RuntimeForbidden(AppError):

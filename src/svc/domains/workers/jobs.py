@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from svc.domains.workers import service
+from svc.domains.workers.kinds import WorkerJob
 from svc.jobs.registry import JobRegistry, JobRun
-from svc.models import JobKind
 from svc.settings import Settings
 from svc.uow import Tx, use_case
 
@@ -12,7 +12,7 @@ EXPIRE_EVERY_SECONDS = 600
 
 
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(JobKind.logs_expire, EXPIRE_EVERY_SECONDS, expire)
+    registry.cycle(WorkerJob.logs_expire, EXPIRE_EVERY_SECONDS, expire)
 
 
 @use_case(Tx.WRITE)

@@ -1,5 +1,6 @@
-"""Workers: a bundle's worker checked before it goes live, and what the runtime asks of svc (a
-live deployment's code and env by key; the log lines it sends). Services flush, never commit.
+"""Workers: what the runtime asks of svc (a live deployment's code and env by key; the log lines it
+sends). A bundle's worker is checked before it goes live by the deployments area (worker_code.py).
+Services flush, never commit.
 
 The runtime holds no state: the edge names each request's worker by key
 (`<deployment id>.<bindings generation>`, projects' routing table), and the runtime's dispatcher
@@ -14,18 +15,15 @@ import hmac
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from svc.adapters.edge.port import TrafficBatch
-from svc.adapters.workers.port import BadWorker, EntrypointBinding, LiveWorker, RuntimeUnavailable, WorkerCode
+from svc.adapters.workers.port import EntrypointBinding, LiveWorker, WorkerCode
 from svc.context import AppContext
 from svc.domains.deployments import service as deployments
 from svc.domains.projects import service as projects
 from svc.domains.workers import errors, queries, schemas
-from svc.domains.workers.code import WorkerSpec, read_code, worker_spec
 from svc.domains.workers.settings import WorkerSettings
-from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.models import LogLine, Project
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
@@ -33,28 +31,6 @@ from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 log = logging.getLogger("svc.workers")
 
 LEVELS = ("debug", "info", "log", "warn", "error")
-
-
-async def check_bundle(ctx: AppContext, root: Path, manifest: dict[str, Any], files: list[str]) -> WorkerSpec | None:
-    """The bundle's worker, checked by the runtime before its deployment is made: 400 bad_worker
-    with the runtime's words when it cannot run. Without a runtime (workers off on this svc) the
-    worker is recorded unchecked; BadBundle when svc.json's worker fields are wrong."""
-    spec = worker_spec(manifest, files)
-    if spec is None:
-        return None
-    runtime = ctx.adapters.runtime
-    if runtime is None:
-        return spec
-    code = await asyncio.to_thread(read_code, root, spec)
-    try:
-        await runtime.check(code)
-    except BadWorker as exc:
-        raise errors.InvalidWorker(f"The worker cannot be loaded: {exc}", details={"main": f"worker/{spec.main}"}) \
-            from None
-    except RuntimeUnavailable as exc:
-        log.error("a worker could not be checked: %s", exc)
-        raise ServiceUnavailable("The worker runtime is not available; try again") from None
-    return spec
 
 
 def check_runtime_token(ctx: AppContext, given: str | None) -> None:
@@ -91,9 +67,7 @@ async def _worker_of(uow: UnitOfWork, key: str, project_id: str | None = None) -
                    for name, value in env.items() if isinstance(value, EntrypointBinding)}
     env = {name: value for name, value in env.items() if name not in entrypoints}
     await uow.close_reads()
-    site = await deployments.site_of(ctx, row.digest)
-    spec = WorkerSpec.of_row(row.worker)
-    code = await asyncio.to_thread(read_code, site, spec)
+    site, code = await deployments.worker_of(ctx, row)
     has_assets = await asyncio.to_thread((site / "assets").is_dir)
     return schemas.RuntimeWorker(
         project=project.id, main_module=code.main_module, modules=dict(code.modules),

@@ -1,6 +1,7 @@
 """A bundle's worker: what svc.json says of it and the modules under worker/ (decisions.md,
-"Workers"). Read from the unpacked bundle at deploy time (to check it before it goes live) and
-when the runtime asks for the code of a live deployment.
+"Workers"). Read from the unpacked bundle at deploy time (to check it with the runtime before it
+goes live: `check_bundle`) and when the runtime asks for the code of a live deployment (the workers
+area, through service.worker_of).
 
     svc.json  "main"               the entry module, a path under worker/ (default index.js)
               "compatibilityDate"  YYYY-MM-DD (default DEFAULT_COMPATIBILITY_DATE)
@@ -14,15 +15,21 @@ the runtime never sees them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from svc.adapters.workers.port import WorkerCode
-from svc.domains.deployments.errors import BadBundle
+from svc.adapters.workers.port import BadWorker, RuntimeUnavailable, WorkerCode
+from svc.context import AppContext
+from svc.domains.deployments.errors import BadBundle, InvalidWorker
+from svc.errors import ServiceUnavailable
+
+log = logging.getLogger("svc.workers")
 
 WORKER_DIR = "worker/"
 DEFAULT_MAIN = "index.js"
@@ -121,3 +128,25 @@ def read_code(root: Path, spec: WorkerSpec) -> WorkerCode:
         else:
             modules[name] = source
     return WorkerCode(main_module=spec.main, modules=modules, compatibility_date=spec.compatibility_date)
+
+
+async def check_bundle(ctx: AppContext, root: Path, manifest: dict[str, Any], files: list[str]) -> WorkerSpec | None:
+    """The bundle's worker, checked by the runtime before its deployment is made: 400 bad_worker
+    with the runtime's words when it cannot run. Without a runtime (workers off on this svc) the
+    worker is recorded unchecked; BadBundle when svc.json's worker fields are wrong."""
+    spec = worker_spec(manifest, files)
+    if spec is None:
+        return None
+    runtime = ctx.adapters.runtime
+    if runtime is None:
+        return spec
+    code = await asyncio.to_thread(read_code, root, spec)
+    try:
+        await runtime.check(code)
+    except BadWorker as exc:
+        raise InvalidWorker(f"The worker cannot be loaded: {exc}", details={"main": f"worker/{spec.main}"}) \
+            from None
+    except RuntimeUnavailable as exc:
+        log.error("a worker could not be checked: %s", exc)
+        raise ServiceUnavailable("The worker runtime is not available; try again") from None
+    return spec

@@ -1,0 +1,10 @@
+"""The kinds of job of the deployments area, declared in its manifest (`job_kinds`); their values are
+stored in the jobs' rows and never change."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class DeploymentJob(StrEnum):
+    artifact_collect = "artifact.collect"
