@@ -29,8 +29,8 @@ from svc.adapters.acme.port import Issued
 from svc.adapters.edge.port import ServedCertificate
 from svc.domains.certificates import jobs, service
 from svc.domains.certificates.service import EdgeCertificates
-from svc.domains.projects.service import EdgeRouting
 from svc.edge import NginxEdge, tls
+from svc.edge.component import EdgeRouting
 from svc.kit.clock import utcnow
 from svc.models import Certificate
 from svc.uow import Tx, unit_of_work

@@ -28,8 +28,8 @@ from svc.adapters.edge.port import ServedCertificate
 from svc.app import default_adapters
 from svc.domains.certificates import jobs, service
 from svc.domains.certificates.service import EdgeCertificates
-from svc.domains.projects.service import EdgeRouting
 from svc.edge import NginxEdge, tls
+from svc.edge.component import EdgeRouting
 from svc.kit.clock import utcnow
 from svc.models import Certificate, Hostname, Notification, OutboundMail, Project
 from svc.settings import Settings

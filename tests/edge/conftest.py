@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from svc.context import AppContext
-from svc.domains.projects.service import EdgeRouting
 from svc.edge import NginxEdge
+from svc.edge.component import EdgeRouting
 from svc.settings import Settings
 from svc.supervisor import find_binary
 from tests.edge.helpers import EdgeHttp, FakeCheck, fake_check_server

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from svc.domains.deployments import artifacts
-from svc.domains.projects.service import EdgeRouting
 from svc.edge import EdgePortInUse, NginxEdge, edge_port_taken, process, start_edge
+from svc.edge.component import EdgeRouting
 from tests.edge.conftest import NGINX, Running, edge_settings, started_edge
 from tests.edge.helpers import FakeCheck, Site, bundle, create_project, deploy, rollback
 from tests.support import stores

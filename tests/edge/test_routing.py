@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from svc.domains.deployments import artifacts
-from svc.domains.projects.service import EdgeRouting
+from svc.edge.component import EdgeRouting
 from svc.edge.routes import Entry, Kind
 from tests.edge.conftest import started_edge
 from tests.edge.helpers import FakeCheck, create_project, deploy, set_access

@@ -29,8 +29,8 @@ from cryptography.x509.oid import NameOID
 
 from svc.adapters.edge.port import ServedCertificate
 from svc.adapters.workers.workerd import find_workerd
-from svc.domains.projects.service import EdgeRouting
 from svc.edge import NginxEdge
+from svc.edge.component import EdgeRouting
 from tests.access.helpers import Site, make_site, query_of, set_cookie_value, set_mode
 from tests.edge.conftest import NGINX, Running, edge_settings
 from tests.edge.helpers import create_project, deploy, set_access

@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from svc.domains.certificates.service import EdgeCertificates
-from svc.domains.projects.service import EdgeRouting
+from svc.domains.deployments.service import site_of
+from svc.domains.projects.service import ProjectRoutes
 from svc.domains.workers.service import SteadySource, TrafficRecorder
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken, start_edge
 from svc.kit.hosts import local_address
 from svc.settings import Settings
 from svc.supervisor import find_binary, host_port
 from svc.supervisor.component import Component, Launch, Line
+
+
+class EdgeRouting(ProjectRoutes):
+    """What the edge reads of the store (svc.adapters.edge.port.RoutingSource): the projects'
+    routes, and a live deployment's site from the deployments area."""
+
+    async def site(self, digest: str) -> Path:
+        return await site_of(self.ctx, digest)
 
 
 def _port_taken_words(address: str) -> str:

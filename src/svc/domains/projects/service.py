@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 
@@ -15,7 +14,6 @@ from svc.auth.projects import OperationInFlight, project_by_name
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.deployments import service as deployments
 from svc.domains.notifications import service as notifications
 from svc.domains.notifications.schemas import Notification as NotificationView
 from svc.domains.operations import service as operations
@@ -50,9 +48,10 @@ async def route_for_host(uow: UnitOfWork, host: str) -> Route | None:
     return await queries.route_for_host(uow.session, host)
 
 
-class EdgeRouting:
-    """What the edge reads of the store (svc.adapters.edge.port.RoutingSource), each read in a
-    unit of work of its own."""
+class ProjectRoutes:
+    """What the edge reads of the projects' routes (the routing table and its generation), each
+    read in a unit of work of its own; svc/edge/component.py adds the deployments' sites to make the
+    edge's RoutingSource."""
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
@@ -68,9 +67,6 @@ class EdgeRouting:
     async def routes_for(self, project_ids: Collection[str], hosts: Collection[str]) -> list[Route]:
         async with unit_of_work(self.ctx, Tx.READ) as uow:
             return await queries.routing_table(uow.session, project_ids=project_ids, hosts=hosts)
-
-    async def site(self, digest: str) -> Path:
-        return await deployments.site_of(self.ctx, digest)
 
 
 @dataclass(eq=False)
