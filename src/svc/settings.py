@@ -216,7 +216,7 @@ class Settings(BaseSettings):
     # Polar's webhook secret; with fake, made for the run when unset.
     billing_webhook_secret: SecretStr | None = None
     # How the secret keys the HMAC: "standard" (Standard Webhooks: `whsec_` + base64, the decoded
-    # bytes), "polar" (the whole secret's UTF-8 bytes) or "either" (adapters/billing/signatures.py).
+    # bytes), "polar" (the whole secret's UTF-8 bytes) or "either" (kit/webhook_signatures.py).
     billing_webhook_secret_form: Literal["standard", "polar", "either"] = "either"
     # Polar's sandbox instead of production.
     billing_sandbox: bool = False
