@@ -119,8 +119,9 @@ class StoreSession(abc.ABC):
     @abc.abstractmethod
     async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
                   populate_existing: bool = False) -> _O | None:
-        """The object with that primary key: from this session's objects when it holds it (unless
-        `with_for_update` or `populate_existing`), else read."""
+        """The object with that primary key: from this session's objects when it holds it, else read.
+        `with_for_update` reads it in any case (holding the row, on PostgreSQL) but, as SQLAlchemy's
+        get, leaves a held object's attributes as they were: `populate_existing` reads them again."""
 
     # --- objects ---
 
@@ -137,8 +138,9 @@ class StoreSession(abc.ABC):
         """Detach `instance` from the session."""
 
     @abc.abstractmethod
-    async def flush(self, objects: Sequence[object] | None = None) -> None:
-        """Write the session's pending changes (in its transaction; the unit of work commits)."""
+    async def flush(self) -> None:
+        """Write all the session's pending changes (in its transaction; the unit of work commits).
+        A query flushes first too (autoflush)."""
 
     @abc.abstractmethod
     async def delete(self, instance: object) -> None:
@@ -226,8 +228,8 @@ class AsyncioStoreSession(StoreSession):
     def expunge(self, instance: object) -> None:
         self._session.expunge(instance)
 
-    async def flush(self, objects: Sequence[object] | None = None) -> None:
-        await self._session.flush(objects)
+    async def flush(self) -> None:
+        await self._session.flush()
 
     async def delete(self, instance: object) -> None:
         await self._session.delete(instance)
