@@ -12,6 +12,8 @@ implementations on SQLAlchemy's public API only:
 
 Both are made by svc.db.open_database. The ORM session underneath is of the Database's own
 `session_class`, so ORM session events (the credential cache's, auth/invalidation.py) see both.
+tests/store/test_store_session_contract.py runs the same contract against both; a use case goes
+through the session, and what skips it is listed in docs/architecture.md ("The store").
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ class UnitOfWorkCommits(RuntimeError):
 
 class StoreConnection(abc.ABC):
     """The connection of a session's transaction (`await session.connection()`), for Core and
-    driver-level statements; it is the session's own (its transaction, its turn to write)."""
+    driver-level statements; it is the session's own (its transaction, its turn to write). It
+    skips the ORM session (its autoflush, its statement events): only on a named hot path
+    (docs/architecture.md, "The store")."""
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
