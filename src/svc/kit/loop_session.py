@@ -111,7 +111,7 @@ class _OnTheLoop(StoreSession):
     async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
                   populate_existing: bool = False) -> _O | None:
         return (await self._ready()).get(entity, ident, with_for_update=with_for_update or None,
-                                         populate_existing=populate_existing or None)
+                                         populate_existing=populate_existing or with_for_update or None)
 
     def add(self, instance: object) -> None:
         self._session().add(instance)

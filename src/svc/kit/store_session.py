@@ -124,8 +124,10 @@ class StoreSession(abc.ABC):
     async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
                   populate_existing: bool = False) -> _O | None:
         """The object with that primary key: from this session's objects when it holds it, else read.
-        `with_for_update` reads it in any case (holding the row, on PostgreSQL) but, as SQLAlchemy's
-        get, leaves a held object's attributes as they were: `populate_existing` reads them again."""
+        With `with_for_update` or `populate_existing` it is read in any case, and a held object's
+        attributes with it: a row read locked (on PostgreSQL) is what the lock holds, not what an
+        earlier read of the same session saw. (SQLAlchemy's own get would lock the row and keep the
+        held object's older attributes.)"""
 
     # --- objects ---
 
@@ -224,7 +226,7 @@ class AsyncioStoreSession(StoreSession):
     async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
                   populate_existing: bool = False) -> _O | None:
         return await self._session.get(entity, ident, with_for_update=with_for_update or None,
-                                       populate_existing=populate_existing or None)
+                                       populate_existing=populate_existing or with_for_update or None)
 
     def add(self, instance: object) -> None:
         self._session.add(instance)
