@@ -170,9 +170,9 @@ async def topped_up_since(session: StoreSession, org_id: str, after: int) -> boo
 
 # The gateway's statements, built once (each call only binds its values) on the tables, not the
 # ORM classes: every env.ai call runs them (bench/ai.py). They go through the session as every
-# statement does: on the transaction's connection instead they saved 4% of a call's store work on
-# SQLite and nothing on PostgreSQL (bench/store.py, ai.call: 1,089 against 1,138 us of CPU;
-# 3,817 against 3,612), so that is not a hot path (docs/architecture.md, "The store").
+# statement does: on the transaction's connection instead (svc.db.run_core, removed) a call's store
+# work cost 0.96-1.03x as much CPU on SQLite, 0.96-1.06x on PostgreSQL, within the rounds' noise
+# (bench/store.py, ai.call, two runs), so this is not a hot path (docs/architecture.md, "The store").
 _PROJECTS, _ORGS, _GRANTS = (cast(Table, m.__table__) for m in (Project, Org, AIGrant))
 _CREDITS, _LEDGER, _HOLDS, _USAGE_ROWS, _OVERRUNS = (cast(Table, m.__table__) for m in (
     AICredit, AILedgerEntry, AIReservation, AIUsage, AIModelOverrun))

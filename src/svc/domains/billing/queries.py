@@ -26,9 +26,9 @@ _ORGS = cast(Table, Org.__table__)
 ACCOUNT_STATE = ("subscription_id", "customer_id", "status", "current_period_end", "cancel_at_period_end",
                  "provider_modified_at", "subscriptions", "live_subscriptions")
 # The webhook's statements are Core, one per kind for a whole batch of deliveries (webhooks.py). They
-# go through the session as every statement does: on the transaction's connection instead they saved
-# nothing measurable (bench/store.py, billing.webhook: 1,705 against 1,713 us of CPU a delivery on
-# SQLite, 3,948 against 3,908 on PostgreSQL), so that is not a hot path (docs/architecture.md, "The store").
+# go through the session as every statement does: on the transaction's connection instead a delivery
+# cost 0.93-1.00x as much CPU on SQLite, 1.01-1.07x on PostgreSQL, within the rounds' noise
+# (bench/store.py, billing.webhook, two runs), so this is not a hot path (docs/architecture.md, "The store").
 
 
 async def lock_orgs(session: StoreSession, slugs: Iterable[str]) -> dict[str, tuple[str, str]]:
