@@ -21,11 +21,11 @@ from sqlalchemy import CursorResult, Table, bindparam, func, inspect, select, te
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from svc.db import _SESSION_OPTIONS, Database, open_database, plain_rows
+from svc.db import _SESSION_OPTIONS, Database, dialect_insert, open_database, plain_rows
 from svc.kit.clock import utcnow
 from svc.kit.loop_session import LoopReadSession, LoopWriteSession
 from svc.kit.store_session import AsyncioStoreSession, StoreSession, UnitOfWorkCommits
-from svc.models import Org
+from svc.models import Org, RateCounter
 from svc.settings import Settings
 
 ORGS: Table = Org.__table__  # type: ignore[assignment]
@@ -222,6 +222,12 @@ async def test_writes_and_their_flush(sessions: Sessions) -> None:
         many = await s.execute(update(ORGS).where(ORGS.c.slug == bindparam("s")).values(name=bindparam("n")),
                                [{"s": "gamma", "n": "G"}, {"s": "delta", "n": "D"}])
         assert isinstance(many, CursorResult)
+        # An upsert in the store's own dialect (svc.db.dialect_insert), with RETURNING.
+        for want in (1, 2):
+            upsert = dialect_insert(s, RateCounter).values(key="k", window_start=0, count=1)
+            upsert = upsert.on_conflict_do_update(index_elements=[RateCounter.key, RateCounter.window_start],
+                                                  set_={"count": RateCounter.count + 1})
+            assert (await s.execute(upsert.returning(RateCounter.count))).scalar_one() == want
         # refresh reads the object again (only the named attributes when named).
         acme = await s.get(Org, "org_acme")
         assert acme is not None and acme.name == "Changed"
