@@ -258,7 +258,7 @@ async def reserve(session: StoreSession, *, reservation_id: str, org_id: str, pr
                   now: datetime) -> None:
     """The call's reservation row, of what was held back for it."""
     await session.execute(_RESERVE, {"id": reservation_id, "org_id": org_id, "project_id": project_id,
-                                       "micro_cents": micro_cents, "created_at": now})
+                                     "micro_cents": micro_cents, "created_at": now})
 
 
 @dataclass(frozen=True)
@@ -303,7 +303,7 @@ async def call_counts(session: StoreSession, project_id: str, model: str, minute
     minutes: the minute `day_ago` falls in counts whole, so a cap is never passed, at worst
     reached up to a minute early); and since when svc stopped lending to `model` (None: it lends)."""
     row = (await session.execute(_COUNTS, {"project_id": project_id, "minute_ago": minute_ago,
-                                             "day_ago": minute_of(day_ago), "model": model})).one()
+                                           "day_ago": minute_of(day_ago), "model": model})).one()
     stopped = row[4]
     if isinstance(stopped, str):  # SQLite hands a scalar subquery's time back as text
         stopped = datetime.fromisoformat(stopped)
@@ -331,7 +331,7 @@ _USAGE = {"postgresql": _usage_upsert(postgresql.insert), "sqlite": _usage_upser
 async def add_usage(session: StoreSession, project_id: str, micro_cents: int, now: datetime) -> None:
     """One call in the project's minute of `now` (in the transaction of its ledger row)."""
     await session.execute(_USAGE["postgresql" if is_postgres(session) else "sqlite"],
-                   {"project_id": project_id, "minute": minute_of(now), "micro_cents": micro_cents})
+                          {"project_id": project_id, "minute": minute_of(now), "micro_cents": micro_cents})
 
 
 async def purge_usage(session: StoreSession, before: datetime) -> None:

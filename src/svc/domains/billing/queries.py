@@ -39,7 +39,7 @@ async def lock_orgs(session: StoreSession, slugs: Iterable[str]) -> dict[str, tu
     if not wanted:
         return {}
     found = await session.execute(select(_ORGS.c.slug, _ORGS.c.id, _ORGS.c.plan).where(_ORGS.c.slug.in_(wanted))
-                               .order_by(_ORGS.c.slug).with_for_update())
+                                  .order_by(_ORGS.c.slug).with_for_update())
     return {slug: (org_id, plan) for slug, org_id, plan in found}
 
 
@@ -49,7 +49,7 @@ async def account_states(session: StoreSession, org_ids: Iterable[str]) -> dict[
     if not wanted:
         return {}
     found = await session.execute(select(_ACCOUNTS.c.org_id, *(_ACCOUNTS.c[name] for name in ACCOUNT_STATE))
-                               .where(_ACCOUNTS.c.org_id.in_(wanted)))
+                                  .where(_ACCOUNTS.c.org_id.in_(wanted)))
     return {row.org_id: {name: row._mapping[name] for name in ACCOUNT_STATE} for row in found}
 
 
@@ -80,8 +80,8 @@ async def count_again(session: StoreSession, counts: dict[str, int]) -> None:
     if not counts:
         return
     await session.execute(update(_EVENTS).where(_EVENTS.c.webhook_id == bindparam("id"))
-                       .values(deliveries=_EVENTS.c.deliveries + bindparam("more")),
-                       [{"id": webhook_id, "more": more} for webhook_id, more in counts.items()])
+                          .values(deliveries=_EVENTS.c.deliveries + bindparam("more")),
+                          [{"id": webhook_id, "more": more} for webhook_id, more in counts.items()])
 
 
 async def write_accounts(session: StoreSession, accounts: dict[str, dict[str, Any]], made: set[str]) -> None:
@@ -91,12 +91,12 @@ async def write_accounts(session: StoreSession, accounts: dict[str, dict[str, An
     if changed:
         columns = (*ACCOUNT_STATE, "updated_at")
         await session.execute(update(_ACCOUNTS).where(_ACCOUNTS.c.org_id == bindparam("org"))
-                           .values({name: bindparam(name) for name in columns}), changed)
+                              .values({name: bindparam(name) for name in columns}), changed)
     for org_id in sorted(made & set(accounts)):
         slug = (await session.execute(select(_ORGS.c.slug).where(_ORGS.c.id == org_id))).scalar_one()
         values = accounts[org_id]
         await session.execute(_ACCOUNTS.insert().values(org_id=org_id, provider="polar", customer_external_id=slug,
-                                                     created_at=values["updated_at"], **values))
+                                                        created_at=values["updated_at"], **values))
 
 
 async def event(session: StoreSession, webhook_id: str) -> BillingEvent | None:
