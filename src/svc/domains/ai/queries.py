@@ -172,7 +172,9 @@ async def topped_up_since(session: StoreSession, org_id: str, after: int) -> boo
 # ORM classes: every env.ai call runs them (bench/ai.py). They go through the session as every
 # statement does: on the transaction's connection instead (svc.db.run_core, removed) a call's store
 # work cost 0.96-1.03x as much CPU on SQLite, 0.96-1.06x on PostgreSQL, within the rounds' noise
-# (bench/store.py, ai.call, two runs), so this is not a hot path (docs/architecture.md, "The store").
+# (bench/store.py, ai.call, two runs); end to end, what svc adds to an HTTP call moved with the
+# machine's load, not with the change (bench/ai.py, alternated: 3.72-6.47 ms with it, 2.25-7.59 ms
+# without). So this is not a hot path (docs/architecture.md, "The store").
 _PROJECTS, _ORGS, _GRANTS = (cast(Table, m.__table__) for m in (Project, Org, AIGrant))
 _CREDITS, _LEDGER, _HOLDS, _USAGE_ROWS, _OVERRUNS = (cast(Table, m.__table__) for m in (
     AICredit, AILedgerEntry, AIReservation, AIUsage, AIModelOverrun))
