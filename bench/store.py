@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -224,6 +225,7 @@ async def bench_store(store: str, url: str | None, args: argparse.Namespace) -> 
                   f"session/other {t / f:4.2f}x   (the code: {code})", flush=True)
     finally:
         await db.dispose()
+        shutil.rmtree(tmp, ignore_errors=True)
     return results
 
 
