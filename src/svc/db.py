@@ -23,14 +23,14 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import CursorResult, Engine, Executable, Row, Select, create_engine, event, text
+from sqlalchemy import Engine, Executable, Row, Select, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import Session
 
 from svc.kit.loop_session import LoopReadSession, LoopWriteSession, PlainReader
-from svc.kit.store_session import AnyRow, AsyncioStoreSession, StoreSession
+from svc.kit.store_session import AsyncioStoreSession, StoreSession
 from svc.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -164,20 +164,13 @@ async def migrate(db: Database, revision: str = "head") -> None:
 
 async def plain_rows(session: StoreSession, statement: Executable,
                      params: Mapping[str, Any] | None = None) -> Sequence[Row[Any]]:
-    """The rows of a Core statement (table columns, no ORM entities), for the hottest reads: on
-    an SQLite read session they come straight from a connection, skipping the ORM session's
-    transaction bookkeeping (about a third of such a read's cost)."""
+    """The rows of a Core read (table columns, no ORM entities): on an SQLite read session straight
+    from a connection kept for such reads, skipping the ORM session's handling of a statement;
+    elsewhere `session.execute(...).all()`. For the named hot paths of docs/architecture.md ("The
+    store") only, each with its figure beside it; a use case reads through the session."""
     if isinstance(session, LoopReadSession):
         return session.plain_reader.rows(statement, params)
     return (await session.execute(statement, params)).all()
-
-
-async def run_core(session: StoreSession, statement: Executable,
-                   params: Mapping[str, Any] | None = None) -> CursorResult[*AnyRow]:
-    """A Core statement (table columns, no ORM entities) in the session's transaction, on its
-    connection: for the hottest writes, where the ORM session's handling of a statement cost three
-    times what SQLite did (an env.ai call runs eight, bench/ai.py)."""
-    return await (await session.connection()).execute(statement, params)
 
 
 def is_postgres(session: StoreSession) -> bool:

@@ -8,7 +8,6 @@ from typing import Any, cast
 
 from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, insert, or_, select, update
 
-from svc.db import plain_rows
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import Cycle, Job, JobStatus
@@ -28,7 +27,10 @@ _ANY_DUE = select(_JOBS.c.id).where(_due(bindparam("now"))).limit(1)
 
 
 async def any_due(session: StoreSession) -> bool:
-    return bool(await plain_rows(session, _ANY_DUE, {"now": utcnow()}))
+    # Through the session: plain_rows would save about 70 us of CPU a poll on SQLite (bench/store.py,
+    # jobs.any_due: 36-40 against 104-116 us), at two polls a second not a hot path
+    # (docs/architecture.md, "The store").
+    return (await session.execute(_ANY_DUE, {"now": utcnow()})).first() is not None
 
 
 async def claim(session: StoreSession, *, worker: str, lease: timedelta, limit: int) -> list[Job]:

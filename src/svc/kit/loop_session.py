@@ -24,7 +24,14 @@ from sqlalchemy.orm import Session
 from svc.kit.store_session import AnyRow, Options, Params, StoreConnection, StoreSession
 
 _O = TypeVar("_O", bound=object)
-_NO_OPTIONS: Mapping[str, Any] = {}
+# ORM objects are made from every row when the statement runs, not as the result is read: what a
+# result holds does not depend on when the use case reads it (AsyncSession's own option, so both
+# StoreSessions agree; tests/store/test_store_session_contract.py).
+_READ_AT_ONCE: Mapping[str, Any] = {"prebuffer_rows": True}
+
+
+def _options(execution_options: Options) -> Mapping[str, Any]:
+    return _READ_AT_ONCE if not execution_options else {**execution_options, **_READ_AT_ONCE}
 
 
 class PlainReader:
@@ -91,20 +98,20 @@ class _OnTheLoop(StoreSession):
 
     async def execute(self, statement: Executable, params: Params = None, *,
                       execution_options: Options = None) -> Result[*AnyRow]:
-        return (await self._ready()).execute(statement, params, execution_options=execution_options or _NO_OPTIONS)
+        return (await self._ready()).execute(statement, params, execution_options=_options(execution_options))
 
     async def scalar(self, statement: Executable, params: Mapping[str, Any] | None = None, *,
                      execution_options: Options = None) -> Any:
-        return (await self._ready()).scalar(statement, params, execution_options=execution_options or _NO_OPTIONS)
+        return (await self._ready()).scalar(statement, params, execution_options=_options(execution_options))
 
     async def scalars(self, statement: Executable, params: Mapping[str, Any] | None = None, *,
                       execution_options: Options = None) -> ScalarResult[Any]:
-        return (await self._ready()).scalars(statement, params, execution_options=execution_options or _NO_OPTIONS)
+        return (await self._ready()).scalars(statement, params, execution_options=_options(execution_options))
 
     async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
                   populate_existing: bool = False) -> _O | None:
         return (await self._ready()).get(entity, ident, with_for_update=with_for_update or None,
-                                         populate_existing=populate_existing or None)
+                                         populate_existing=populate_existing or with_for_update or None)
 
     def add(self, instance: object) -> None:
         self._session().add(instance)
@@ -112,8 +119,8 @@ class _OnTheLoop(StoreSession):
     def expunge(self, instance: object) -> None:
         self._session().expunge(instance)
 
-    async def flush(self, objects: Sequence[object] | None = None) -> None:
-        (await self._ready()).flush(objects)
+    async def flush(self) -> None:
+        (await self._ready()).flush()
 
     async def delete(self, instance: object) -> None:
         (await self._ready()).delete(instance)

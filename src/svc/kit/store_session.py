@@ -12,6 +12,8 @@ implementations on SQLAlchemy's public API only:
 
 Both are made by svc.db.open_database. The ORM session underneath is of the Database's own
 `session_class`, so ORM session events (the credential cache's, auth/invalidation.py) see both.
+tests/store/test_store_session_contract.py runs the same contract against both; a use case goes
+through the session, and what skips it is listed in docs/architecture.md ("The store").
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ class UnitOfWorkCommits(RuntimeError):
 
 class StoreConnection(abc.ABC):
     """The connection of a session's transaction (`await session.connection()`), for Core and
-    driver-level statements; it is the session's own (its transaction, its turn to write)."""
+    driver-level statements; it is the session's own (its transaction, its turn to write). It
+    skips the ORM session (its autoflush, its statement events): only on a named hot path
+    (docs/architecture.md, "The store")."""
 
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
@@ -119,8 +123,11 @@ class StoreSession(abc.ABC):
     @abc.abstractmethod
     async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
                   populate_existing: bool = False) -> _O | None:
-        """The object with that primary key: from this session's objects when it holds it (unless
-        `with_for_update` or `populate_existing`), else read."""
+        """The object with that primary key: from this session's objects when it holds it, else read.
+        With `with_for_update` or `populate_existing` it is read in any case, and a held object's
+        attributes with it: a row read locked (on PostgreSQL) is what the lock holds, not what an
+        earlier read of the same session saw. (SQLAlchemy's own get would lock the row and keep the
+        held object's older attributes.)"""
 
     # --- objects ---
 
@@ -137,8 +144,9 @@ class StoreSession(abc.ABC):
         """Detach `instance` from the session."""
 
     @abc.abstractmethod
-    async def flush(self, objects: Sequence[object] | None = None) -> None:
-        """Write the session's pending changes (in its transaction; the unit of work commits)."""
+    async def flush(self) -> None:
+        """Write all the session's pending changes (in its transaction; the unit of work commits).
+        A query flushes first too (autoflush)."""
 
     @abc.abstractmethod
     async def delete(self, instance: object) -> None:
@@ -218,7 +226,7 @@ class AsyncioStoreSession(StoreSession):
     async def get(self, entity: type[_O], ident: Any, *, with_for_update: bool = False,
                   populate_existing: bool = False) -> _O | None:
         return await self._session.get(entity, ident, with_for_update=with_for_update or None,
-                                       populate_existing=populate_existing or None)
+                                       populate_existing=populate_existing or with_for_update or None)
 
     def add(self, instance: object) -> None:
         self._session.add(instance)
@@ -226,8 +234,8 @@ class AsyncioStoreSession(StoreSession):
     def expunge(self, instance: object) -> None:
         self._session.expunge(instance)
 
-    async def flush(self, objects: Sequence[object] | None = None) -> None:
-        await self._session.flush(objects)
+    async def flush(self) -> None:
+        await self._session.flush()
 
     async def delete(self, instance: object) -> None:
         await self._session.delete(instance)

@@ -9,7 +9,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Table, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from svc.db import dialect_insert, is_postgres, run_core
+from svc.db import dialect_insert, is_postgres
 from svc.kit.store_session import StoreSession
 from svc.models import (
     AICredit,
@@ -169,8 +169,12 @@ async def topped_up_since(session: StoreSession, org_id: str, after: int) -> boo
 
 
 # The gateway's statements, built once (each call only binds its values) on the tables, not the
-# ORM classes, and run on the transaction's connection (svc.db.run_core): every env.ai call runs
-# them, and the ORM's handling of a statement cost more than the statement (bench/ai.py).
+# ORM classes: every env.ai call runs them (bench/ai.py). They go through the session as every
+# statement does: on the transaction's connection instead (svc.db.run_core, removed) a call's store
+# work cost 0.96-1.03x as much CPU on SQLite, 0.96-1.06x on PostgreSQL, within the rounds' noise
+# (bench/store.py, ai.call, two runs); end to end, what svc adds to an HTTP call moved with the
+# machine's load, not with the change (bench/ai.py, alternated: 3.72-6.47 ms with it, 2.25-7.59 ms
+# without). So this is not a hot path (docs/architecture.md, "The store").
 _PROJECTS, _ORGS, _GRANTS = (cast(Table, m.__table__) for m in (Project, Org, AIGrant))
 _CREDITS, _LEDGER, _HOLDS, _USAGE_ROWS, _OVERRUNS = (cast(Table, m.__table__) for m in (
     AICredit, AILedgerEntry, AIReservation, AIUsage, AIModelOverrun))
@@ -211,7 +215,7 @@ class CallSubject:
 
 async def call_subject(session: StoreSession, project_id: str) -> CallSubject | None:
     """A gateway call's project, its org, and whether it is granted: one statement."""
-    row = (await run_core(session, _SUBJECT, {"project_id": project_id})).first()
+    row = (await session.execute(_SUBJECT, {"project_id": project_id})).first()
     if row is None:
         return None
     return CallSubject(active=row[0] == "active", manifest=row[1] or {}, org_id=row[2], plan=row[3],
@@ -225,7 +229,7 @@ _AMOUNTS_HELD = (select(_CREDITS.c.balance_micro_cents, _CREDITS.c.reserved_micr
 async def amounts_held(session: StoreSession, org_id: str) -> tuple[int, int] | None:
     """The org's balance and what calls in flight hold, its credit row held until the transaction
     ends: every reservation of the org takes its turn here."""
-    row = (await run_core(session, _AMOUNTS_HELD, {"org_id": org_id})).first()
+    row = (await session.execute(_AMOUNTS_HELD, {"org_id": org_id})).first()
     return None if row is None else (int(row[0]), int(row[1]))
 
 
@@ -242,20 +246,21 @@ async def hold_if_covered(session: StoreSession, org_id: str, micro_cents: int, 
     the credit row held until the transaction ends (every reservation of the org takes its turn
     here): one statement for nearly every call. False, nothing changed, when it does not cover it
     or the org has no credit row yet."""
-    held = await run_core(session, _HOLD_IF_COVERED, {"credit_of": org_id, "held": micro_cents, "now": now})
+    held = await session.execute(_HOLD_IF_COVERED, {"credit_of": org_id, "held": micro_cents, "now": now})
+    assert isinstance(held, CursorResult)
     return held.rowcount == 1
 
 
 async def hold(session: StoreSession, org_id: str, micro_cents: int, now: datetime) -> None:
     """`micro_cents` held back from the org's balance (its credit row held by amounts_held)."""
-    await run_core(session, _HOLD, {"credit_of": org_id, "held": micro_cents, "now": now})
+    await session.execute(_HOLD, {"credit_of": org_id, "held": micro_cents, "now": now})
 
 
 async def reserve(session: StoreSession, *, reservation_id: str, org_id: str, project_id: str, micro_cents: int,
                   now: datetime) -> None:
     """The call's reservation row, of what was held back for it."""
-    await run_core(session, _RESERVE, {"id": reservation_id, "org_id": org_id, "project_id": project_id,
-                                       "micro_cents": micro_cents, "created_at": now})
+    await session.execute(_RESERVE, {"id": reservation_id, "org_id": org_id, "project_id": project_id,
+                                     "micro_cents": micro_cents, "created_at": now})
 
 
 @dataclass(frozen=True)
@@ -285,10 +290,10 @@ async def settle(session: StoreSession, *, org_id: str, reservation_id: str, hel
     """A call's hold let go and, when it cost something, its ledger row (`entry`: kind "call",
     negative micro_cents) with the balance it moves: one transaction, the credit row held first."""
     moved = int(entry["micro_cents"]) if entry is not None else 0
-    row = (await run_core(session, _UNHOLD, {"credit_of": org_id, "moved": moved, "held": held, "now": now})).one()
-    await run_core(session, _UNRESERVE, {"reservation_id": reservation_id})
+    row = (await session.execute(_UNHOLD, {"credit_of": org_id, "moved": moved, "held": held, "now": now})).one()
+    await session.execute(_UNRESERVE, {"reservation_id": reservation_id})
     if entry is not None:
-        await run_core(session, _ENTRY, {"order_id": None, "note": None, **entry, "org_id": org_id, "created_at": now})
+        await session.execute(_ENTRY, {"order_id": None, "note": None, **entry, "org_id": org_id, "created_at": now})
     after = int(row[0])
     return Settled(before=after - moved, after=after, autotopup=bool(row[1]) and not row[2], threshold=row[3])
 
@@ -299,8 +304,8 @@ async def call_counts(session: StoreSession, project_id: str, model: str, minute
     or in flight), what its calls in flight hold, and what its calls cost since `day_ago` (whole
     minutes: the minute `day_ago` falls in counts whole, so a cap is never passed, at worst
     reached up to a minute early); and since when svc stopped lending to `model` (None: it lends)."""
-    row = (await run_core(session, _COUNTS, {"project_id": project_id, "minute_ago": minute_ago,
-                                             "day_ago": minute_of(day_ago), "model": model})).one()
+    row = (await session.execute(_COUNTS, {"project_id": project_id, "minute_ago": minute_ago,
+                                           "day_ago": minute_of(day_ago), "model": model})).one()
     stopped = row[4]
     if isinstance(stopped, str):  # SQLite hands a scalar subquery's time back as text
         stopped = datetime.fromisoformat(stopped)
@@ -327,8 +332,8 @@ _USAGE = {"postgresql": _usage_upsert(postgresql.insert), "sqlite": _usage_upser
 
 async def add_usage(session: StoreSession, project_id: str, micro_cents: int, now: datetime) -> None:
     """One call in the project's minute of `now` (in the transaction of its ledger row)."""
-    await run_core(session, _USAGE["postgresql" if is_postgres(session) else "sqlite"],
-                   {"project_id": project_id, "minute": minute_of(now), "micro_cents": micro_cents})
+    await session.execute(_USAGE["postgresql" if is_postgres(session) else "sqlite"],
+                          {"project_id": project_id, "minute": minute_of(now), "micro_cents": micro_cents})
 
 
 async def purge_usage(session: StoreSession, before: datetime) -> None:
