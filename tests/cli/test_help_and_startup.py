@@ -31,10 +31,10 @@ def test_deploy_help_has_no_type_labels() -> None:
 
 
 _EVERY_HELP = """
-import sys, typer
+import sys
 from svc.cli import main
-command = typer.main.get_command(main.build([*main.VERBS, *main.groups()]))
-main.tidy(command)
+from svc.cli.plain import command_of
+command = command_of(main.build([*main.VERBS, *main.groups()]))
 
 def walk(cmd, path):
     ctx = cmd.make_context(" ".join(path), [], resilient_parsing=True)
@@ -60,6 +60,48 @@ def test_no_help_text_shows_a_type_label() -> None:
     assert "Usage: svc projects delete [OPTIONS] NAME\n" in helps["svc projects delete"]
     assert re.search(r"--timeout SECONDS\s", helps["svc projects delete"])
     assert re.search(r"--role ROLE\s+The role to give: viewer, member or admin", helps["svc members add"])
+
+
+_SAME_PARAMETERS = """
+import json, re, typer
+from svc.cli import admin, main, plain
+
+def params(cmd, path, out):
+    found = [*cmd.params, cmd.get_help_option(cmd.context_class(cmd))]
+    out[" ".join(path)] = [(type(p).__name__, {k: re.sub(" at 0x[0-9a-f]+", "", repr(v)) for k, v in vars(p).items()})
+                           for p in found if p is not None]
+    for name, sub in getattr(cmd, "commands", {}).items():
+        params(sub, [*path, name], out)
+    return out
+
+apps = {"svc": main.build([*main.VERBS, *main.groups()]), "svc admin": admin.app}
+server = typer.Typer(add_completion=False)
+server.command()(__import__("svc.cli.serve", fromlist=["serve"]).serve)
+apps["svc serve"] = server
+print(json.dumps({name: [params(typer.main.get_command(app), [name], {}),
+                         params(plain.command_of(app), [name], {})] for name, app in apps.items()}))
+"""
+
+
+def test_plain_parameters_hold_what_typer_made() -> None:
+    """Every parameter of every command (the server's too) rebuilt as a PlainArgument/PlainOption
+    holds every value typer's own held, its placeholder aside: nothing typer sets is lost."""
+    p = subprocess.run([sys.executable, "-c", _SAME_PARAMETERS], capture_output=True, text=True, timeout=120,
+                       env=clean_env())
+    assert p.returncode == 0, p.stderr
+    apps = json.loads(p.stdout)
+    assert set(apps) == {"svc", "svc admin", "svc serve"}
+    checked = 0
+    for typers, plains in apps.values():
+        assert typers.keys() == plains.keys()
+        for path, made in typers.items():
+            rebuilt = plains[path]
+            assert [kind for kind, _ in made] == [kind.replace("Plain", "Typer") for kind, _ in rebuilt], path
+            for (_, before), (_, after) in zip(made, rebuilt, strict=True):
+                assert {k: v for k, v in before.items() if k != "metavar"} == \
+                       {k: v for k, v in after.items() if k != "metavar"}, path
+                checked += 1
+    assert checked > 300
 
 
 _LOADED = """
