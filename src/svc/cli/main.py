@@ -2,7 +2,7 @@
 
 The client commands speak HTTP only. `svc serve` and `svc admin` import the server when they run,
 not before, so the client never loads the server's modules. Start-up is kept short (docs/cli.md, "Start-up time"):
-the command modules import only typer and the standard library at load time; httpx, rich and
+the command modules import only typer and the standard library at load time; http.client, rich and
 platformdirs are imported by the code that uses them, and help is click's plain text (Rich's help
 panels would cost more than the rest of `svc --help` together).
 """
