@@ -192,3 +192,44 @@ def test_a_proxy_from_the_environment_is_used_as_httpx_would(monkeypatch: pytest
         with pytest.raises(transport.ConnectFailed):  # .invalid never resolves: it went direct
             direct.request("GET", "/v1/config")
         assert len(proxy.seen) == 1
+
+
+def test_a_kept_alive_connection_the_server_closed_is_not_sent_on() -> None:
+    """The server closes an idle kept-alive connection (its keep-alive timeout) without saying so in
+    its answer: the next request, a POST that is never resent, goes on a new connection."""
+    from svc.cli.client import Api
+    from tests.support.wait import until_sync
+
+    closed: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # kept alive: no Connection: close in the answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True  # then closed, as an idle connection past its timeout is
+
+    class Server(ThreadingHTTPServer):
+        def shutdown_request(self, request: socket.socket) -> None:  # type: ignore[override]
+            super().shutdown_request(request)
+            closed.append(1)
+
+    with Server(("127.0.0.1", 0), Handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            api = Api(f"http://127.0.0.1:{server.server_address[1]}", "token")
+            assert api.post("/v1/things", {"n": 1}) == {"ok": True}
+            until_sync(lambda: closed, what="the server closing the connection")
+            assert api.post("/v1/things", {"n": 2}) == {"ok": True}
+            api.close()
+        finally:
+            server.shutdown()

@@ -127,6 +127,8 @@ class Client:
         with self._lock:
             idle = self._idle.get(key)
             route = idle.pop() if idle else None
+        if route is not None and _closed_by_peer(route[0]):
+            route[0].close()  # reconnected below, as a new one would be
         conn, proxy_headers = route or self._open(parts)
         target = parts.path or "/"
         if parts.query:
@@ -196,6 +198,20 @@ class Client:
         for conns in idle.values():
             for conn, _ in conns:
                 conn.close()
+
+
+def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
+    """A kept-alive connection the server has closed since (its keep-alive timeout): readable while
+    idle means its end of the stream, or bytes nobody asked for. Sending on it would fail."""
+    import select
+
+    if conn.sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([conn.sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _failure(exc: BaseException) -> BaseException:
