@@ -4,8 +4,10 @@ server; never as "not signed in" (no session is ever stored for a wrong address)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -233,3 +235,79 @@ def test_a_kept_alive_connection_the_server_closed_is_not_sent_on() -> None:
             api.close()
         finally:
             server.shutdown()
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for localhost that no store trusts, and its key (PEM files)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_https_is_verified_against_the_trusted_certificates(tmp_path: Path) -> None:
+    """An https API whose certificate no trusted store vouches for is refused (a TLS error, exit 2);
+    trusted through SSL_CERT_FILE, the same server is spoken to."""
+    cert, key = _self_signed(tmp_path)
+    config = (200, {"content-type": "application/json"}, b'{"identityProvider": null}')
+    with FakeHttp(routes={("GET", "/v1/config"): config}) as api:
+        server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_side.load_cert_chain(cert, key)
+        port = int(api.url.rsplit(":", 1)[1])
+        with socket.create_server(("127.0.0.1", 0)) as tls:
+            # A TLS front on its own port, relaying each connection to the plain fake.
+            def relay() -> None:
+                while True:
+                    try:
+                        raw, _ = tls.accept()
+                    except OSError:
+                        return
+                    threading.Thread(target=_relay, args=(server_side, raw, port), daemon=True).start()
+
+            threading.Thread(target=relay, daemon=True).start()
+            url = f"https://localhost:{tls.getsockname()[1]}"
+            cli = Cli(url, tmp_path / "me")
+            r = cli.fails("connection_failed", "whoami", exit_code=2)
+            assert f"Cannot reach the svc API at {url}: the TLS handshake failed" in r.err
+            assert api.seen == []
+            cli.fails("not_signed_in", "whoami", env=cli.env(SSL_CERT_FILE=str(cert)))
+            assert [s.path for s in api.seen] == ["/v1/config"]
+
+
+def _relay(context: ssl.SSLContext, raw: socket.socket, port: int) -> None:
+    try:
+        conn = context.wrap_socket(raw, server_side=True)
+    except (ssl.SSLError, OSError):
+        raw.close()
+        return
+    with conn, socket.create_connection(("127.0.0.1", port)) as plain:
+        def back() -> None:
+            with contextlib.suppress(OSError):
+                while data := plain.recv(65536):
+                    conn.sendall(data)
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_WR)
+
+        t = threading.Thread(target=back, daemon=True)
+        t.start()
+        with contextlib.suppress(OSError):
+            while data := conn.recv(65536):
+                plain.sendall(data)
+        t.join()
