@@ -97,13 +97,27 @@ def plain_param(param: Any) -> Any:
         rich_help_panel=param.rich_help_panel)
 
 
-class _PlainHelp:
-    """The `--help` option as a PlainOption: typer makes it (a TyperOption) when first asked, and keeps
-    it, and so does this (click orders the eager options by the identity of the object)."""
+class _Plain:
+    """Parameters (and `--help`) as PlainArgument and PlainOption. They are rebuilt when first asked
+    for: `svc --help` builds every command for its one line of help, and asks none for its parameters."""
 
+    _given: list[Any]
+    _rebuilt: list[Any] | None = None
     _plain_help: tuple[Any, Any] | None = None
 
+    @property
+    def params(self) -> list[Any]:
+        if self._rebuilt is None:
+            self._rebuilt = [plain_param(p) for p in self._given]
+        return self._rebuilt
+
+    @params.setter
+    def params(self, value: list[Any]) -> None:
+        self._given, self._rebuilt = list(value), None
+
     def get_help_option(self, ctx: Any) -> Any:
+        """Typer makes `--help` (a TyperOption) when first asked, and keeps it; so does this with its
+        PlainOption (click orders the eager options by the identity of the object)."""
         option = super().get_help_option(ctx)  # type: ignore[misc]
         if option is None:
             return None
@@ -112,19 +126,13 @@ class _PlainHelp:
         return self._plain_help[1]
 
 
-class PlainCommand(_PlainHelp, TyperCommand):
+class PlainCommand(_Plain, TyperCommand):
     """A command whose parameters (and `--help`) are PlainArgument and PlainOption."""
 
-    def __init__(self, name: str | None, *, params: list[Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(name, params=[plain_param(p) for p in params or []], **kwargs)
 
-
-class PlainGroup(_PlainHelp, TyperGroup):
+class PlainGroup(_Plain, TyperGroup):
     """A group whose own parameters (and `--help`) are PlainArgument and PlainOption (its commands are
     PlainCommand and PlainGroup when built by command_of)."""
-
-    def __init__(self, *, params: list[Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(params=[plain_param(p) for p in params or []], **kwargs)
 
 
 def _unset(cls: Any, default: type) -> bool:
