@@ -4,7 +4,12 @@ server; never as "not signed in" (no session is ever stored for a wrong address)
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -95,40 +100,214 @@ def test_signed_out_at_a_real_svc_api_is_still_not_signed_in(tmp_path: Path) -> 
 
 def test_timeouts_are_named_as_such() -> None:
     """(A real timeout takes 10 to 30 seconds; the wording is checked on the client's own function.)"""
-    import httpx
-
+    from svc.cli import transport
     from svc.cli.client import FROM_OPTION, unreachable
 
-    connect = unreachable(httpx.ConnectTimeout("timed out"), "http://10.255.255.1:8080", FROM_OPTION)
+    connect = unreachable(transport.ConnectTimeout("timed out"), "http://10.255.255.1:8080", FROM_OPTION)
     assert connect.code == "connection_failed" and connect.exit_code == 2
     assert connect.message == ("Cannot reach the svc API at http://10.255.255.1:8080: "
                                "no connection within 10 s (timeout)")
     assert connect.hint is not None and "--api-url (http://10.255.255.1:8080)" in connect.hint
-    read = unreachable(httpx.ReadTimeout("timed out"), "http://10.255.255.1:8080", FROM_OPTION)
+    read = unreachable(transport.ReadTimeout("timed out"), "http://10.255.255.1:8080", FROM_OPTION)
     assert read.message.endswith("it accepted the connection but sent no answer within 30 s (timeout)")
+
+
+def test_a_read_timeout_is_one(tmp_path: Path) -> None:
+    """A server that accepts and never answers: ReadTimeout (here with a short bound), not a refusal."""
+    from svc.cli import transport
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = transport.Client(f"http://127.0.0.1:{server.getsockname()[1]}", read_seconds=0.2)
+        with pytest.raises(transport.ReadTimeout):
+            client.request("GET", "/v1/me")
+        client.close()
+
+
+class _DropEveryOther(ThreadingHTTPServer):
+    """Reads each request; closes the connection without an answer on the odd ones (a kept-alive
+    connection the server closed as the request went out), answers the even ones."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                server.seen.append(self.headers.get("idempotency-key"))
+                if len(server.seen) % 2 == 1:
+                    self.close_connection = True
+                    return
+                body = json.dumps({"renewed": True}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(("127.0.0.1", 0), Handler)
 
 
 def test_a_keyed_post_goes_again_with_its_key_when_its_connection_drops() -> None:
     """A POST with an Idempotency-Key (a renewal) is done once by the server however often it is
     sent: the CLI resends it, same key, when the connection drops as it goes out; a POST without
     one is never resent."""
-    import httpx
-
     from svc.cli.client import Api, CliError
 
-    seen: list[str | None] = []
+    with _DropEveryOther() as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            api = Api(f"http://127.0.0.1:{server.server_address[1]}", "token")
+            assert api.post("/v1/orgs/acme/domains/x.com/renew", {"years": 1}, idempotency_key="k-1") == \
+                {"renewed": True}
+            assert server.seen == ["k-1", "k-1"]
+            server.seen.clear()
+            with pytest.raises(CliError):
+                api.post("/v1/orgs/acme/projects", {"name": "once"})
+            assert server.seen == [None]
+            api.close()
+        finally:
+            server.shutdown()
 
-    def server(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers.get("idempotency-key"))
-        if len(seen) % 2 == 1:
-            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
-        return httpx.Response(200, json={"renewed": True})
 
-    api = Api("http://svc.test", "token")
-    api.http = httpx.Client(base_url="http://svc.test", transport=httpx.MockTransport(server))
-    assert api.post("/v1/orgs/acme/domains/x.com/renew", {"years": 1}, idempotency_key="k-1") == {"renewed": True}
-    assert seen == ["k-1", "k-1"]
-    seen.clear()
-    with pytest.raises(CliError):
-        api.post("/v1/orgs/acme/projects", {"name": "once"})
-    assert seen == [None]
+def test_a_proxy_from_the_environment_is_used_as_httpx_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY carries the request (the full URL as its target); NO_PROXY names who goes direct."""
+    from svc.cli import transport
+
+    config = (200, {"content-type": "application/json"}, b'{"identityProvider": null}')
+    with FakeHttp(default=config) as proxy:
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
+                     "all_proxy", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        client = transport.Client("http://svc.invalid")
+        assert client.request("GET", "/v1/config", params={"a": 1}).json() == {"identityProvider": None}
+        assert [s.path for s in proxy.seen] == ["http://svc.invalid/v1/config"]
+        client.close()
+        monkeypatch.setenv("NO_PROXY", "svc.invalid")
+        direct = transport.Client("http://svc.invalid")
+        with pytest.raises(transport.ConnectFailed):  # .invalid never resolves: it went direct
+            direct.request("GET", "/v1/config")
+        assert len(proxy.seen) == 1
+
+
+def test_a_kept_alive_connection_the_server_closed_is_not_sent_on() -> None:
+    """The server closes an idle kept-alive connection (its keep-alive timeout) without saying so in
+    its answer: the next request, a POST that is never resent, goes on a new connection."""
+    from svc.cli.client import Api
+    from tests.support.wait import until_sync
+
+    closed: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # kept alive: no Connection: close in the answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            body = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True  # then closed, as an idle connection past its timeout is
+
+    class Server(ThreadingHTTPServer):
+        def shutdown_request(self, request: socket.socket) -> None:  # type: ignore[override]
+            super().shutdown_request(request)
+            closed.append(1)
+
+    with Server(("127.0.0.1", 0), Handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            api = Api(f"http://127.0.0.1:{server.server_address[1]}", "token")
+            assert api.post("/v1/things", {"n": 1}) == {"ok": True}
+            until_sync(lambda: closed, what="the server closing the connection")
+            assert api.post("/v1/things", {"n": 2}) == {"ok": True}
+            api.close()
+        finally:
+            server.shutdown()
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for localhost that no store trusts, and its key (PEM files)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_https_is_verified_against_the_trusted_certificates(tmp_path: Path) -> None:
+    """An https API whose certificate no trusted store vouches for is refused (a TLS error, exit 2);
+    trusted through SSL_CERT_FILE, the same server is spoken to."""
+    cert, key = _self_signed(tmp_path)
+    config = (200, {"content-type": "application/json"}, b'{"identityProvider": null}')
+    with FakeHttp(routes={("GET", "/v1/config"): config}) as api:
+        server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_side.load_cert_chain(cert, key)
+        port = int(api.url.rsplit(":", 1)[1])
+        with socket.create_server(("127.0.0.1", 0)) as tls:
+            # A TLS front on its own port, relaying each connection to the plain fake.
+            def relay() -> None:
+                while True:
+                    try:
+                        raw, _ = tls.accept()
+                    except OSError:
+                        return
+                    threading.Thread(target=_relay, args=(server_side, raw, port), daemon=True).start()
+
+            threading.Thread(target=relay, daemon=True).start()
+            url = f"https://localhost:{tls.getsockname()[1]}"
+            cli = Cli(url, tmp_path / "me")
+            r = cli.fails("connection_failed", "whoami", exit_code=2)
+            assert f"Cannot reach the svc API at {url}: the TLS handshake failed" in r.err
+            assert api.seen == []
+            cli.fails("not_signed_in", "whoami", env=cli.env(SSL_CERT_FILE=str(cert)))
+            assert [s.path for s in api.seen] == ["/v1/config"]
+
+
+def _relay(context: ssl.SSLContext, raw: socket.socket, port: int) -> None:
+    try:
+        conn = context.wrap_socket(raw, server_side=True)
+    except (ssl.SSLError, OSError):
+        raw.close()
+        return
+    with conn, socket.create_connection(("127.0.0.1", port)) as plain:
+        def back() -> None:
+            with contextlib.suppress(OSError):
+                while data := plain.recv(65536):
+                    conn.sendall(data)
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_WR)
+
+        t = threading.Thread(target=back, daemon=True)
+        t.start()
+        with contextlib.suppress(OSError):
+            while data := conn.recv(65536):
+                plain.sendall(data)
+        t.join()

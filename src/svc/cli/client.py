@@ -1,29 +1,24 @@
-"""The HTTP client of the `svc` command: one small wrapper over httpx, and the errors it raises.
+"""The HTTP client of the `svc` command: calls to the API (over svc.cli.transport), and the errors it raises.
 
-The client speaks to the API over HTTP only; it never imports the server's modules. httpx is
-imported when the first request is made, not when a command module is loaded, so `svc --help` and
-the errors found before any request start fast (see "Start-up time" in docs/cli.md).
+The client speaks to the API over HTTP only; it never imports the server's modules. The standard
+library's `http.client` is imported when the first request is made, not when a command module is
+loaded, so `svc --help` and the errors found before any request start fast (see "Start-up time" in
+docs/cli.md).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import typer
 
-from svc.cli import credentials
+from svc.cli import credentials, transport
 
 if TYPE_CHECKING:
-    import httpx
-
-# httpx's package imports its own command-line tool (click, rich, pygments: a third of svc's start-up)
-# unless that module is marked missing before httpx is first imported; svc never uses it.
-if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    from svc.cli.transport import Response
 
 DEFAULT_API_URL = "http://localhost:8080"
 USER_AGENT = "svc-cli/0.1"
@@ -99,18 +94,6 @@ def env_token() -> str | None:
     return token or None
 
 
-def _transport_error() -> type[Exception]:
-    import httpx
-
-    return httpx.TransportError
-
-
-def _dropped_connection() -> type[Exception]:
-    import httpx
-
-    return httpx.RemoteProtocolError
-
-
 def where_hint(base_url: str, origin: str, *, answered: bool = False) -> str:
     """How to point svc at the right server, naming where the address came from."""
     if answered:
@@ -130,11 +113,9 @@ def unreachable_reason(exc: BaseException, base_url: str) -> str:
     import socket
     import ssl
 
-    import httpx
-
-    if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+    if isinstance(exc, transport.ConnectTimeout):
         return f"no connection within {CONNECT_SECONDS:g} s (timeout)"
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, transport.ReadTimeout):
         return f"it accepted the connection but sent no answer within {READ_SECONDS:g} s (timeout)"
     seen: set[int] = set()
     cause: BaseException | None = exc
@@ -166,18 +147,13 @@ class Api:
     """Calls to one API address. `auth=False` calls send no credential (config, dev login, invite preview)."""
 
     def __init__(self, base_url: str, token: str | None, *, origin: str = FROM_DEFAULT) -> None:
-        import httpx  # here, not at the top: commands that fail before any request never load it
-
         self.base_url = base_url
         self.token = token
         self.origin = origin
-        # An http:// API is never spoken to over TLS (no redirects are followed), so its transport
-        # needs no certificate store: loading the CA bundle is a tenth of a command's start-up.
-        # A proxy from the environment still gets its own transport, with verification.
-        transport = httpx.HTTPTransport(verify=False) if base_url.startswith("http://") else None
-        self.http: httpx.Client = httpx.Client(
-            base_url=base_url, timeout=httpx.Timeout(READ_SECONDS, connect=CONNECT_SECONDS),
-            headers={"user-agent": USER_AGENT}, follow_redirects=False, transport=transport)
+        # Connections are opened at the first request (http.client is imported then); an http://
+        # API never loads a certificate store.
+        self.http = transport.Client(base_url, headers={"user-agent": USER_AGENT}, connect_seconds=CONNECT_SECONDS,
+                                     read_seconds=READ_SECONDS)
 
     @classmethod
     def for_context(cls, ctx: typer.Context) -> Api:
@@ -220,12 +196,12 @@ class Api:
         return self.request("DELETE", path, body=body)
 
     def raw(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-            token: str | None = None) -> httpx.Response:
+            token: str | None = None) -> Response:
         """One request whose answer the caller inspects itself (status, headers); transport errors still raise."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         try:
             return self.http.request(method, path, params=params, headers=headers)
-        except _transport_error() as exc:
+        except transport.TransportError as exc:
             raise unreachable(exc, self.base_url, self.origin) from None
 
     def request(self, method: str, path: str, *, body: Any = None, params: dict[str, Any] | None = None,
@@ -245,12 +221,12 @@ class Api:
             try:
                 r = self.http.request(method, path, json=body, params=params, headers=headers)
                 break
-            except _dropped_connection() as exc:
+            except transport.Dropped as exc:
                 # A kept-alive connection the server closed as this request went out: a request that
                 # changes nothing goes again, once, on a new connection (as urllib3 does).
                 if (method not in ("GET", "HEAD") and idempotency_key is None) or attempt == 2:
                     raise unreachable(exc, self.base_url, self.origin) from None
-            except _transport_error() as exc:
+            except transport.TransportError as exc:
                 raise unreachable(exc, self.base_url, self.origin) from None
         return decode(r, self.base_url, self.origin)
 
@@ -262,7 +238,7 @@ class Api:
                         hint="run `svc login` (or set SVC_TOKEN)")
 
 
-def _looks_like(r: httpx.Response) -> str:
+def _looks_like(r: Response) -> str:
     kind = r.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if "html" in kind:
         return "an HTML page"
@@ -271,18 +247,19 @@ def _looks_like(r: httpx.Response) -> str:
     return f"a body of type {kind}" if kind else "a body that is not JSON"
 
 
-def decode(r: httpx.Response, base_url: str | None = None, origin: str = FROM_DEFAULT) -> Any:
+def decode(r: Response, base_url: str | None = None, origin: str = FROM_DEFAULT) -> Any:
     """The JSON body of a 2xx answer; the Error envelope of anything else as an ApiError. An answer
     that no svc API gives (a redirect, an HTML page, a 4xx without the envelope) is `not_svc_api`."""
     if base_url is None:
-        base_url = str(r.request.url.copy_with(path="/", query=None, fragment=None)).rstrip("/")
+        parts = urlsplit(r.url)
+        base_url = f"{parts.scheme}://{parts.netloc}"
     if r.status_code == 204 or (r.is_success and not r.content):
         return None
     try:
         data = r.json()
     except ValueError:
         data = None
-    what = f"{r.request.method} {r.request.url.path}"
+    what = f"{r.method} {r.path}"
     if r.is_success:
         if data is None:
             raise not_svc_api(base_url, origin, f"{what} answered HTTP {r.status_code} with {_looks_like(r)}")

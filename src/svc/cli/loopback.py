@@ -96,10 +96,10 @@ class LoopbackLogin:
         except queue.Empty:
             return None
 
-    def _deliver(self, fields: dict[str, str]) -> tuple[int, bool, str, Outcome | None]:
+    def judge(self, fields: dict[str, str]) -> tuple[int, bool, str, Outcome | None]:
         """Judge one POSTed fragment: (HTTP status, accepted, message for the page, the outcome if final).
-        The handler hands the outcome over only after the page has its answer, so the command never
-        exits while the browser is still waiting for one."""
+        The handler hands the outcome over (hand_over) only after the page has its answer, so the
+        command never exits while the browser is still waiting for one."""
         with self._lock:
             if self._done.is_set():
                 return 409, False, "This sign-in is already finished; you can close this tab.", None
@@ -116,6 +116,10 @@ class LoopbackLogin:
                 return 400, False, message, None
             self._done.set()
             return 200, True, message, Outcome(fields=fields)
+
+    def hand_over(self, outcome: Outcome) -> None:
+        """Give the final outcome to wait()."""
+        self._results.put(outcome)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         login = self
@@ -170,12 +174,12 @@ class LoopbackLogin:
                     return
                 raw = self.rfile.read(length).decode("utf-8", errors="replace")
                 fields = {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items() if v}
-                status, ok, message, outcome = login._deliver(fields)
+                status, ok, message, outcome = login.judge(fields)
                 try:
                     self._json(status, ok, message)
                     self.wfile.flush()
                 finally:
                     if outcome is not None:
-                        login._results.put(outcome)
+                        login.hand_over(outcome)
 
         return Handler

@@ -2,7 +2,7 @@
 
 The client commands speak HTTP only. `svc serve` and `svc admin` import the server when they run,
 not before, so the client never loads the server's modules. Start-up is kept short (docs/cli.md, "Start-up time"):
-the command modules import only typer and the standard library at load time; httpx, rich and
+the command modules import only typer and the standard library at load time; http.client, rich and
 platformdirs are imported by the code that uses them, and help is click's plain text (Rich's help
 panels would cost more than the rest of `svc --help` together).
 """
@@ -12,12 +12,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from svc.cli import commands, output
 from svc.cli.client import DEFAULT_API_URL, FROM_DEFAULT, FROM_ENV, FROM_OPTION, CliError, CliState, normalize_url
+from svc.cli.plain import command_of
 
 app = typer.Typer(name="svc", help="svc: host small web projects on your own control plane.",
                   no_args_is_help=True, add_completion=False, rich_markup_mode=None)
@@ -62,8 +63,7 @@ def _serve(ctx: typer.Context) -> None:
 
     server = typer.Typer(add_completion=False, rich_markup_mode=None)
     server.command()(serve)
-    command = typer.main.get_command(server)
-    tidy(command)
+    command = command_of(server)
     command.main(args=list(ctx.args), prog_name="svc serve")
 
 
@@ -87,8 +87,7 @@ def _certs(ctx: typer.Context) -> None:
 
 def _run_group(group: typer.Typer, ctx: typer.Context, prog_name: str) -> None:
     """A group of server-side commands, loaded when it runs, given the rest of the command line."""
-    command = typer.main.get_command(group)
-    tidy(command)
+    command = command_of(group)
     command.main(args=list(ctx.args), prog_name=prog_name)
 
 
@@ -165,54 +164,8 @@ def build(names: list[str]) -> typer.Typer:
     return app
 
 
-class _AsItIs:
-    """Typer checks every parameter value with a pydantic TypeAdapter, built on first use; pydantic's
-    import alone is a quarter of `svc whoami`'s start-up. A string from the command line or the
-    environment, and a flag's True/False/None, need no checking, so those parameters get this
-    instead (tidy(), below). Should typer stop looking at `_runtime_param`, its own check runs
-    again: slower, not wrong."""
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        return value
-
-
-def _as_it_is(param: Any) -> bool:
-    """A single string, or a flag that no environment variable sets (click gives it True, False or None)."""
-    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-    if param.nargs != 1 or getattr(param, "multiple", False):
-        return False
-    if annotation is str:
-        return True
-    return annotation is bool and bool(getattr(param, "is_flag", False)) and not param.envvar
-
-
-def tidy(command: Any) -> None:
-    """Help that reads naturally: arguments and option values by their placeholder (`NAME`, `URL`),
-    with no `<str>`/`<bool>`/`<path>` type labels, and `NAME` rather than `{NAME}` in the usage line.
-    (Typer labels every parameter with its Python type; click's own help does not.) And string
-    parameters and flags skip typer's pydantic check (_AsItIs)."""
-    help_option = command.get_help_option(command.context_class(command))  # made once, kept by the command
-    for param in [*getattr(command, "params", []), *([help_option] if help_option is not None else [])]:
-        if param.param_type_name == "argument":
-            param.metavar = param.metavar or (param.name or "ARG").upper()
-
-            def usage(ctx: Any, p: Any = param) -> list[str]:
-                label = p.metavar + ("..." if p.nargs != 1 else "")
-                return [label if p.required else f"[{label}]"]
-
-            param.display_type_rich = lambda ctx: None
-            param.get_usage_pieces = usage
-        elif param.param_type_name == "option" and not param.is_flag and not param.count and param.metavar is None:
-            param.metavar = (param.name or "VALUE").upper()
-        if getattr(param, "_runtime_param", False) is None and _as_it_is(param):
-            param._runtime_param = _AsItIs()
-    for sub in getattr(command, "commands", {}).values():
-        tidy(sub)
-
-
 def main() -> None:
-    command = typer.main.get_command(build(_wanted(sys.argv[1:])))
-    tidy(command)
+    command = command_of(build(_wanted(sys.argv[1:])))
     try:
         command.main(prog_name="svc")
     except CliError as exc:

@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from svc.cli import bundle, output
+from svc.cli import bundle, output, transport
 from svc.cli.client import USER_AGENT, Api, ApiError, CliError, decode, seg, unreachable
 from svc.cli.commands.projects import (
     OrgOption,
@@ -99,7 +99,6 @@ def ensure_project(api: Api, org: str, name: str) -> dict[str, Any]:
 def upload(api: Api, path: str, body: IO[bytes], size: int, headers: dict[str, str]) -> dict[str, Any]:
     """POST the bundle file as a stream of chunks (never whole in memory), with its Content-Length and
     a progress bar in bytes."""
-    import httpx
     from rich.progress import (  # only when needed
         BarColumn,
         DownloadColumn,
@@ -118,8 +117,6 @@ def upload(api: Api, path: str, body: IO[bytes], size: int, headers: dict[str, s
 
     if not api.token:
         raise api.not_signed_in()
-    # Uploads may be large and the server unpacks before it answers: a generous bound on waiting.
-    timeout = httpx.Timeout(connect=10.0, read=300.0, write=300.0, pool=10.0)
     columns = (TextColumn("Uploading"), BarColumn(), DownloadColumn(), Speed(),
                TimeRemainingColumn(elapsed_when_finished=True))
     with Progress(*columns, console=output.err()) as progress:
@@ -131,10 +128,11 @@ def upload(api: Api, path: str, body: IO[bytes], size: int, headers: dict[str, s
                            "authorization": f"Bearer {api.token}", "content-type": "application/gzip",
                            "content-length": str(size), **headers}
         try:
-            r = api.http.post(path, content=chunks, headers=request_headers, timeout=timeout)
-        except httpx.ConnectError as exc:
+            # Uploads may be large and the server unpacks before it answers: a generous bound on waiting.
+            r = api.http.request("POST", path, content=chunks, headers=request_headers, read_seconds=300.0)
+        except transport.ConnectFailed as exc:
             raise unreachable(exc, api.base_url, api.origin) from None
-        except httpx.TransportError as exc:
+        except transport.TransportError as exc:
             raise CliError(f"The upload did not complete: {str(exc) or type(exc).__name__}", "upload_failed",
                            hint="the server may have refused the bundle early (e.g. over its size bound); "
                                 "try again") from None
@@ -244,8 +242,6 @@ def first_request(url: str) -> dict[str, Any]:
     import time
     from urllib.parse import urlsplit
 
-    import httpx
-
     parts = urlsplit(url)
     headers = {}
     host = (parts.hostname or "").lower()
@@ -255,8 +251,8 @@ def first_request(url: str) -> dict[str, Any]:
         url = parts._replace(netloc=f"127.0.0.1:{parts.port}" if parts.port else "127.0.0.1").geturl()
     started = time.monotonic()
     try:
-        status = httpx.get(url, headers=headers, timeout=10, follow_redirects=False).status_code
-    except httpx.HTTPError as exc:
+        status = transport.get(url, headers=headers, seconds=10).status_code
+    except transport.TransportError as exc:
         return {"error": str(exc) or type(exc).__name__}
     return {"status": status, "ms": round((time.monotonic() - started) * 1000)}
 

@@ -278,11 +278,7 @@ class _Steps:
 def _purchase(api: Api, path: str, body: dict[str, Any], steps: _Steps, again: str) -> dict[str, Any]:
     """POST the purchase in a thread; meanwhile read the history every POLL_SECONDS and print the
     steps done. The POST's answer, or its error raised here (`again`: the command that continues)."""
-    import httpx
-
-    from svc.cli.client import CONNECT_SECONDS
-
-    api.http.timeout = httpx.Timeout(PURCHASE_SECONDS, connect=CONNECT_SECONDS)
+    api.http.read_seconds = PURCHASE_SECONDS
     outcome: dict[str, Any] = {}
 
     def post() -> None:
