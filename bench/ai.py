@@ -8,7 +8,7 @@ completions, reporting usage) in a process of its own, answering each call after
 upstream called directly by this process (the peer), the rounds alternating the two:
 
 1. HTTP: the gateway's route (POST /v1/runtime/projects/{id}/ai/chat/completions) on svc's app
-   served as `svc serve` serves it (`svc.cli.serve.server_config`), SQLite, the runtime's token
+   served as `svc serve` serves it (`svc.operator.serve.server_config`), SQLite, the runtime's token
    set: every check, the worst case reserved, the call forwarded, the exact cost settled.
 2. env.ai: a real `svc serve` (edge, workerd) running examples/chat, its worker calling
    `env.ai.chat()`; the request goes through the edge to the worker, to svc's gateway, to the
@@ -70,7 +70,7 @@ def bundle(example: Path | None, manifest: dict[str, Any]) -> bytes:
 
 def serve_upstream(port_file: Path, delay_ms: float) -> None:
     from svc.adapters.ai.fake import FakeUpstream
-    from svc.cli.serve import serve_reporting_port, server_config
+    from svc.operator.serve import serve_reporting_port, server_config
 
     fake = FakeUpstream(api_key=KEY)
     fake.state.delay = delay_ms / 1000
@@ -85,7 +85,7 @@ def serve_upstream(port_file: Path, delay_ms: float) -> None:
 def serve_svc(port_file: Path, data_dir: Path, upstream: str) -> None:
     """svc's app with its AI lanes on the upstream and a runtime token, as `svc serve` serves it."""
     from svc.app import create_app, default_adapters
-    from svc.cli.serve import serve_reporting_port, server_config
+    from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     settings = Settings(data_dir=data_dir, enable_dev_auth=True, ai_frontier_url=upstream, ai_frontier_key=KEY,

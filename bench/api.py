@@ -46,7 +46,7 @@ def bare_body() -> dict[str, Any]:
 
 def serve(data_dir: Path, port_file: Path) -> None:
     from svc.app import create_app, default_adapters
-    from svc.cli.serve import serve_reporting_port, server_config
+    from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     settings = Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None)
@@ -57,7 +57,7 @@ def serve(data_dir: Path, port_file: Path) -> None:
     async def bare() -> dict[str, Any]:
         return body
 
-    # Exactly the server `svc serve` runs (src/svc/cli/serve.py), on a free port.
+    # Exactly the server `svc serve` runs (src/svc/operator/serve.py), on a free port.
     asyncio.run(serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file))
 
 

@@ -30,7 +30,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ENTRY = "import sys; from svc.cli.main import main; sys.exit(main())"
+ENTRY = "import sys; from svc.entry import main; sys.exit(main())"
 ME = {"user": {"id": "u1", "subject": "ann", "provider": "dev", "email": "ann@example.com", "name": "Ann"},
       "orgs": [{"slug": "ann", "name": "Ann", "role": "owner", "plan": "free", "personal": True}]}
 

@@ -42,7 +42,7 @@ ORG = "bench"
 
 def serve(data_dir: Path, port_file: Path, projects: int) -> None:
     from svc.app import create_app, default_adapters
-    from svc.cli.serve import serve_reporting_port, server_config
+    from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     settings = Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None, edge_enabled=False,

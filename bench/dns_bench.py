@@ -65,8 +65,8 @@ def serve(data_dir: Path, port_file: Path, dns_port: int, stages_file: Path) -> 
 
     from svc.adapters.nameserver.powerdns import PowerDnsNameserver
     from svc.app import create_app, default_adapters
-    from svc.cli.serve import serve_reporting_port, server_config
     from svc.domains.dns import jobs
+    from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     instrument(jobs, PowerDnsNameserver, stages_file)

@@ -4,7 +4,7 @@
 
 The registrar is svc's fake (svc.adapters.registrar.fake: a real HTTP server) in a process of its
 own, pinned with this process to core 1. svc is its app served as `svc serve` serves it
-(`svc.cli.serve.server_config`), SQLite, the worker running, SVC_REGISTRAR=fake with
+(`svc.operator.serve.server_config`), SQLite, the worker running, SVC_REGISTRAR=fake with
 SVC_REGISTRAR_URL naming that fake, and its managed PowerDNS (a purchase creates the domain's
 zone; SVC_TRUST_OWN_ZONES as `make run` sets it), all on core 0.
 
@@ -63,7 +63,7 @@ QUIET_TIMEOUT = 30.0
 
 def serve_registrar(port_file: Path) -> None:
     from svc.adapters.registrar.fake import FakeRegistrar
-    from svc.cli.serve import serve_reporting_port, server_config
+    from svc.operator.serve import serve_reporting_port, server_config
 
     fake = FakeRegistrar(api_key=KEY)
 
@@ -78,7 +78,7 @@ def serve_registrar(port_file: Path) -> None:
 def serve_svc(port_file: Path, data_dir: Path, registrar: str, dns_port: int, stages: Path) -> None:
     """svc's app on the fake registrar and its managed PowerDNS, as `svc serve` serves it."""
     from svc.app import create_app, default_adapters
-    from svc.cli.serve import serve_reporting_port, server_config
+    from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     instrument(stages)

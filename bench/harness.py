@@ -29,7 +29,7 @@ def machine() -> str:
 
 
 def wait_for_server(server: subprocess.Popen[bytes], port_file: Path) -> str:
-    """The base URL of a server started with `svc.cli.serve.serve_reporting_port`, once it answers."""
+    """The base URL of a server started with `svc.operator.serve.serve_reporting_port`, once it answers."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if server.poll() is not None:

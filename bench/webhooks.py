@@ -4,7 +4,7 @@ against a bare Standard Webhooks verification endpoint in the same server proces
     .venv/bin/python bench/webhooks.py [--seconds 5] [--rounds 3] [--concurrency 16] [--stores sqlite,postgres]
 
 The server is svc's app (SVC_BILLING=fake, a fixed webhook secret) run exactly as `svc serve` runs
-it (`svc.cli.serve.server_config`), on SQLite and on PostgreSQL (a fresh database on the machine's
+it (`svc.operator.serve.server_config`), on SQLite and on PostgreSQL (a fresh database on the machine's
 server, SVC_BENCH_PG, default postgresql://postgres@127.0.0.1:5432), with one route added to the
 same app: `POST /bench/verify`, which verifies the delivery with `standardwebhooks` and answers
 `{"applied": false}` (no store). That is the peer: the same HTTP server, request, body and
@@ -119,7 +119,7 @@ async def svc_rate(api: str, made: list[tuple[str, dict[str, str]]], seconds: fl
 def serve(data_dir: Path, port_file: Path, database_url: str) -> None:
     """The server process: svc's app as `svc serve` runs it, plus the peer's route."""
     from svc.app import create_app, default_adapters
-    from svc.cli.serve import serve_reporting_port, server_config
+    from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
     settings = Settings(data_dir=data_dir, enable_dev_auth=True, database_url=database_url or None,

@@ -12,8 +12,8 @@ import pytest
 import typer
 from typer.core import TyperGroup
 
-from svc.cli import admin
 from svc.cli.main import VERBS, build, groups
+from svc.operator import admin, commands
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -41,7 +41,10 @@ class DoesNotParse(Exception):
 def _parse(words: list[str]) -> None:
     """Parse the words as `svc` would, without running anything: every group and command named must
     exist and take the options and arguments given; DoesNotParse with click's words otherwise."""
-    command = typer.main.get_command(build([*VERBS, *groups()]))
+    app = build([*VERBS, *groups()])
+    if "serve" not in {c.name for c in app.registered_commands}:
+        commands.register(app)  # the server's commands, as the console script adds them
+    command = typer.main.get_command(app)
     ctx = command.context_class(command, info_name="svc")
     rest = list(words)
     while isinstance(command, TyperGroup):

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from svc.adapters.registrar import FakeRegistrar
-from svc.cli.main import main as svc_main
+from svc.entry import main as svc_main
 from tests.support.pdns import Pdns, clear_zones, free_dns_port
 from tests.support.ports import free_port
 from tests.support.wait import START_SECONDS
@@ -208,7 +208,7 @@ def run_process(args: list[str], env: dict[str, str], input: str = "", cwd: Path
 
 
 def run_in_process(args: list[str], env: dict[str, str], input: str = "", cwd: Path | None = None) -> Result:
-    """`svc ARGS` in this process, through the console script's entry point (svc.cli.main.main),
+    """`svc ARGS` in this process, through the console script's entry point (svc.entry.main),
     with exactly `env` as the environment, `input` on a piped standard input, `cwd` as the working
     directory; what it writes and its exit code, as run_process gives them. Not thread-safe (it
     swaps the process's streams and environment): the CLI tests are synchronous."""

@@ -103,9 +103,10 @@ def test_bad_api_url_is_a_usage_error(cli: Cli) -> None:
 
 def test_the_client_never_loads_the_server() -> None:
     """The client speaks HTTP only: importing it (and every command) pulls in no server module."""
-    code = ("import sys, svc.cli.main; "
+    code = ("import sys, svc.cli.main, svc.entry; "
             "print(' '.join(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy', 'uvicorn') "
-            "or m.startswith(('svc.app', 'svc.db', 'svc.domains', 'svc.models', 'svc.settings', 'svc.cli.serve'))))")
+            "or m.startswith(('svc.app', 'svc.db', 'svc.domains', 'svc.models', 'svc.settings', "
+            "'svc.operator.serve', 'svc.operator.admin'))))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=clean_env())
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == ""

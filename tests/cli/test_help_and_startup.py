@@ -64,7 +64,8 @@ def test_no_help_text_shows_a_type_label() -> None:
 
 _SAME_PARAMETERS = """
 import json, re, typer
-from svc.cli import admin, main, plain
+from svc.cli import main, plain
+from svc.operator import admin
 
 def params(cmd, path, out):
     found = [*cmd.params, cmd.get_help_option(cmd.context_class(cmd))]
@@ -76,7 +77,7 @@ def params(cmd, path, out):
 
 apps = {"svc": main.build([*main.VERBS, *main.groups()]), "svc admin": admin.app}
 server = typer.Typer(add_completion=False)
-server.command()(__import__("svc.cli.serve", fromlist=["serve"]).serve)
+server.command()(__import__("svc.operator.serve", fromlist=["serve"]).serve)
 apps["svc serve"] = server
 print(json.dumps({name: [params(typer.main.get_command(app), [name], {}),
                          params(plain.command_of(app), [name], {})] for name, app in apps.items()}))
@@ -107,13 +108,13 @@ def test_plain_parameters_hold_what_typer_made() -> None:
 _LOADED = """
 import sys
 sys.argv = ["svc", *sys.argv[1:]]
-from svc.cli.main import main
+from svc.entry import main
 try:
     main()
 except SystemExit:
     pass
 packages = {"httpx", "rich", "pydantic", "platformdirs", "fastapi", "sqlalchemy", "uvicorn"}
-server = ("svc.app", "svc.db", "svc.domains", "svc.models", "svc.settings", "svc.cli.serve", "svc.cli.loopback")
+server = ("svc.app", "svc.db", "svc.domains", "svc.models", "svc.settings", "svc.operator.serve", "svc.cli.loopback")
 loaded = list(sys.modules)
 found = {m.split(".")[0] for m in loaded if m.split(".")[0] in packages}
 found |= {s for s in server for m in loaded if m == s or m.startswith(s + ".")}

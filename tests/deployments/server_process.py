@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from svc.app import create_app, default_adapters
-from svc.cli.serve import serve_reporting_port, server_config
+from svc.operator.serve import serve_reporting_port, server_config
 from svc.settings import Settings
 
 

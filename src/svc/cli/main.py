@@ -1,7 +1,8 @@
-"""Entry point of the `svc` console script: the HTTP client commands, `svc serve` and `svc admin`.
+"""The client's commands of the `svc` console script (svc/entry.py adds the server's: serve, admin,
+certs, from svc.operator, which this package never imports).
 
-The client commands speak HTTP only. `svc serve` and `svc admin` import the server when they run,
-not before, so the client never loads the server's modules. Start-up is kept short (docs/cli.md, "Start-up time"):
+The client commands speak HTTP only; the server's commands import the server when they run, not
+before, so the client never loads the server's modules. Start-up is kept short (docs/cli.md, "Start-up time"):
 the command modules import only typer and the standard library at load time; http.client, rich and
 platformdirs are imported by the code that uses them, and help is click's plain text (Rich's help
 panels would cost more than the rest of `svc --help` together).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from collections.abc import Collection
 from typing import Annotated
 
 import typer
@@ -49,48 +51,6 @@ def groups() -> list[str]:
 
 _ROOT_OPTIONS_WITH_VALUE = ("--api-url",)
 
-# The rest of the command line, as typed, for the command that loads its own group: stopping at the
-# first word keeps a `--` for it (svc admin credit ORG -- -$1.25), which click would otherwise eat.
-_PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False,
-                "help_option_names": []}
-
-
-@app.command("serve", context_settings=_PASSTHROUGH, add_help_option=False,
-             help="Run svc: the control API and the background cycles (jobs, mail) in one process.",
-             short_help="Run the svc server (API, edge, background cycles).")
-def _serve(ctx: typer.Context) -> None:
-    from svc.cli.serve import serve  # the server, loaded only for this command
-
-    server = typer.Typer(add_completion=False, rich_markup_mode=None)
-    server.command()(serve)
-    command = command_of(server)
-    command.main(args=list(ctx.args), prog_name="svc serve")
-
-
-@app.command("admin", context_settings=_PASSTHROUGH, add_help_option=False,
-             help="Operator commands, run on the server against its state store (svc admin plan ORG pro|free).",
-             short_help="Operator commands on the server (plans).")
-def _admin(ctx: typer.Context) -> None:
-    from svc.cli.admin import app as admin  # the server's store, loaded only for this command
-
-    _run_group(admin, ctx, "svc admin")
-
-
-@app.command("certs", context_settings=_PASSTHROUGH, add_help_option=False,
-             help="The TLS certificates svc holds, on the server against its store (svc certs list).",
-             short_help="Operators: the TLS certificates svc holds.")
-def _certs(ctx: typer.Context) -> None:
-    from svc.cli.admin import certs_app  # the server's store, loaded only for this command
-
-    _run_group(certs_app, ctx, "svc certs")
-
-
-def _run_group(group: typer.Typer, ctx: typer.Context, prog_name: str) -> None:
-    """A group of server-side commands, loaded when it runs, given the rest of the command line."""
-    command = command_of(group)
-    command.main(args=list(ctx.args), prog_name=prog_name)
-
-
 def version() -> str:
     """The installed package's version (importlib.metadata), else the source tree's."""
     from importlib.metadata import PackageNotFoundError
@@ -124,9 +84,10 @@ def _root(
     ctx.obj = CliState(api_url=normalize_url(api_url), api_url_origin=origin)
 
 
-def _wanted(args: list[str]) -> list[str]:
-    """The client commands to load for these arguments: the one named (none for `svc serve`), else all
-    of them (the top-level help, a mistyped name that click should answer with the list)."""
+def _wanted(args: list[str], server_commands: Collection[str] = ()) -> list[str]:
+    """The client commands to load for these arguments: the one named (none for one of the server's
+    commands, `svc serve`), else all of them (the top-level help, a mistyped name that click should
+    answer with the list)."""
     i = 0
     while i < len(args):
         arg = args[i]
@@ -143,7 +104,7 @@ def _wanted(args: list[str]) -> list[str]:
     everything = [*VERBS, *groups()]
     if i >= len(args):
         return everything
-    if args[i] in ("serve", "admin", "certs"):
+    if args[i] in server_commands:
         return []
     return [args[i]] if args[i] in everything else everything
 
@@ -165,7 +126,14 @@ def build(names: list[str]) -> typer.Typer:
 
 
 def main() -> None:
-    command = command_of(build(_wanted(sys.argv[1:])))
+    """The client's commands alone (the console script is svc/entry.py's, with the server's too)."""
+    run()
+
+
+def run(server_commands: Collection[str] = ()) -> None:
+    """`app` with the client command these arguments name (or all), run on sys.argv; the names of
+    commands registered on `app` by the entry point are `server_commands`."""
+    command = command_of(build(_wanted(sys.argv[1:], server_commands)))
     try:
         command.main(prog_name="svc")
     except CliError as exc:
