@@ -37,7 +37,7 @@ lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/lint-imports
 	$(BIN)/deptry src
-	$(BIN)/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004 --known-first-party svc --known-first-party tests
+	$(BIN)/deptry tests bench --exclude '\.venv' --ignore DEP002,DEP004 --known-first-party svc --known-first-party tests --known-first-party lint
 
 types: setup
 	$(BIN)/mypy
