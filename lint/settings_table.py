@@ -19,6 +19,8 @@ from pydantic_core import PydanticUndefined
 from svc.areas import AREAS
 from svc.settings import AreaSettings, Settings
 
+ROOT = Path(__file__).resolve().parents[1]
+
 HEADER = """# Settings
 
 Every `SVC_*` variable svc reads, generated from the code that reads it (`python -m
@@ -52,6 +54,9 @@ def _default(info: FieldInfo) -> str:
     if isinstance(value, bool):
         return "`true`" if value else "`false`"
     if isinstance(value, Path):
+        # A default beside the code (an area's catalog) is named from the checkout, wherever it is.
+        if value.is_absolute() and value.is_relative_to(ROOT):
+            value = value.relative_to(ROOT)
         return f"`{value}`"
     return f"`{getattr(value, 'value', value)}`"
 

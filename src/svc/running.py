@@ -113,11 +113,15 @@ def serving(settings: Settings, adapters: Adapters | None, launch: Launch, regis
             for area in AREAS:
                 if area.lifespan is not None:
                     await running.enter_async_context(area.lifespan(ctx))
-            await components.start(ctx, launch, running)
-            # The job worker last: it stops first, its batch finished while the components still run.
+            # The job worker runs while the components start (their start takes seconds: the cycles
+            # are scheduled meanwhile, as they always were), and stops first, its batch finished
+            # while the components still run.
             worker = app.state.worker = Worker(ctx, registry)
-            if run_workers:
-                task = asyncio.create_task(worker.run(stop), name="svc-worker")
+            task = asyncio.create_task(worker.run(stop), name="svc-worker") if run_workers else None
+            if task is not None:
+                running.push_async_callback(_stopped, stop, task)  # a component that fails to start
+            await components.start(ctx, launch, running)
+            if task is not None:
                 running.push_async_callback(_stopped, stop, task)
             if freeze_startup:
                 # What start-up made (the app, its routes and templates, the ORM's mappers: some
