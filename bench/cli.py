@@ -30,7 +30,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ENTRY = "import sys; from svc.entry import main; sys.exit(main())"
+# The console script's entry point (svc.entry since the server's commands left the client; a tree
+# from before that has it in svc.cli.main).
+ENTRY = ("import sys\ntry:\n    from svc.entry import main\nexcept ImportError:\n"
+         "    from svc.cli.main import main\nsys.exit(main())")
 ME = {"user": {"id": "u1", "subject": "ann", "provider": "dev", "email": "ann@example.com", "name": "Ann"},
       "orgs": [{"slug": "ann", "name": "Ann", "role": "owner", "plan": "free", "personal": True}]}
 
