@@ -11,7 +11,8 @@ above the adapters)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,18 @@ class Component:
     banner: Callable[[Settings, Launch], Sequence[Line]] | None = None
     # The start-up errors it explains in one line instead of a traceback: type -> the line.
     explains: Mapping[type[Exception], Callable[[Exception], str]] = field(default_factory=dict)
+
+
+@contextlib.asynccontextmanager
+async def holding(ctx: Any, slot: str, adapter: Any, stop: Callable[[], Awaitable[Any]]) -> AsyncIterator[None]:
+    """What a component's `start` does with what it started: its adapter in its slot while the
+    serving process runs, then out of the slot (nothing reaches it any more) and stopped."""
+    setattr(ctx.adapters, slot, adapter)
+    try:
+        yield
+    finally:
+        setattr(ctx.adapters, slot, None)
+        await stop()
 
 
 def start_order(components: Sequence[Component]) -> list[Component]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from svc.adapters.billing import build_billing, forget_fake_billing, off_reason, start_fake_billing
 from svc.settings import Settings
-from svc.supervisor.component import Component, Launch, Line
+from svc.supervisor.component import Component, Launch, Line, holding
 
 
 @contextlib.asynccontextmanager
@@ -18,15 +18,15 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
     if settings.billing != "fake" or ctx.adapters.billing is not None:
         yield
         return
-    fake, ctx.adapters.billing = await start_fake_billing(settings, launch.api_url.rstrip("/") + "/v1/hooks/polar")
-    try:
-        yield
-    finally:
-        billing, ctx.adapters.billing = ctx.adapters.billing, None
-        if billing is not None:
-            await billing.aclose()
+    fake, client = await start_fake_billing(settings, launch.api_url.rstrip("/") + "/v1/hooks/polar")
+
+    async def stop() -> None:
+        await client.aclose()
         forget_fake_billing(settings)
         await fake.stop()
+
+    async with holding(ctx, "billing", client, stop):
+        yield
 
 
 def _banner(settings: Settings, launch: Launch) -> list[Line]:

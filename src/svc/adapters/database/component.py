@@ -9,7 +9,7 @@ from typing import Any
 
 from svc.adapters.database import database_plan, start_database
 from svc.settings import Settings
-from svc.supervisor.component import Component, Launch, Line
+from svc.supervisor.component import Component, Launch, Line, holding
 
 
 @contextlib.asynccontextmanager
@@ -18,14 +18,10 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
         yield
         return
     database = await start_database(ctx.settings)
-    ctx.adapters.database = database.node
     if database.off is not None:
         ctx.adapters.off["database"] = database.off
-    try:
+    async with holding(ctx, "database", database.node, database.stop):
         yield
-    finally:
-        ctx.adapters.database = None
-        await database.stop()
 
 
 def _banner(settings: Settings, launch: Launch) -> list[Line]:

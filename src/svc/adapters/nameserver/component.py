@@ -16,7 +16,7 @@ from svc.adapters.nameserver import (
     start_nameserver,
 )
 from svc.settings import Settings
-from svc.supervisor.component import Component, Launch, Line
+from svc.supervisor.component import Component, Launch, Line, holding
 
 
 def _off(settings: Settings) -> str | None:
@@ -46,12 +46,8 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
     if dns is None:
         yield
         return
-    ctx.adapters.nameserver = dns.nameserver
-    try:
+    async with holding(ctx, "nameserver", dns.nameserver, dns.stop):
         yield
-    finally:
-        ctx.adapters.nameserver = None
-        await dns.stop()
 
 
 def _banner(settings: Settings, launch: Launch) -> list[Line]:

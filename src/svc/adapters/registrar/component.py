@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from svc.adapters.registrar import build_registrar, off_reason, start_fake_registrar
-from svc.supervisor.component import Component, Launch
+from svc.supervisor.component import Component, Launch, holding
 
 
 @contextlib.asynccontextmanager
@@ -16,14 +16,14 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
     if ctx.settings.registrar != "fake" or ctx.adapters.registrar is not None:
         yield
         return
-    fake, ctx.adapters.registrar = await start_fake_registrar(ctx.settings)
-    try:
-        yield
-    finally:
-        registrar, ctx.adapters.registrar = ctx.adapters.registrar, None
-        if registrar is not None:
-            await registrar.aclose()
+    fake, client = await start_fake_registrar(ctx.settings)
+
+    async def stop() -> None:
+        await client.aclose()
         await fake.stop()
+
+    async with holding(ctx, "registrar", client, stop):
+        yield
 
 
 COMPONENT = Component(name="registrar", slot="registrar", build=build_registrar, off=off_reason, start=_start)
