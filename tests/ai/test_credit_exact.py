@@ -22,7 +22,6 @@ from svc.domains.ai.kinds import AIJob
 from svc.models import AICredit, AILedgerEntry, AIModelOverrun, AuditEvent, BillingEvent
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
-from svc.web.session import session_cookie_name
 from tests.ai.test_bounds import _cost, _worst
 from tests.ai.test_gateway import _call, _chat, _money, _ready, _stream
 from tests.support.api import Svc, assert_error, run_due_jobs
@@ -286,8 +285,7 @@ async def test_an_order_is_credited_what_it_paid_never_the_tier_for_less(billed:
 
     # The operator's billing page lists it, paid and not credited, until it is settled.
     async def operators_page() -> str:
-        page = svc.client()
-        page.cookies.set(session_cookie_name(svc.ctx.settings), (await svc.login("olga")).token)
+        page = svc.browser((await svc.login("olga")).token)
         html = (await page.get("/operator/billing")).text
         return html[html.index('id="unsettled-heading"'):html.index('id="deliveries-heading"')]
 

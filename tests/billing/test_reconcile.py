@@ -22,7 +22,6 @@ from svc.domains.billing.kinds import BillingJob
 from svc.models import BillingAccount, Org
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
-from svc.web.session import session_cookie_name
 from tests.support.api import Svc, User, run_due_jobs, running_svc
 from tests.support.billing import billed_svc, pay
 from tests.support.team import make_team
@@ -135,8 +134,7 @@ async def test_one_open_checkout_or_live_subscription_and_any_live_one_keeps_pro
     assert result.duplicate and result.plan == "pro" and first_sub in result.live
     assert "It pays for 2 live subscriptions" in result.words()
     olga = await svc.login("olga")
-    page = svc.client()
-    page.cookies.set(session_cookie_name(svc.ctx.settings), olga.token)
+    page = svc.browser(olga.token)
     html = (await page.get("/operator/billing")).text
     assert "Orgs paying twice" in html and first_sub in html and ">acme<" in html
 

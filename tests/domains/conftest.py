@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -27,12 +28,21 @@ async def registrar() -> AsyncIterator[FakeRegistrar]:
         await fake.stop()
 
 
-@pytest.fixture
-async def dsvc(dns_settings: Settings, pdns: Pdns, registrar: FakeRegistrar) -> AsyncIterator[Svc]:
+@contextlib.asynccontextmanager
+async def domains_svc(dns_settings: Settings, pdns: Pdns, registrar: FakeRegistrar, *,
+                      registrar_timeout: float) -> AsyncIterator[Svc]:
+    """svc on the suite's PowerDNS (its zones cleared) and the fake registrar, waiting for the
+    registrar `registrar_timeout` seconds at most."""
     await clear_zones(pdns)
     settings = dns_settings.model_copy(update={"registrar": "fake", "registrar_url": registrar.url,
-                                               "registrar_timeout_seconds": 2.0})
+                                               "registrar_timeout_seconds": registrar_timeout})
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     async with running_svc(settings, adapters) as running:
+        yield running
+
+
+@pytest.fixture
+async def dsvc(dns_settings: Settings, pdns: Pdns, registrar: FakeRegistrar) -> AsyncIterator[Svc]:
+    async with domains_svc(dns_settings, pdns, registrar, registrar_timeout=2.0) as running:
         yield running

@@ -15,17 +15,15 @@ import pytest
 from sqlalchemy import select
 
 from svc.adapters.registrar import FakeRegistrar
-from svc.app import default_adapters
 from svc.domains.domain_names import jobs
 from svc.jobs.registry import JobRun
 from svc.models import Notification
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
-from svc.web.session import session_cookie_name
-from tests.domains.conftest import CONTACT
+from tests.domains.conftest import CONTACT, domains_svc
 from tests.domains.test_purchase import charges
-from tests.support.api import Svc, User, assert_error, running_svc
-from tests.support.pdns import Pdns, clear_zones
+from tests.support.api import Svc, User, assert_error
+from tests.support.pdns import Pdns
 from tests.support.team import make_team
 from tests.support.wait import until
 
@@ -120,8 +118,7 @@ async def test_the_dashboards_renew_form_is_keyed_by_its_page(dsvc: Svc, registr
     dropped answer), it renews and charges once; the page shown again renews anew."""
     t = await make_team(dsvc)
     assert (await t.alice.client.post(D, json={"name": "form.com", "contact": CONTACT})).status_code == 201
-    page = dsvc.client()
-    page.cookies.set(session_cookie_name(dsvc.ctx.settings), t.alice.token)
+    page = dsvc.browser(t.alice.token)
 
     async def renew_form() -> dict[str, str]:
         html = (await page.get("/orgs/acme/domains/form.com")).text
@@ -168,12 +165,7 @@ async def test_renew_is_keyed_by_its_request(dsvc: Svc, registrar: FakeRegistrar
 @pytest.fixture
 async def patient_dsvc(dns_settings: Settings, pdns: Pdns, registrar: FakeRegistrar) -> AsyncIterator[Svc]:
     """dsvc waiting as long as the fake holds a call (dsvc gives up after 2 s)."""
-    await clear_zones(pdns)
-    settings = dns_settings.model_copy(update={"registrar": "fake", "registrar_url": registrar.url,
-                                               "registrar_timeout_seconds": 90.0})
-    adapters = default_adapters(settings)
-    adapters.nameserver = pdns.nameserver
-    async with running_svc(settings, adapters) as running:
+    async with domains_svc(dns_settings, pdns, registrar, registrar_timeout=90.0) as running:
         yield running
 
 

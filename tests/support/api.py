@@ -48,6 +48,14 @@ class Svc:
         self._clients.append(c)
         return c
 
+    def browser(self, token: str) -> httpx.AsyncClient:
+        """A client of the dashboard's pages, signed in as a browser is: the session cookie."""
+        from svc.web.session import session_cookie_name
+
+        c = self.client()
+        c.cookies.set(session_cookie_name(self.ctx.settings), token)
+        return c
+
     async def login(self, subject: str, *, email: str | None = None, name: str | None = None) -> User:
         body: dict[str, Any] = {"subject": subject}
         if email:
