@@ -7,6 +7,8 @@ a new one is covered without anyone listing its modules. Of an adapter, the chec
 may import only:
 
 - its port, `svc.adapters.<x>.port` (a `Protocol` and its value types, in svc's words);
+- its settings, `svc.adapters.<x>.settings` (the component's own settings class, which some areas
+  read: whether DNS is on, the git SSH port), a leaf like the port;
 - its package face, `svc.adapters.<x>` (its `__init__.py`), only while the face is a face of the
   port: it imports nothing of its own package but the port. A face that builds the concrete
   adapters (`build_billing`, `start_database`: most of them) is wiring, for svc.app alone;
@@ -37,11 +39,12 @@ class Breach:
     chain: tuple[str, ...] = ()
 
 
-def faces(graph: grimp.ImportGraph, adapters: str, port: str) -> set[str]:
-    """What of the adapters others may import: each adapter's port, its package face while that
-    imports nothing of its package but the port, and the root package while it imports no concrete
-    module."""
-    ports = {f"{adapter}.{port}" for adapter in graph.find_children(adapters)} & set(graph.modules)
+def faces(graph: grimp.ImportGraph, adapters: str, port: str, settings: str = "settings") -> set[str]:
+    """What of the adapters others may import: each adapter's port and its settings (the component's
+    own settings class, which areas read), its package face while that imports nothing of its
+    package but those, and the root package while it imports no concrete module."""
+    ports = {f"{adapter}.{name}" for adapter in graph.find_children(adapters) for name in (port, settings)}
+    ports &= set(graph.modules)
     allowed = set(ports)
     for adapter in graph.find_children(adapters):
         own = {m for m in graph.find_modules_directly_imported_by(adapter) if m.startswith(adapter + ".")}

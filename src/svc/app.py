@@ -15,29 +15,29 @@ from svc.context import Adapters
 from svc.errors import install_error_handlers
 from svc.jobs.registry import JobRegistry
 from svc.openapi import install_openapi
-from svc.running import read_area_settings, server_context, serving
-from svc.settings import AreaSettings, Settings
+from svc.running import read_config, server_context, serving
+from svc.settings import Config, OwnSettings, Settings
 from svc.supervisor.component import Launch
 from svc.web import install_dashboard
 from svc.web.guard import RequestGuard
 
-__all__ = ["MAX_JSON_BODY", "build_registry", "create_app", "default_adapters", "is_upload", "read_area_settings",
+__all__ = ["MAX_JSON_BODY", "build_registry", "create_app", "default_adapters", "is_upload", "read_config",
            "server_context"]
 
 MAX_JSON_BODY = 1024 * 1024
 
 
-def default_adapters(settings: Settings) -> Adapters:
+def default_adapters(config: Config) -> Adapters:
     """Each component's adapter as the settings make it (svc/components.py)."""
-    return components.build_adapters(settings)
+    return components.build_adapters(config)
 
 
-def build_registry(settings: Settings) -> JobRegistry:
+def build_registry(config: Config) -> JobRegistry:
     """Every area's job kinds and periodic cycles, as its manifest registers them."""
     registry = JobRegistry()
     for area in AREAS:
         if area.jobs is not None:
-            area.jobs(registry, settings)
+            area.jobs(registry, config)
     return registry
 
 
@@ -51,23 +51,27 @@ def _runtime_only(router: APIRouter) -> bool:
     return bool(paths) and all(path.startswith("/v1/runtime/") for path in paths)
 
 
-def create_app(settings: Settings, adapters: Adapters | None = None, *, run_workers: bool = True,
+def create_app(settings: Settings | Config, adapters: Adapters | None = None, *, run_workers: bool = True,
                registry: JobRegistry | None = None, run_edge: bool = False, edge_api: str | None = None,
                run_nameserver: bool = False, run_database: bool = False,
-               area_settings: Iterable[AreaSettings] = (), freeze_startup: bool = False) -> FastAPI:
-    """run_edge: start and supervise this process's worker runtime (workerd) and edge (nginx) when
-    settings.edge_enabled; edge_api is where they reach this API (http://host:port; default
-    SVC_PUBLIC_URL). run_nameserver: a private PowerDNS when none was handed in or configured and
-    pdns_server is installed. run_database: the projects' databases' node (SVC_PROJECT_DB_ADMIN_URL's
-    cluster, else a private one when PostgreSQL is installed). freeze_startup: the serving process's
+               own: Iterable[OwnSettings] = (), freeze_startup: bool = False) -> FastAPI:
+    """settings: the shared settings (the parts' own then read from the environment, but for those
+    in `own`), or a Config made with read_config. run_edge: start and supervise this process's
+    worker runtime (workerd) and edge (nginx) when SVC_EDGE_ENABLED; edge_api is where they reach
+    this API (http://host:port; default SVC_PUBLIC_URL). run_nameserver: a private PowerDNS when
+    none was handed in or configured and pdns_server is installed. run_database: the projects'
+    databases' node (SVC_PROJECT_DB_ADMIN_URL's cluster, else a private one when PostgreSQL is
+    installed). freeze_startup: the serving process's
     own (`svc serve`): what start-up made is kept out of the garbage collector's sight (gc.freeze)."""
+    # The parts' own settings are read (and checked) now, before anything starts.
+    config = settings if isinstance(settings, Config) else read_config(settings, own)
+    settings = config.settings
     processes = {"workers", "edge"} if run_edge else set()
     processes |= {"nameserver"} if run_nameserver else set()
     processes |= {"database"} if run_database else set()
     launch = Launch(api_url=edge_api or settings.public_url, processes=frozenset(processes))
-    # The areas' own settings are read (and checked) now, before anything starts.
-    lifespan = serving(settings, adapters, launch, registry or build_registry(settings),
-                       read_area_settings(area_settings), run_workers=run_workers, freeze_startup=freeze_startup)
+    lifespan = serving(config, adapters, launch, registry or build_registry(config), run_workers=run_workers,
+                       freeze_startup=freeze_startup)
     app = FastAPI(title="svc control API", version=__version__, lifespan=lifespan,
                   openapi_url="/v1/openapi.json", docs_url=None, redoc_url=None)
     install_error_handlers(app)

@@ -22,7 +22,7 @@ from svc.adapters.resolver.component import COMPONENT as resolver
 from svc.adapters.workers.component import COMPONENT as workers
 from svc.context import Adapters, AppContext
 from svc.edge.component import COMPONENT as edge
-from svc.settings import Settings
+from svc.settings import ComponentSettings, Config
 from svc.supervisor.component import Component, Launch, Line, start_order
 
 # The banner's order; the start order follows each component's `after`.
@@ -31,11 +31,14 @@ COMPONENTS: tuple[Component, ...] = (
 )
 
 
-def build_adapters(settings: Settings) -> Adapters:
+SETTINGS: tuple[type[ComponentSettings], ...] = tuple(c.settings for c in COMPONENTS if c.settings is not None)
+
+
+def build_adapters(config: Config) -> Adapters:
     """Each component's adapter as its settings make it (None: off, or started later), and why
     those that are off are."""
-    built = {c.slot: c.build(settings) for c in COMPONENTS if c.slot is not None and c.build is not None}
-    off = {c.name: why for c in COMPONENTS if c.off is not None and (why := c.off(settings)) is not None}
+    built = {c.slot: c.build(config) for c in COMPONENTS if c.slot is not None and c.build is not None}
+    off = {c.name: why for c in COMPONENTS if c.off is not None and (why := c.off(config)) is not None}
     return Adapters(**built, off=off)
 
 
@@ -44,7 +47,7 @@ def fill(ctx: AppContext) -> None:
     before anything runs (the areas' lifespans use them)."""
     for component in COMPONENTS:
         if component.fill and component.slot and component.build and getattr(ctx.adapters, component.slot) is None:
-            setattr(ctx.adapters, component.slot, component.build(ctx.settings))
+            setattr(ctx.adapters, component.slot, component.build(ctx.config))
 
 
 async def start(ctx: AppContext, launch: Launch, running: contextlib.AsyncExitStack) -> None:
@@ -55,13 +58,20 @@ async def start(ctx: AppContext, launch: Launch, running: contextlib.AsyncExitSt
             await running.enter_async_context(component.start(ctx, launch))
 
 
-def preflight(settings: Settings) -> str | None:
+async def beside(config: Config, adapters: Adapters, running: contextlib.AsyncExitStack) -> None:
+    """The adapters of the `svc serve` this command runs beside (svc admin), for as long as `running`."""
+    for component in COMPONENTS:
+        if component.beside is not None and component.slot and getattr(adapters, component.slot) is None:
+            await running.enter_async_context(component.beside(config, adapters))
+
+
+def preflight(config: Config) -> str | None:
     """Why svc cannot start (a port another program holds), checked before anything starts."""
-    return next((why for c in COMPONENTS if c.preflight is not None and (why := c.preflight(settings))), None)
+    return next((why for c in COMPONENTS if c.preflight is not None and (why := c.preflight(config))), None)
 
 
-def banner(settings: Settings, launch: Launch) -> list[Line]:
-    return [line for c in COMPONENTS if c.banner is not None for line in c.banner(settings, launch)]
+def banner(config: Config, launch: Launch) -> list[Line]:
+    return [line for c in COMPONENTS if c.banner is not None for line in c.banner(config, launch)]
 
 
 def explain(exc: BaseException) -> str | None:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from svc.db import Database
 from svc.models import Base
-from svc.settings import AreaSettings, Settings
+from svc.settings import Config, Own, OwnSettings, Settings
 
 if TYPE_CHECKING:
     from svc.adapters.acme.port import AcmeFactory
@@ -72,7 +72,6 @@ class Adapters:
     off: dict[str, str] = field(default_factory=dict)
 
 
-Own = TypeVar("Own", bound=AreaSettings)
 Kept = TypeVar("Kept")
 
 # What an area puts in a project's worker env (docs/workers.md, "Bindings"): name -> value (text,
@@ -148,8 +147,8 @@ class AppContext:
         """The areas' part of a billing reconcile of the org (AI credit: paid orders never credited)."""
         for reconcile in self.reconcilers:
             await reconcile(self, org_id)
-    # The areas' own settings, read once at start, by their class.
-    area_settings: dict[type[AreaSettings], AreaSettings] = field(default_factory=dict)
+    # The areas' and the components' own settings, read once at start, by their class.
+    own_settings: dict[type[OwnSettings], OwnSettings] = field(default_factory=dict)
     # What a module keeps between calls, one object of each class (state_of): this app's own, so
     # two apps in one process (the tests run several) share none of it.
     kept: dict[type[Any], Any] = field(default_factory=dict, repr=False)
@@ -162,12 +161,14 @@ class AppContext:
             found = self.kept[kind] = kind()
         return found
 
+    @property
+    def config(self) -> Config:
+        """The shared settings and the parts' own, as the components read them."""
+        return Config(self.settings, self.own_settings)
+
     def settings_of(self, kind: type[Own]) -> Own:
-        """An area's own settings (domains/<area>/settings.py), as read when svc started."""
-        found = self.area_settings.get(kind)
-        if not isinstance(found, kind):
-            raise RuntimeError(f"{kind.__name__} is not the settings of an area in svc/areas.py")
-        return found
+        """An area's or a component's own settings (its settings.py), as read when svc started."""
+        return self.config.settings_of(kind)
 
     @property
     def keys(self) -> Keyring:

@@ -17,7 +17,7 @@ from starlette.types import Scope
 
 from svc.context import AppContext, BindingSource, OrderHandler, OrgHolding, Reconciler, UnsettledSource
 from svc.jobs.registry import JobRegistry
-from svc.settings import AreaSettings, Settings
+from svc.settings import AreaSettings, Config
 from svc.web.dashboard import FramePart, NavLink
 
 __all__ = ["Area", "BindingSource", "FramePart", "NavLink", "OrgHolding"]
@@ -42,7 +42,7 @@ class Area:
     hints: Mapping[str, str] = field(default_factory=dict)
     # Registers its job kinds and periodic cycles, each with its transaction policy, and its part
     # in the phases of a project's teardown (registry.teardown_step: operations runs them).
-    jobs: Callable[[JobRegistry, Settings], None] | None = None
+    jobs: Callable[[JobRegistry, Config], None] | None = None
     # Its kinds of job (domains/<area>/kinds.py, a StrEnum of its own): what `jobs` registers, no more.
     job_kinds: type[StrEnum] | None = None
     # What an org holds in this area that blocks the org's deletion.

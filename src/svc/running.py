@@ -15,7 +15,6 @@ from typing import Any
 from fastapi import FastAPI
 
 from svc import components
-from svc.adapters.billing import running_fake_billing
 from svc.areas import AREAS
 from svc.auth.cache import AuthCache
 from svc.auth.invalidation import CacheKeeper
@@ -25,7 +24,7 @@ from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
 from svc.kit.crypto import Keyring, load_or_create_secret_key
 from svc.kit.files import PRIVATE_UMASK, make_private
-from svc.settings import AreaSettings, Settings
+from svc.settings import Config, OwnSettings, Settings
 from svc.supervisor.component import Launch
 
 log = logging.getLogger("svc")
@@ -37,19 +36,24 @@ RECONCILERS = tuple(area.reconcile for area in AREAS if area.reconcile is not No
 UNSETTLED = tuple(area.unsettled for area in AREAS if area.unsettled is not None)
 
 
-def read_area_settings(given: Iterable[AreaSettings] = ()) -> dict[type[AreaSettings], AreaSettings]:
-    """Every area's own settings, read from the environment once (a bad value raises pydantic's
-    ValidationError, which `svc serve` says in one line); `given` replaces some (the tests')."""
-    chosen = {type(own): own for own in given}
-    return {area.settings: chosen.get(area.settings) or area.settings() for area in AREAS if area.settings is not None}
+OWN_SETTINGS: tuple[type[OwnSettings], ...] = (
+    *(area.settings for area in AREAS if area.settings is not None), *components.SETTINGS)
 
 
-def app_context(settings: Settings, db: Database, adapters: Adapters,
-                area_settings: dict[type[AreaSettings], AreaSettings]) -> AppContext:
+def read_config(settings: Settings, given: Iterable[OwnSettings] = ()) -> Config:
+    """The shared settings with every area's and component's own, read from the environment once (a
+    bad value raises pydantic's ValidationError, which `svc serve` says in one line); `given`
+    replaces some (the tests')."""
+    chosen: dict[type[OwnSettings], OwnSettings] = {type(own): own for own in given}
+    return Config(settings, {kind: chosen.get(kind) or kind() for kind in OWN_SETTINGS} | chosen)
+
+
+def app_context(config: Config, db: Database, adapters: Adapters) -> AppContext:
     """The context every use case runs in, with what the areas declare in their manifests."""
+    settings = config.settings
     return AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
                       keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
-                      orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED, area_settings=area_settings)
+                      orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED, own_settings=config.own)
 
 
 async def keep_data_private(settings: Settings) -> None:
@@ -67,31 +71,25 @@ async def keep_data_private(settings: Settings) -> None:
 async def server_context(settings: Settings) -> AsyncIterator[AppContext]:
     """The state store (migrated) and adapters without the API, the worker or the edge: for the
     server-side commands an operator runs beside `svc serve` (`svc admin ...`)."""
+    config = read_config(settings)
     await keep_data_private(settings)
     db = open_database(settings)
-    adapters: Adapters | None = None
-    try:
+    async with contextlib.AsyncExitStack() as running:
+        running.push_async_callback(db.dispose)
         await migrate(db)
-        adapters = components.build_adapters(settings)
-        if settings.billing == "fake" and adapters.billing is None:
-            # The fake Polar of the `svc serve` beside this command, asked as Polar would be.
-            adapters.billing, why = running_fake_billing(settings)
-            if why is not None:
-                adapters.off["billing"] = why
-        yield app_context(settings, db, adapters, read_area_settings())
-    finally:
-        if settings.billing == "fake" and adapters is not None and adapters.billing is not None:
-            await adapters.billing.aclose()
-        await db.dispose()
+        adapters = components.build_adapters(config)
+        await components.beside(config, adapters, running)
+        yield app_context(config, db, adapters)
 
 
-def serving(settings: Settings, adapters: Adapters | None, launch: Launch, registry: JobRegistry,
-            area_settings: dict[type[AreaSettings], AreaSettings], *, run_workers: bool, freeze_startup: bool) -> Any:
+def serving(config: Config, adapters: Adapters | None, launch: Launch, registry: JobRegistry, *,
+            run_workers: bool, freeze_startup: bool) -> Any:
     """The serving process's lifespan, for FastAPI: everything starts before the first request and
     stops, in reverse, after the last."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
+        settings = config.settings
         await keep_data_private(settings)
         db = open_database(settings)
         auth_cache = AuthCache()
@@ -103,7 +101,7 @@ def serving(settings: Settings, adapters: Adapters | None, launch: Launch, regis
             await db.dispose()
             raise
         await migrate(db)
-        ctx = app_context(settings, db, adapters or components.build_adapters(settings), area_settings)
+        ctx = app_context(config, db, adapters or components.build_adapters(config))
         app.state.ctx, app.state.auth_cache, app.state.auth_keeper = ctx, auth_cache, keeper
         components.fill(ctx)
         stop = asyncio.Event()

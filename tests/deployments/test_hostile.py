@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import select
 
+from svc.domains.deployments.settings import DeploymentSettings
 from svc.models import Project
 from svc.settings import Settings
 from tests.deployments.conftest import Env, make_env
@@ -237,7 +238,7 @@ async def make_env_second(env: Env) -> Env:
 async def test_gzip_bomb_of_one_gigabyte_is_refused_at_the_bound(env: Env) -> None:
     """About 1 MB of gzip that inflates to 1 GiB, with svc's default bounds: refused with 413 once
     the inflated stream passes the unpacked bound, long before the end of the body."""
-    assert env.svc.ctx.settings.max_unpacked_bytes == 500 * 1024 * 1024
+    assert env.svc.ctx.settings_of(DeploymentSettings).max_unpacked_bytes == 500 * 1024 * 1024
     other = await make_env_second(env)
     assert (await other.deploy(bundles.site())).status_code == 201
     before = env.files()

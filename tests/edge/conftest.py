@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.context import AppContext
 from svc.edge import NginxEdge
 from svc.edge.component import EdgeRouting
@@ -52,7 +53,7 @@ async def started_edge(svc: Svc, check: FakeCheck) -> AsyncIterator[Running]:
     edge = NginxEdge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
     await edge.start()
     svc.ctx.edge = edge
-    http = EdgeHttp(svc.ctx.settings.edge_port)
+    http = EdgeHttp(svc.ctx.settings_of(EdgeSettings).edge_port)
     try:
         assert edge.process.running, edge.process.last_log()
         yield Running(svc=svc, edge=edge, http=http, check=check)

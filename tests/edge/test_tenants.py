@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from svc.adapters.edge.port import ServedCertificate
+from svc.adapters.edge.settings import EdgeSettings
 from svc.adapters.workers.workerd import find_workerd
 from svc.edge import NginxEdge
 from svc.edge.component import EdgeRouting
@@ -133,11 +134,11 @@ class Tenants:
 
     @property
     def port(self) -> int:
-        return self.svc.ctx.settings.edge_port
+        return self.svc.ctx.settings_of(EdgeSettings).edge_port
 
     @property
     def tls_port(self) -> int:
-        tls_port = self.svc.ctx.settings.edge_tls_port
+        tls_port = self.svc.ctx.settings_of(EdgeSettings).edge_tls_port
         assert tls_port is not None
         return tls_port
 
@@ -302,7 +303,7 @@ async def test_the_api_is_told_the_routed_host_and_the_edges_own_client_headers(
     await deploy(running.ctx, site, {"index.html": b"<h1>members</h1>", "secret.txt": SECRET})
     await set_access(running.ctx, site, "password")
     await running.edge.converge_now()
-    port, check = running.svc.ctx.settings.edge_port, running.check
+    port, check = running.svc.ctx.settings_of(EdgeSettings).edge_port, running.check
 
     # The check is asked about the host the request was routed by, the target's, with the edge's
     # own client headers.

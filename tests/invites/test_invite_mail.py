@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from svc.adapters.mail.settings import MailSettings
 from svc.kit.clock import utcnow
 from tests.invites.helpers import audit_rows, invite, listed, org_with_admin
 from tests.support.api import Svc
@@ -24,7 +25,7 @@ async def test_invite_mail_arrives_with_the_link_then_sent_at_is_set(mail_svc: S
     [received] = await sink.wait_for(1, to="bob@example.com")
     message = received.message
     assert message["To"] == "bob@example.com"
-    assert message["From"] == mail_svc.ctx.settings.mail_from
+    assert message["From"] == mail_svc.ctx.settings_of(MailSettings).mail_from
     assert "Acme Inc" in message["Subject"] and "Alice Admin" in message["Subject"]
     assert f"http://svc.test/invites/{created['token']}" in received.text
     assert "viewer" in received.text

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.domains.certificates.service import EdgeCertificates
 from svc.domains.deployments.service import site_of
 from svc.domains.projects.service import ProjectRoutes
 from svc.domains.workers.service import SteadySource, TrafficRecorder
 from svc.edge import INSTALL_HINT, EdgePortInUse, edge_address, edge_port_taken, start_edge
 from svc.kit.hosts import local_address
-from svc.settings import Settings
+from svc.settings import Config
 from svc.supervisor import find_binary, host_port
 from svc.supervisor.component import Component, Launch, Line
 
@@ -31,21 +32,23 @@ def _port_taken_words(address: str) -> str:
     return f"the edge port {address} is in use; stop what uses it or choose another with --edge-port"
 
 
-def _preflight(settings: Settings) -> str | None:
+def _preflight(config: Config) -> str | None:
+    settings = config.settings_of(EdgeSettings)
     # Else nginx would retry binding for seconds and exit, again and again (the start checks again).
-    if settings.edge_enabled and find_binary(settings.nginx_binary) is not None and edge_port_taken(settings):
-        return _port_taken_words(edge_address(settings))
+    if settings.edge_enabled and find_binary(settings.nginx_binary) is not None and edge_port_taken(config):
+        return _port_taken_words(edge_address(config))
     return None
 
 
 @contextlib.asynccontextmanager
 async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
-    settings: Settings = ctx.settings
+    config: Config = ctx.config
+    settings = config.settings_of(EdgeSettings)
     if "edge" not in launch.processes or not settings.edge_enabled:
         yield
         return
     runtime = ctx.adapters.runtime
-    edge = await start_edge(settings, EdgeRouting(ctx), api_url=launch.api_url, runtime=runtime,
+    edge = await start_edge(config, EdgeRouting(ctx), api_url=launch.api_url, runtime=runtime,
                             traffic=TrafficRecorder(ctx) if settings.edge_traffic_log else None,
                             certificates=EdgeCertificates(ctx) if settings.edge_tls_port else None)
     ctx.edge = edge
@@ -63,16 +66,17 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
             await edge.stop()
 
 
-def _banner(settings: Settings, launch: Launch) -> list[Line]:
+def _banner(config: Config, launch: Launch) -> list[Line]:
+    settings = config.settings_of(EdgeSettings)
     if not settings.edge_enabled:
         return [Line("edge", "off (SVC_EDGE_ENABLED=false): deployments are not served by this process")]
     nginx = find_binary(settings.nginx_binary)
     if nginx is None:
         return [Line("edge", f"OFF - nginx ({settings.nginx_binary}) was not found, so deployments are not served. "
                              f"To serve them, {INSTALL_HINT}.", alarm=True)]
-    sample = settings.edge_url(f"<project>-<org>.{settings.app_domain}")
+    sample = settings.edge_url(f"<project>-<org>.{config.settings.app_domain}")
     where = host_port(local_address(settings.edge_host), settings.edge_port)
-    return [Line("edge", f"{sample}/  (nginx {nginx} on {where}; log in {settings.data_dir / 'edge'})")]
+    return [Line("edge", f"{sample}/  (nginx {nginx} on {where}; log in {config.settings.data_dir / 'edge'})")]
 
 
 def _explain(exc: Exception) -> str:
@@ -80,5 +84,5 @@ def _explain(exc: Exception) -> str:
     return _port_taken_words(exc.address)
 
 
-COMPONENT = Component(name="edge", after=("workers",), start=_start, preflight=_preflight, banner=_banner,
-                      explains={EdgePortInUse: _explain}, processes=("nginx",))
+COMPONENT = Component(name="edge", settings=EdgeSettings, after=("workers",), start=_start, preflight=_preflight,
+                      banner=_banner, explains={EdgePortInUse: _explain}, processes=("nginx",))

@@ -39,7 +39,9 @@ from collections.abc import Collection
 from pathlib import Path
 
 from svc.adapters.edge.port import CertificateSource, EdgeChange, Route, RoutingSource, TrafficBatch, TrafficSink
+from svc.adapters.edge.settings import EdgeSettings
 from svc.adapters.workers.port import WorkerRuntime
+from svc.adapters.workers.settings import WorkerRuntimeSettings
 from svc.edge import tls
 from svc.edge.config import (
     EdgeLayout,
@@ -56,7 +58,7 @@ from svc.edge.traffic import TrafficLog, counts
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
-from svc.settings import Settings
+from svc.settings import Config
 from svc.supervisor import Port, PortInUse, host_port
 
 log = logging.getLogger("svc.edge")
@@ -87,12 +89,12 @@ class NginxEdge:
     """The Edge port with nginx. Reads the desired state through `routing` (the store's routing
     table, implemented by the projects area and handed in by svc.app): the edge imports no area."""
 
-    def __init__(self, settings: Settings, routing: RoutingSource, *, api_url: str, binary: str,
+    def __init__(self, config: Config, routing: RoutingSource, *, api_url: str, binary: str,
                  worker_processes: int = 1, runtime: WorkerRuntime | None = None,
                  traffic: TrafficSink | None = None, certificates: CertificateSource | None = None) -> None:
-        self.settings = settings
+        self.settings = settings = config.settings_of(EdgeSettings)
         self.routing = routing
-        data_dir = settings.data_dir.resolve()
+        data_dir = config.settings.data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
         self.layout = EdgeLayout(data_dir / "edge")
         self.options = EdgeOptions(listen_host=settings.edge_host, listen_port=settings.edge_port, api_url=api_url,
@@ -104,10 +106,10 @@ class NginxEdge:
                                    if runtime is not None else (),
                                    worker_sockets=runtime.steady_sockets() if runtime is not None else "",
                                    runtime_token=runtime.token if runtime is not None else "",
-                                   worker_timeout_seconds=settings.worker_timeout_seconds,
+                                   worker_timeout_seconds=config.settings_of(WorkerRuntimeSettings).worker_timeout_seconds,
                                    sites=data_dir / "sites",
                                    tls_port=settings.edge_tls_port if certificates is not None else None,
-                                   hsts_seconds=settings.edge_hsts_seconds, console_host=settings.console_host())
+                                   hsts_seconds=settings.edge_hsts_seconds, console_host=config.settings.console_host())
         # The certificates served on the TLS port (None: http only), the version written and the
         # table's lines nginx holds (tls.py).
         self.certificates = certificates

@@ -79,7 +79,7 @@ def plan(
 
 async def _set_plan(settings: Settings, slug: str, plan_: Plan) -> OrgMembership:
     async with server_context(settings) as ctx, unit_of_work(ctx) as uow:
-        return await orgs.set_plan(uow, slug=slug, plan=plan_, settings=settings)
+        return await orgs.set_plan(uow, slug=slug, plan=plan_, config=uow.ctx.config)
 
 
 certs_app = typer.Typer(name="certs", no_args_is_help=True, add_completion=False, rich_markup_mode=None,

@@ -15,10 +15,11 @@ from rich.markup import escape
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc import components
-from svc.app import create_app, read_area_settings
+from svc.adapters.edge.settings import EdgeSettings
+from svc.app import create_app, read_config
 from svc.auth.invalidation import StoreInUse, check_store_free
 from svc.kit.hosts import local_address
-from svc.settings import Settings
+from svc.settings import Config, Settings
 from svc.supervisor import find_binary, host_port
 from svc.supervisor.component import Launch
 
@@ -100,20 +101,23 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _settings(edge_port: int | None, edge_tls_port: int | None) -> Settings:
-    """The settings, every area's own among them, checked before anything starts, with the options'."""
+def _config(edge_port: int | None, edge_tls_port: int | None) -> Config:
+    """The settings, every area's and component's own among them, checked before anything starts,
+    with the options'."""
     try:
-        settings = Settings()
-        read_area_settings()
+        config = read_config(Settings())
     except ValidationError as exc:
         raise _fail(_bad_settings(exc)) from None
     given = {"edge_port": edge_port, "edge_tls_port": edge_tls_port}
-    return settings.model_copy(update={k: v for k, v in given.items() if v is not None})
+    edge = config.settings_of(EdgeSettings)
+    config.own[EdgeSettings] = edge.model_copy(update={k: v for k, v in given.items() if v is not None})
+    return config
 
 
-def _check(settings: Settings) -> None:
+def _check(config: Config) -> None:
     """What stops svc before anything is said: another svc on the same SQLite data, a port another
     program holds (else its process would exit, again and again), a setting at odds with another."""
+    settings = config.settings
     # Private from the start (the first start's check of the data dir then finds nothing to repair).
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     if settings.is_sqlite:
@@ -121,18 +125,19 @@ def _check(settings: Settings) -> None:
             check_store_free(settings.data_dir.resolve())
         except StoreInUse as exc:
             raise _fail(str(exc)) from None
-    why = components.preflight(settings)
+    why = components.preflight(config)
     if why is not None:
         raise _fail(why)
 
 
-def _banner(settings: Settings, launch: Launch, host: str, port: int) -> None:
+def _banner(config: Config, launch: Launch, host: str, port: int) -> None:
+    settings = config.settings
     store = "PostgreSQL" if not settings.is_sqlite else f"SQLite at {settings.data_dir / 'svc.sqlite3'}"
     api_url = f"http://{_display_host(host)}:{port}"
     console.print(f"[bold]svc[/bold] state store: {store}")
     console.print(f"dashboard: {api_url}/")
     console.print(f"API:       {api_url}/v1  (OpenAPI: {api_url}/v1/openapi.json, docs: {api_url}/docs)")
-    for line in components.banner(settings, launch):
+    for line in components.banner(config, launch):
         label = f"{line.label}:".ljust(10)
         shown = f"[bold red]{label}[/bold red]" if line.alarm else label
         console.print(f"{shown} {escape(line.text)}")
@@ -160,18 +165,18 @@ def serve(
     log_level: str = typer.Option("info", help="debug, info, warning or error"),
 ) -> None:
     """Run svc: the control API, the edge (nginx) and the background cycles (jobs, mail) in one process."""
-    settings = _settings(edge_port, edge_tls_port)
-    _check(settings)
+    config = _config(edge_port, edge_tls_port)
+    _check(config)
     # nginx and workerd reach the API on this address (auth_request checks, the /__svc/ pages).
     edge_api = f"http://{host_port(local_address(host), port)}"
-    edge = find_binary(settings.nginx_binary) is not None
-    app = _StartupErrors(create_app(settings, run_edge=edge, edge_api=edge_api, run_nameserver=True,
+    edge = find_binary(config.settings_of(EdgeSettings).nginx_binary) is not None
+    app = _StartupErrors(create_app(config, run_edge=edge, edge_api=edge_api, run_nameserver=True,
                                     run_database=True, freeze_startup=True))
-    _banner(settings, Launch(api_url=f"http://{_display_host(host)}:{port}"), host, port)
+    _banner(config, Launch(api_url=f"http://{_display_host(host)}:{port}"), host, port)
     _logging(log_level, app)
-    config = server_config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
+    served = server_config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug")
     try:
-        asyncio.run(uvicorn.Server(config).serve())
+        asyncio.run(uvicorn.Server(served).serve())
     except SystemExit:  # uvicorn exits when the startup failed
         if app.error is None:
             raise

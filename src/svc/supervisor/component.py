@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc.settings import Settings
+from svc.settings import ComponentSettings, Config
 
 
 @dataclass(frozen=True)
@@ -46,23 +46,29 @@ class Component:
     name: str
     # The field of context.Adapters it fills (None: it fills none of its own).
     slot: str | None = None
+    # Its own settings (settings.py beside its adapter), read when svc starts and checked then.
+    settings: type[ComponentSettings] | None = None
     # The adapter built from the settings when svc starts (None: off, or made by `start`).
-    build: Callable[[Settings], Any] | None = None
+    build: Callable[[Config], Any] | None = None
     # Built in the serving process when whoever made the adapters left it empty (a test's Adapters).
     fill: bool = False
     # Why it is off, in the banner's words (None: on); kept in Adapters.off for the area's pages.
-    off: Callable[[Settings], str | None] | None = None
+    off: Callable[[Config], str | None] | None = None
     # What it starts with the serving process (supervised processes, a fake provider), once the
     # components named in `after` have started; it puts its adapter in its slot, ready (its own
     # readiness probe has passed), and takes it out and stops everything as the context exits.
     start: Callable[[Any, Launch], AbstractAsyncContextManager[None]] | None = None
+    # For an operator's command beside a running `svc serve` (`svc admin ...`): fills its slot of the
+    # Adapters when `build` left it empty because the serving process starts the adapter's server
+    # (the fake Polar), for as long as the command runs.
+    beside: Callable[[Config, Any], AbstractAsyncContextManager[None]] | None = None
     after: Sequence[str] = ()
     # The programs it runs under the supervisor, as docs/architecture.md's picture names them.
     processes: Sequence[str] = ()
     # Checked before anything starts: why svc cannot start (a port another program holds), in one line.
-    preflight: Callable[[Settings], str | None] | None = None
+    preflight: Callable[[Config], str | None] | None = None
     # Its lines in `svc serve`'s banner.
-    banner: Callable[[Settings, Launch], Sequence[Line]] | None = None
+    banner: Callable[[Config, Launch], Sequence[Line]] | None = None
     # The start-up errors it explains in one line instead of a traceback: type -> the line.
     explains: Mapping[type[Exception], Callable[[Exception], str]] = field(default_factory=dict)
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from svc.adapters.acme.client import AcmeClient
 from svc.adapters.acme.port import Acme, AcmeFactory
-from svc.settings import Settings
+from svc.adapters.acme.settings import AcmeSettings
+from svc.settings import Config
 
 __all__ = ["acme_factory"]
 
 
-def acme_factory(settings: Settings) -> AcmeFactory | None:
+def acme_factory(config: Config) -> AcmeFactory | None:
     """The ACME client of SVC_ACME_DIRECTORY_URL for a stored account key; None when it is unset."""
+    settings = config.settings_of(AcmeSettings)
     url = settings.acme_directory_url
     if not url:
         return None

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from svc.adapters.ai import build_upstreams, describe, start_fake_upstream
-from svc.settings import Settings
+from svc.adapters.ai.settings import AiUpstreamSettings
+from svc.settings import Config
 from svc.supervisor.component import Component, Launch, Line
 
 
 @contextlib.asynccontextmanager
 async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
-    fake = await start_fake_upstream(ctx.settings, ctx.adapters.ai)
+    fake = await start_fake_upstream(ctx.config, ctx.adapters.ai)
     try:
         yield
     finally:
@@ -25,8 +26,9 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
             await fake.stop()
 
 
-def _banner(settings: Settings, launch: Launch) -> list[Line]:
-    return [Line("ai", describe(settings))]
+def _banner(config: Config, launch: Launch) -> list[Line]:
+    return [Line("ai", describe(config))]
 
 
-COMPONENT = Component(name="ai", slot="ai", build=build_upstreams, start=_start, banner=_banner)
+COMPONENT = Component(name="ai", settings=AiUpstreamSettings, slot="ai", build=build_upstreams, start=_start,
+                      banner=_banner)

@@ -11,8 +11,9 @@ from pydantic import SecretStr
 from svc.adapters.billing.fake import FakePolar
 from svc.adapters.billing.polar import PolarBilling
 from svc.adapters.billing.port import BillingProvider
+from svc.adapters.billing.settings import BillingProviderSettings
 from svc.kit.webhook_signatures import made_secret, standard_key
-from svc.settings import Settings
+from svc.settings import Config
 
 __all__ = ["FakePolar", "build_billing", "forget_fake_billing", "off_reason", "running_fake_billing",
            "start_fake_billing"]
@@ -22,9 +23,10 @@ __all__ = ["FakePolar", "build_billing", "forget_fake_billing", "off_reason", "r
 FAKE_ADDRESS = "fake-polar.json"
 
 
-def build_billing(settings: Settings) -> BillingProvider | None:
+def build_billing(config: Config) -> BillingProvider | None:
     """Polar with SVC_BILLING=polar and its token and product; None otherwise (fake: started later)."""
-    if settings.billing != "polar" or off_reason(settings) is not None:
+    settings = config.settings_of(BillingProviderSettings)
+    if settings.billing != "polar" or off_reason(config) is not None:
         return None
     assert settings.polar_access_token is not None and settings.polar_product_id is not None
     return PolarBilling(access_token=settings.polar_access_token.get_secret_value(),
@@ -34,8 +36,9 @@ def build_billing(settings: Settings) -> BillingProvider | None:
                         credit_product_id=settings.polar_credit_product_id)
 
 
-def off_reason(settings: Settings) -> str | None:
+def off_reason(config: Config) -> str | None:
     """Why billing is off, in the banner's words (None: it is on)."""
+    settings = config.settings_of(BillingProviderSettings)
     if settings.billing == "off":
         return "off (SVC_BILLING=off): plans are set by the operator with `svc admin plan`"
     if settings.billing_webhook_secret is None and settings.billing == "polar":
@@ -50,10 +53,11 @@ def off_reason(settings: Settings) -> str | None:
     return None
 
 
-async def start_fake_billing(settings: Settings, hook_url: str) -> tuple[FakePolar, PolarBilling]:
+async def start_fake_billing(config: Config, hook_url: str) -> tuple[FakePolar, PolarBilling]:
     """The fake Polar on a free port, and svc's Polar client pointed at it, which knows the secret
     the fake signs its webhooks with (SVC_BILLING_WEBHOOK_SECRET, else one made for this run, of
     the form it signs with)."""
+    settings = config.settings_of(BillingProviderSettings)
     form = settings.billing_webhook_secret_form
     secret = settings.billing_webhook_secret or SecretStr(made_secret(form))
     fake = FakePolar(webhook_secret=secret.get_secret_value(), secret_form=form, hook_url=hook_url)
@@ -61,29 +65,31 @@ async def start_fake_billing(settings: Settings, hook_url: str) -> tuple[FakePol
     client = PolarBilling(access_token=fake.access_token, product_id=fake.product_id, sandbox=True,
                           base_url=fake.url, timeout_seconds=settings.billing_timeout_seconds,
                           credit_product_id=fake.credit_product_id, webhook_secret=secret)
-    _fake_address(settings).write_text(json.dumps({
+    _fake_address(config.settings.data_dir).write_text(json.dumps({
         "url": fake.url, "accessToken": fake.access_token, "productId": fake.product_id,
         "creditProductId": fake.credit_product_id}))
     return fake, client
 
 
-def _fake_address(settings: Settings) -> Path:
-    return settings.data_dir / FAKE_ADDRESS
+def _fake_address(data_dir: Path) -> Path:
+    return data_dir / FAKE_ADDRESS
 
 
-def forget_fake_billing(settings: Settings) -> None:
+def forget_fake_billing(config: Config) -> None:
     """The fake stopped: nothing may ask it any more."""
-    _fake_address(settings).unlink(missing_ok=True)
+    _fake_address(config.settings.data_dir).unlink(missing_ok=True)
 
 
-def running_fake_billing(settings: Settings) -> tuple[PolarBilling | None, str | None]:
+def running_fake_billing(config: Config) -> tuple[PolarBilling | None, str | None]:
     """A client of the fake Polar that `svc serve` runs on this data directory (SVC_BILLING=fake),
     or why there is none, in the banner's words."""
+    data_dir = config.settings.data_dir
     try:
-        found = json.loads(_fake_address(settings).read_text())
+        found = json.loads(_fake_address(data_dir).read_text())
     except (OSError, ValueError):
         return None, ("off here: with SVC_BILLING=fake the fake Polar runs inside `svc serve`, and none runs "
-                      f"on {settings.data_dir} (start svc serve first)")
+                      f"on {data_dir} (start svc serve first)")
+    timeout = config.settings_of(BillingProviderSettings).billing_timeout_seconds
     return PolarBilling(access_token=found["accessToken"], product_id=found["productId"], sandbox=True,
-                        base_url=found["url"], timeout_seconds=settings.billing_timeout_seconds,
+                        base_url=found["url"], timeout_seconds=timeout,
                         credit_product_id=found.get("creditProductId")), None

@@ -7,30 +7,54 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from svc.adapters.billing import build_billing, forget_fake_billing, off_reason, start_fake_billing
-from svc.settings import Settings
+from svc.adapters.billing import (
+    build_billing,
+    forget_fake_billing,
+    off_reason,
+    running_fake_billing,
+    start_fake_billing,
+)
+from svc.adapters.billing.settings import BillingProviderSettings
+from svc.settings import Config
 from svc.supervisor.component import Component, Launch, Line, holding
 
 
 @contextlib.asynccontextmanager
 async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
-    settings: Settings = ctx.settings
-    if settings.billing != "fake" or ctx.adapters.billing is not None:
+    config: Config = ctx.config
+    if config.settings_of(BillingProviderSettings).billing != "fake" or ctx.adapters.billing is not None:
         yield
         return
-    fake, client = await start_fake_billing(settings, launch.api_url.rstrip("/") + "/v1/hooks/polar")
+    fake, client = await start_fake_billing(config, launch.api_url.rstrip("/") + "/v1/hooks/polar")
 
     async def stop() -> None:
         await client.aclose()
-        forget_fake_billing(settings)
+        forget_fake_billing(config)
         await fake.stop()
 
     async with holding(ctx, "billing", client, stop):
         yield
 
 
-def _banner(settings: Settings, launch: Launch) -> list[Line]:
-    reason = off_reason(settings)
+@contextlib.asynccontextmanager
+async def _beside(config: Config, adapters: Any) -> AsyncIterator[None]:
+    """The fake Polar of the `svc serve` beside this command, asked as Polar would be."""
+    if config.settings_of(BillingProviderSettings).billing != "fake":
+        yield
+        return
+    adapters.billing, why = running_fake_billing(config)
+    if why is not None:
+        adapters.off["billing"] = why
+    try:
+        yield
+    finally:
+        if adapters.billing is not None:
+            await adapters.billing.aclose()
+
+
+def _banner(config: Config, launch: Launch) -> list[Line]:
+    reason = off_reason(config)
+    settings = config.settings_of(BillingProviderSettings)
     if reason is not None:
         return [Line("billing", reason)]
     if settings.billing == "fake":
@@ -38,8 +62,8 @@ def _banner(settings: Settings, launch: Launch) -> list[Line]:
                                 f"webhooks at {launch.api_url}/v1/hooks/polar")]
     where = "Polar's sandbox" if settings.billing_sandbox else "Polar"
     return [Line("billing", f"{where}, product {settings.polar_product_id}; webhooks at "
-                            f"{settings.public_url}/v1/hooks/polar")]
+                            f"{config.settings.public_url}/v1/hooks/polar")]
 
 
-COMPONENT = Component(name="billing", slot="billing", build=build_billing, off=off_reason, start=_start,
-                      banner=_banner)
+COMPONENT = Component(name="billing", settings=BillingProviderSettings, slot="billing", build=build_billing,
+                      off=off_reason, start=_start, beside=_beside, banner=_banner)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from svc.adapters.blobs.port import BlobStore
-from svc.settings import Settings
+from svc.adapters.blobs.settings import BlobSettings
+from svc.settings import Config
 
 
-def build_blob_store(settings: Settings) -> BlobStore:
+def build_blob_store(config: Config) -> BlobStore:
     """The store `SVC_BLOB_STORE` names: "files" (default) or "s3" (needs SVC_S3_BUCKET)."""
+    settings = config.settings_of(BlobSettings)
     if settings.blob_store == "files":
         from svc.adapters.blobs.files import FileBlobStore
 
-        return FileBlobStore(settings.data_dir / "blobs")
+        return FileBlobStore(config.settings.data_dir / "blobs")
     if settings.blob_store == "s3":
         if not settings.s3_bucket:
             raise ValueError("SVC_BLOB_STORE=s3 needs SVC_S3_BUCKET")

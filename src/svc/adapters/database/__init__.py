@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 from svc.adapters.database.port import DatabaseEndpoint, DatabaseNode, DatabaseNodeError
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster, find_postgres
-from svc.settings import Settings
+from svc.adapters.database.settings import ProjectDbSettings
+from svc.settings import Config
 from svc.supervisor import PortInUse, ProcessError
 
 __all__ = ["DatabasePlan", "PrivateNode", "RunningDatabase", "database_plan", "start_database"]
@@ -28,7 +29,8 @@ class DatabasePlan:
     summary: str  # the banner's words
 
 
-def database_plan(settings: Settings) -> DatabasePlan:
+def database_plan(config: Config) -> DatabasePlan:
+    settings = config.settings_of(ProjectDbSettings)
     if not settings.project_db_enabled:
         return DatabasePlan("off", "off (SVC_PROJECT_DB_ENABLED=false): projects get no database")
     if settings.project_db_admin_url:
@@ -39,11 +41,13 @@ def database_plan(settings: Settings) -> DatabasePlan:
     if binary is None:
         return DatabasePlan("off", f"OFF - PostgreSQL's server was not found, so projects get no database. "
                                    f"To give them one, {INSTALL_HINT}.")
-    return DatabasePlan("private", f"a private PostgreSQL cluster ({binary}) in {settings.private_cluster_dir()}, "
+    where = settings.private_cluster_dir(config.settings.data_dir)
+    return DatabasePlan("private", f"a private PostgreSQL cluster ({binary}) in {where}, "
                                    "started with the first project database")
 
 
-def _node(settings: Settings, admin_url: str, description: str) -> PostgresNode:
+def _node(config: Config, admin_url: str, description: str) -> PostgresNode:
+    settings = config.settings_of(ProjectDbSettings)
     return PostgresNode(admin_url, svc_connections=settings.project_db_svc_connections, description=description)
 
 
@@ -52,7 +56,7 @@ class PrivateNode(PostgresNode):
     it was initialised before (projects hold databases on it), else at the first database a
     project asks for (a svc whose projects have none runs no PostgreSQL and makes no cluster)."""
 
-    def __init__(self, settings: Settings, cluster: PrivateCluster) -> None:
+    def __init__(self, settings: ProjectDbSettings, cluster: PrivateCluster) -> None:
         super().__init__("postgresql://", public_host="127.0.0.1", svc_connections=settings.project_db_svc_connections,
                          description=f"a private PostgreSQL cluster in {cluster.layout.root}")
         self.cluster = cluster
@@ -106,20 +110,22 @@ class RunningDatabase:
             await self.node.close()
 
 
-async def start_database(settings: Settings) -> RunningDatabase:
+async def start_database(config: Config) -> RunningDatabase:
     """The database node: the external cluster's, or a private cluster started now; why not, in
     words, when there is neither (the database routes then answer 503)."""
-    plan = database_plan(settings)
+    settings = config.settings_of(ProjectDbSettings)
+    plan = database_plan(config)
     if plan.mode == "off":
         return RunningDatabase(None, off=plan.summary.removeprefix("OFF - "))
     if plan.mode == "external":
         assert settings.project_db_admin_url is not None
-        return RunningDatabase(_node(settings, settings.project_db_admin_url, plan.summary))
+        return RunningDatabase(_node(config, settings.project_db_admin_url, plan.summary))
     binary = find_postgres()
     assert binary is not None
     user = settings.project_db_user if os.geteuid() == 0 else None
-    node = PrivateNode(settings, PrivateCluster(settings.private_cluster_dir().resolve(), binary, user=user,
-                                                  max_connections=settings.project_db_max_connections))
+    where = settings.private_cluster_dir(config.settings.data_dir).resolve()
+    node = PrivateNode(settings, PrivateCluster(where, binary, user=user,
+                                                max_connections=settings.project_db_max_connections))
     if node.initialised:
         try:
             await node.ready()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from svc.adapters.idp.port import IdentityProvider, IdpConfigError, IdpError, IdpIdentity, IdpUnavailable
-from svc.settings import Settings
+from svc.adapters.idp.settings import IdpSettings
+from svc.settings import Config
 
 __all__ = ["IdentityProvider", "IdpConfigError", "IdpError", "IdpIdentity", "IdpUnavailable",
            "build_identity_provider"]
 
 
-def build_identity_provider(settings: Settings) -> IdentityProvider | None:
+def build_identity_provider(config: Config) -> IdentityProvider | None:
     """The provider named by SVC_IDP_PROVIDER ("github" or "oidc"), or None when it is unset.
     A set but incomplete configuration is an error at start, never a broken login page later."""
+    settings = config.settings_of(IdpSettings)
     name = (settings.idp_provider or "").strip().lower()
     if not name:
         return None

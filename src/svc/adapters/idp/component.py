@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from svc.adapters.idp import build_identity_provider
+from svc.adapters.idp.settings import IdpSettings
 from svc.supervisor.component import Component
 
-COMPONENT = Component(name="idp", slot="idp", build=build_identity_provider)
+COMPONENT = Component(name="idp", settings=IdpSettings, slot="idp", build=build_identity_provider)

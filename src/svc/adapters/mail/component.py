@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.adapters.mail.port import MailSender
+from svc.adapters.mail.settings import MailSettings
 from svc.adapters.mail.smtp import SmtpSender
-from svc.settings import Settings
+from svc.settings import Config
 from svc.supervisor.component import Component, Launch, Line
 
 
-def build(settings: Settings) -> MailSender:
-    return SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(settings.mail_dir())
+def build(config: Config) -> MailSender:
+    settings = config.settings_of(MailSettings)
+    return SmtpSender(settings.smtp_url) if settings.smtp_url else EmlDirectorySender(config.settings.mail_dir())
 
 
-def _banner(settings: Settings, launch: Launch) -> list[Line]:
-    return [Line("mail", build(settings).description)]
+def _banner(config: Config, launch: Launch) -> list[Line]:
+    return [Line("mail", build(config).description)]
 
 
-COMPONENT = Component(name="mail", slot="mail", build=build, banner=_banner)
+COMPONENT = Component(name="mail", settings=MailSettings, slot="mail", build=build, banner=_banner)

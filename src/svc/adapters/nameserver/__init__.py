@@ -17,7 +17,8 @@ from svc.adapters.nameserver.process import (
     find_schema,
     pdns_spec,
 )
-from svc.settings import Settings
+from svc.adapters.nameserver.settings import NameserverSettings
+from svc.settings import Config
 from svc.supervisor import Port, ProcessError, find_binary, taken_port
 from svc.supervisor import host_port as dns_address
 
@@ -41,7 +42,8 @@ class NameserverPlan:
     binary: str | None = None
 
 
-def nameserver_plan(settings: Settings) -> NameserverPlan:
+def nameserver_plan(config: Config) -> NameserverPlan:
+    settings = config.settings_of(NameserverSettings)
     if not settings.dns_enabled:
         return NameserverPlan("off", "off (SVC_DNS_ENABLED=false): the DNS routes answer 503 dns_not_configured")
     if settings.pdns_api_url:
@@ -59,13 +61,14 @@ def nameserver_plan(settings: Settings) -> NameserverPlan:
                                      f"answer 503 dns_not_configured. To serve zones, {INSTALL_HINT}.")
     where = dns_address(settings.dns_host, settings.dns_port)
     return NameserverPlan("managed", f"PowerDNS ({binary}, managed) on {where}; data and log in "
-                                     f"{settings.data_dir / 'pdns'}", binary=binary)
+                                     f"{config.settings.data_dir / 'pdns'}", binary=binary)
 
 
-def build_nameserver(settings: Settings) -> PowerDnsNameserver | None:
+def build_nameserver(config: Config) -> PowerDnsNameserver | None:
     """The adapter of an external PowerDNS (SVC_PDNS_API_URL + SVC_PDNS_API_KEY), or None: the
     managed one exists only once `start_nameserver` has started it."""
-    if nameserver_plan(settings).mode != "external":
+    settings = config.settings_of(NameserverSettings)
+    if nameserver_plan(config).mode != "external":
         return None
     assert settings.pdns_api_url is not None and settings.pdns_api_key is not None
     return PowerDnsNameserver(settings.pdns_api_url, settings.pdns_api_key.get_secret_value(),
@@ -73,10 +76,11 @@ def build_nameserver(settings: Settings) -> PowerDnsNameserver | None:
                               description=f"PowerDNS at {settings.pdns_api_url} (external)")
 
 
-def dns_port_taken(settings: Settings) -> bool:
+def dns_port_taken(config: Config) -> bool:
     """Whether another program holds the managed pdns's DNS address, checked before anything
     starts. A pdns that a previous svc on this data dir left running does not count: it is replaced."""
-    return taken_port(pdns_spec(settings.pdns_binary, _layout(settings), _dns_port(settings))) is not None
+    settings = config.settings_of(NameserverSettings)
+    return taken_port(pdns_spec(settings.pdns_binary, _layout(config), _dns_port(config))) is not None
 
 
 @dataclass
@@ -91,15 +95,16 @@ class RunningNameserver:
         await self.nameserver.aclose()
 
 
-async def start_nameserver(settings: Settings) -> RunningNameserver | None:
+async def start_nameserver(config: Config) -> RunningNameserver | None:
     """Start and supervise the managed pdns when the settings call for it; None (the reason is in
     the banner, nameserver_plan) otherwise. Raises NameserverPortInUse when another program holds
     the DNS address: svc does not run beside a nameserver it cannot start (as with the edge)."""
-    plan = nameserver_plan(settings)
+    settings = config.settings_of(NameserverSettings)
+    plan = nameserver_plan(config)
     if plan.mode != "managed" or plan.binary is None:
         return None
-    layout = _layout(settings)
-    managed = ManagedPowerDns(plan.binary, layout, _dns_port(settings), soa_content=soa_content(settings))
+    layout = _layout(config)
+    managed = ManagedPowerDns(plan.binary, layout, _dns_port(config), soa_content=soa_content(config))
     try:
         # The key (and the db) exist from here on, also when the first start fails and is retried.
         layout.prepare()
@@ -115,14 +120,16 @@ async def start_nameserver(settings: Settings) -> RunningNameserver | None:
     return RunningNameserver(nameserver=nameserver, managed=managed)
 
 
-def soa_content(settings: Settings) -> str:
+def soa_content(config: Config) -> str:
     """The SOA of zones made without one: the first nameserver, the hostmaster, pdns's own serial."""
+    settings = config.settings_of(NameserverSettings)
     return f"{settings.nameserver_names[0]} {settings.hostmaster} 0 {SOA_TIMERS}"
 
 
-def _layout(settings: Settings) -> PdnsLayout:
-    return PdnsLayout(settings.data_dir.resolve() / "pdns")
+def _layout(config: Config) -> PdnsLayout:
+    return PdnsLayout(config.settings.data_dir.resolve() / "pdns")
 
 
-def _dns_port(settings: Settings) -> Port:
+def _dns_port(config: Config) -> Port:
+    settings = config.settings_of(NameserverSettings)
     return Port(settings.dns_host, settings.dns_port, ("udp", "tcp"))

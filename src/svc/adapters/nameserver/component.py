@@ -15,12 +15,13 @@ from svc.adapters.nameserver import (
     nameserver_plan,
     start_nameserver,
 )
-from svc.settings import Settings
+from svc.adapters.nameserver.settings import NameserverSettings
+from svc.settings import Config
 from svc.supervisor.component import Component, Launch, Line, holding
 
 
-def _off(settings: Settings) -> str | None:
-    plan = nameserver_plan(settings)
+def _off(config: Config) -> str | None:
+    plan = nameserver_plan(config)
     return plan.summary.removeprefix("OFF - ").rstrip(".") if plan.mode == "off" else None
 
 
@@ -29,9 +30,10 @@ def _port_taken_words(address: str) -> str:
             f"(or set SVC_DNS_ENABLED=false)")
 
 
-def _preflight(settings: Settings) -> str | None:
+def _preflight(config: Config) -> str | None:
+    settings = config.settings_of(NameserverSettings)
     # pdns would exit at once, again and again (the start checks again).
-    if nameserver_plan(settings).mode == "managed" and dns_port_taken(settings):
+    if nameserver_plan(config).mode == "managed" and dns_port_taken(config):
         return _port_taken_words(dns_address(settings.dns_host, settings.dns_port))
     return None
 
@@ -42,7 +44,7 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
         yield
         return
     # Raises NameserverPortInUse (one line in `svc serve`) when the DNS port is taken.
-    dns = await start_nameserver(ctx.settings)
+    dns = await start_nameserver(ctx.config)
     if dns is None:
         yield
         return
@@ -50,8 +52,9 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
         yield
 
 
-def _banner(settings: Settings, launch: Launch) -> list[Line]:
-    plan = nameserver_plan(settings)
+def _banner(config: Config, launch: Launch) -> list[Line]:
+    settings = config.settings_of(NameserverSettings)
+    plan = nameserver_plan(config)
     return [Line("dns", plan.summary, alarm=plan.mode == "off" and settings.dns_enabled)]
 
 
@@ -60,6 +63,6 @@ def _explain(exc: Exception) -> str:
     return _port_taken_words(exc.address)
 
 
-COMPONENT = Component(name="nameserver", slot="nameserver", build=build_nameserver, off=_off, start=_start,
-                      processes=("PowerDNS",),
-                      preflight=_preflight, banner=_banner, explains={NameserverPortInUse: _explain})
+COMPONENT = Component(name="nameserver", settings=NameserverSettings, slot="nameserver", build=build_nameserver,
+                      off=_off, start=_start, processes=("PowerDNS",), preflight=_preflight, banner=_banner,
+                      explains={NameserverPortInUse: _explain})

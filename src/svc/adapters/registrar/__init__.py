@@ -8,17 +8,19 @@ from svc.adapters.registrar.client import RegistrarClient
 from svc.adapters.registrar.dnsimple import DnsimpleRegistrar
 from svc.adapters.registrar.fake import FakeRegistrar
 from svc.adapters.registrar.port import Registrar
-from svc.settings import Settings
+from svc.adapters.registrar.settings import RegistrarSettings
+from svc.settings import Config
 
 __all__ = ["FakeRegistrar", "build_registrar", "off_reason", "start_fake_registrar"]
 
 
-def build_registrar(settings: Settings) -> Registrar | None:
+def build_registrar(config: Config) -> Registrar | None:
     """DNSimple, or a fake registrar already running at SVC_REGISTRAR_URL; None otherwise (off, or
     the fake `svc serve` starts itself)."""
+    settings = config.settings_of(RegistrarSettings)
     timeout = settings.registrar_timeout_seconds
     token = settings.registrar_token.get_secret_value() if settings.registrar_token else None
-    if settings.registrar == "dnsimple" and off_reason(settings) is None:
+    if settings.registrar == "dnsimple" and off_reason(config) is None:
         assert token is not None and settings.dnsimple_account_id is not None
         return DnsimpleRegistrar(token=token, account_id=settings.dnsimple_account_id,
                                  sandbox=settings.registrar_sandbox, timeout_seconds=timeout)
@@ -27,8 +29,9 @@ def build_registrar(settings: Settings) -> Registrar | None:
     return None
 
 
-def off_reason(settings: Settings) -> str | None:
+def off_reason(config: Config) -> str | None:
     """Why no registrar is configured, in the banner's words (None: there is one)."""
+    settings = config.settings_of(RegistrarSettings)
     if settings.registrar == "off":
         return "off (SVC_REGISTRAR=off): domains can be imported, not bought"
     if settings.registrar == "dnsimple" and (settings.registrar_token is None or not settings.dnsimple_account_id):
@@ -36,8 +39,9 @@ def off_reason(settings: Settings) -> str | None:
     return None
 
 
-async def start_fake_registrar(settings: Settings) -> tuple[FakeRegistrar, Registrar]:
+async def start_fake_registrar(config: Config) -> tuple[FakeRegistrar, Registrar]:
     """The fake registrar on a free port of this process, and a client of it."""
+    settings = config.settings_of(RegistrarSettings)
     fake = FakeRegistrar()
     await fake.start()
     return fake, RegistrarClient(fake.url, fake.api_key, timeout_seconds=settings.registrar_timeout_seconds)

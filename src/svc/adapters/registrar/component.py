@@ -8,15 +8,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from svc.adapters.registrar import build_registrar, off_reason, start_fake_registrar
+from svc.adapters.registrar.settings import RegistrarSettings
 from svc.supervisor.component import Component, Launch, holding
 
 
 @contextlib.asynccontextmanager
 async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
-    if ctx.settings.registrar != "fake" or ctx.adapters.registrar is not None:
+    if ctx.settings_of(RegistrarSettings).registrar != "fake" or ctx.adapters.registrar is not None:
         yield
         return
-    fake, client = await start_fake_registrar(ctx.settings)
+    fake, client = await start_fake_registrar(ctx.config)
 
     async def stop() -> None:
         await client.aclose()
@@ -26,4 +27,5 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
         yield
 
 
-COMPONENT = Component(name="registrar", slot="registrar", build=build_registrar, off=off_reason, start=_start)
+COMPONENT = Component(name="registrar", settings=RegistrarSettings, slot="registrar", build=build_registrar,
+                      off=off_reason, start=_start)

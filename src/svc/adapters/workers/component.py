@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.adapters.workers import start_runtime, workerd_binary
-from svc.settings import Settings
+from svc.adapters.workers.settings import WorkerRuntimeSettings
+from svc.settings import Config
 from svc.supervisor import find_binary, host_port
 from svc.supervisor.component import Component, Launch, Line
 
@@ -23,10 +25,11 @@ def address_of(api_url: str) -> str:
 
 @contextlib.asynccontextmanager
 async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
-    if "workers" not in launch.processes or not ctx.settings.edge_enabled or ctx.adapters.runtime is not None:
+    edge_on = ctx.settings_of(EdgeSettings).edge_enabled
+    if "workers" not in launch.processes or not edge_on or ctx.adapters.runtime is not None:
         yield
         return
-    runtime = await start_runtime(ctx.settings, api_address=address_of(launch.api_url))
+    runtime = await start_runtime(ctx.config, api_address=address_of(launch.api_url))
     ctx.adapters.runtime = runtime
     try:
         yield
@@ -37,15 +40,17 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
             await runtime.stop()
 
 
-def _banner(settings: Settings, launch: Launch) -> list[Line]:
-    if not settings.edge_enabled or find_binary(settings.nginx_binary) is None:
+def _banner(config: Config, launch: Launch) -> list[Line]:
+    settings, edge = config.settings_of(WorkerRuntimeSettings), config.settings_of(EdgeSettings)
+    if not edge.edge_enabled or find_binary(edge.nginx_binary) is None:
         return []  # nothing to serve them from: the edge's line says why
-    workerd = workerd_binary(settings)
+    workerd = workerd_binary(config)
     if workerd is None:
         return [Line("workers", "OFF - workerd was not found, so projects' workers do not run (their files are "
                                 "served). To run them, install it with `make setup` (npm).", alarm=True)]
     return [Line("workers", f"workerd {workerd} ({settings.worker_processes} processes and a checker; log in "
-                            f"{settings.data_dir / 'workers'})")]
+                            f"{config.settings.data_dir / 'workers'})")]
 
 
-COMPONENT = Component(name="workers", slot="runtime", start=_start, banner=_banner, processes=("workerd",))
+COMPONENT = Component(name="workers", settings=WorkerRuntimeSettings, slot="runtime", start=_start, banner=_banner,
+                      processes=("workerd",))

@@ -48,7 +48,7 @@ async def authorize_page(request: Request, uow: Uow, ctx: Ctx,
                                 status_code=303)
     request.state.viewer = principal
     try:
-        redirect = await service.authorize(uow, principal, to=host, next_path=path, settings=ctx.settings)
+        redirect = await service.authorize(uow, principal, to=host, next_path=path, config=ctx.config)
     except errors.NotOrgMember as err:
         return await render.render(request, "access/authorize_refused.html", status=403, title="Not a member",
                                    host=host, org_slug=(err.details or {}).get("org"))

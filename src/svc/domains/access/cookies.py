@@ -15,8 +15,9 @@ from datetime import datetime, timedelta
 
 from starlette.responses import Response
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.kit.crypto import Keyring
-from svc.settings import Settings
+from svc.settings import Config
 
 COOKIE_NAME = "svc_access"
 COOKIE_TTL = timedelta(hours=12)
@@ -68,7 +69,7 @@ def new_claims(*, project: str, host: str, mode: str, subject: str, generation: 
                   expires=int((now + COOKIE_TTL).timestamp()))
 
 
-def set_access_cookie(response: Response, value: str, settings: Settings) -> None:
+def set_access_cookie(response: Response, value: str, config: Config) -> None:
     """Host-only (no Domain attribute), so a cookie for one project never reaches another."""
     response.set_cookie(COOKIE_NAME, value, max_age=int(COOKIE_TTL.total_seconds()), path="/", httponly=True,
-                        samesite="lax", secure=settings.edge_public_scheme == "https")
+                        samesite="lax", secure=config.settings_of(EdgeSettings).edge_public_scheme == "https")

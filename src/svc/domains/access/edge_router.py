@@ -52,7 +52,7 @@ def _access_cookies(request: Request) -> list[str]:
 def _go_on(next_path: str, cookie: str | None = None, *, ctx: Ctx, status: int = 303) -> Response:
     response = RedirectResponse(next_path, status_code=status, headers=NO_STORE)
     if cookie is not None:
-        cookies.set_access_cookie(response, cookie, ctx.settings)
+        cookies.set_access_cookie(response, cookie, ctx.config)
     return response
 
 

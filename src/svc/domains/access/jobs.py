@@ -8,11 +8,11 @@ from typing import Any
 from svc.domains.access import service
 from svc.jobs.registry import JobRegistry, TeardownStep
 from svc.models import Operation, TeardownPhase
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import UnitOfWork
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.teardown_step(TeardownStep(TeardownPhase.grants, write=forget_grants))
 
 

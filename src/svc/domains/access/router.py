@@ -44,5 +44,5 @@ async def authorize(body: schemas.AccessAuthorizeRequest, principal: CurrentPrin
                     ctx: Ctx) -> schemas.AccessAuthorize:
     """The dashboard's authorize page calls this after sign-in: the redirect carries a one-time
     code (60 s) that the project host's /__svc/callback exchanges for its cookie."""
-    redirect = await service.authorize(uow, principal, to=body.to, next_path=body.next, settings=ctx.settings)
+    redirect = await service.authorize(uow, principal, to=body.to, next_path=body.next, config=ctx.config)
     return schemas.AccessAuthorize(redirect=redirect)

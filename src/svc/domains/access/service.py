@@ -17,6 +17,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from svc.adapters.edge.port import Route
+from svc.adapters.edge.settings import EdgeSettings
 from svc.auth.caller import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.access import cookies, errors, queries
@@ -32,7 +33,7 @@ from svc.kit.paths import safe_next
 from svc.kit.store_session import StoreSession
 from svc.kit.tokens import token_hash
 from svc.models import PROTECTED_ACCESS_MODES, AccessGrant, AccessMode, Project
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.access")
@@ -106,7 +107,7 @@ async def revoke_bypass(uow: UnitOfWork, access: OrgAccess, project: Project) ->
 
 @use_case(Tx.WRITE)  # a signed-in visit issues the one-time code at once, as an OAuth authorize does
 async def authorize(uow: UnitOfWork, principal: Principal, *, to: str, next_path: str,
-                    settings: Settings) -> str:
+                    config: Config) -> str:
     """The redirect to the host's /__svc/callback with a one-time code (60 s) for this user."""
     session = uow.session
     path = safe_next(next_path)
@@ -125,7 +126,7 @@ async def authorize(uow: UnitOfWork, principal: Principal, *, to: str, next_path
     await queries.add_grant(session, AccessGrant(code_hash=token_hash(code), host=host, user_id=principal.user.id,
                                                  next_path=path, created_at=now, expires_at=now + GRANT_TTL), now)
     log.info("access authorized: host=%s user=%s", host, principal.user.id)
-    return f"{settings.edge_url(host)}/__svc/callback?code={code}&next={quote(path, safe='/')}"
+    return f"{config.settings_of(EdgeSettings).edge_url(host)}/__svc/callback?code={code}&next={quote(path, safe='/')}"
 
 
 @dataclass(frozen=True)
@@ -158,12 +159,12 @@ async def exchange_code(uow: UnitOfWork, *, host: str, code: str | None) -> Exch
 # --- the edge's check ---
 
 
-def login_url(settings: Settings, route: Route, uri: str | None) -> str:
+def login_url(config: Config, route: Route, uri: str | None) -> str:
     """Where the edge sends a browser the check refused."""
     path = safe_next(uri) or "/"
     if route.access_mode == AccessMode.password:
-        return f"{settings.edge_url(route.host)}/__svc/password?next={quote(path, safe='/')}"
-    return (f"{settings.public_url}/access/authorize?to={quote(route.host, safe='')}"
+        return f"{config.settings_of(EdgeSettings).edge_url(route.host)}/__svc/password?next={quote(path, safe='/')}"
+    return (f"{config.settings.public_url}/access/authorize?to={quote(route.host, safe='')}"
             f"&next={quote(path, safe='/')}")
 
 
@@ -172,7 +173,7 @@ async def check(uow: UnitOfWork, *, host: str, uri: str | None, cookie_values: l
     """None when the request may pass (a public host, a valid bypass secret, or any one of the
     svc_access values the browser sent); else the login URL for the X-Svc-Login header. A host
     that leads to no project is HostNotRouted: the check fails closed."""
-    session, keys, settings = uow.session, uow.ctx.keys, uow.ctx.settings
+    session, keys, config = uow.session, uow.ctx.keys, uow.ctx.config
     route = await projects.route_for_host(uow, host)
     if route is None:
         raise errors.HostNotRouted(details={"host": host})
@@ -193,7 +194,7 @@ async def check(uow: UnitOfWork, *, host: str, uri: str | None, cookie_values: l
         # Org mode: the person must still be in the org, on every check.
         if await orgs.role_in(uow, route.org_id, claims.subject) is not None:
             return None
-    return login_url(settings, route, uri)
+    return login_url(config, route, uri)
 
 
 async def is_routed(uow: UnitOfWork, host: str) -> bool:

@@ -78,7 +78,7 @@ async def _reserve(uow: UnitOfWork, project_id: str, body: dict[str, Any], *, st
         raise errors.UnknownModel(details={"model": asked.model_id[:100]})
     if model.lane not in uow.ctx.adapters.ai:
         raise errors.Unavailable(details={"lane": model.lane})
-    limits = orgs.limits_of(uow.ctx.settings, subject.plan)
+    limits = orgs.limits_of(uow.ctx.config, subject.plan)
 
     estimate = -(-asked.prompt_bytes // 4)  # a token is about four bytes: the cap and the context are checked on it
     if limits.ai_max_input_tokens and estimate > limits.ai_max_input_tokens:

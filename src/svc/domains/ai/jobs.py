@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from svc.adapters.ai.settings import AiUpstreamSettings
 from svc.domains.ai import gateway, topups
 from svc.domains.ai.kinds import AIJob
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, use_case
 
 RELEASE_EVERY_SECONDS = 300.0
@@ -19,7 +20,7 @@ RELEASE_EVERY_SECONDS = 300.0
 ORDERS_EVERY_SECONDS = 3600.0
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.handler(AIJob.autotopup, autotopup)
     registry.cycle(AIJob.release_cycle, RELEASE_EVERY_SECONDS, release_cycle)
     registry.cycle(AIJob.orders_cycle, ORDERS_EVERY_SECONDS, orders_cycle)
@@ -49,6 +50,7 @@ async def autotopup(run: JobRun) -> None:
 async def release_cycle(run: JobRun) -> None:
     # A live call settles within the upstream's timeout (a stream may run longer: twice, and ten
     # minutes at least); a hold older than that belongs to a process that is gone.
-    longest = max(timedelta(minutes=10), timedelta(seconds=2 * run.ctx.settings.ai_timeout_seconds))
+    timeout = run.ctx.settings_of(AiUpstreamSettings).ai_timeout_seconds
+    longest = max(timedelta(minutes=10), timedelta(seconds=2 * timeout))
     await gateway.release_stale(run.uow, utcnow() - longest)
     await gateway.forget_usage(run.uow, utcnow() - timedelta(hours=25))

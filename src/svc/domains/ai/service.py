@@ -41,7 +41,7 @@ def catalog_view(uow: UnitOfWork) -> schemas.Catalog:
 async def status(uow: UnitOfWork, org: Org, project: Project) -> schemas.AIStatus:
     """The project's grant, the caps its org's plan sets (shown without a grant too), the org's
     balance and what the project spent in the last 24 hours (from the ledger)."""
-    limits = orgs.limits_of(uow.ctx.settings, org.plan)
+    limits = orgs.limits_of(uow.ctx.config, org.plan)
     credit = await queries.credit(uow.session, org.id)
     spent = await queries.spent_since(uow.session, project.id, utcnow() - timedelta(hours=24))
     return schemas.AIStatus(

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from svc.adapters.billing.port import BillingRejected, BillingUnavailable, ChargeDeclined, PaidOrder
+from svc.adapters.billing.settings import BillingProviderSettings
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext, Unsettled
 from svc.domains.ai import errors, queries, schemas
@@ -162,7 +163,7 @@ async def charge(uow: UnitOfWork, org_id: str, micro_cents: int, *, key: str, la
         paid = await asyncio.wait_for(
             provider.charge(customer_id=customer, cents=micro_cents // MICRO_CENTS_A_CENT,
                             metadata={"orgSlug": org.slug, "microCents": micro_cents, "autoTopup": True}, key=key),
-            timeout=uow.ctx.settings.billing_timeout_seconds)
+            timeout=uow.ctx.settings_of(BillingProviderSettings).billing_timeout_seconds)
     except ChargeDeclined as exc:
         await _stopped(uow, org, f"the provider declined the saved payment method ({exc})")
         return
@@ -276,7 +277,8 @@ async def reconcile_orders(ctx: AppContext, org_id: str) -> int:
     if slug is None:
         return 0
     try:
-        orders = await asyncio.wait_for(provider.paid_credit_orders(slug), timeout=ctx.settings.billing_timeout_seconds)
+        orders = await asyncio.wait_for(provider.paid_credit_orders(slug),
+                                        timeout=ctx.settings_of(BillingProviderSettings).billing_timeout_seconds)
     except (TimeoutError, BillingUnavailable, BillingRejected) as exc:
         log.warning("ai: the paid orders of %s: the provider did not answer (%s); next reconcile", slug,
                     exc or "no answer in time")

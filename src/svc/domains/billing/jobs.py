@@ -12,13 +12,13 @@ from svc.domains.billing.kinds import BillingJob
 from svc.domains.billing.reconcile import reconcile_org
 from svc.domains.billing.settings import BillingSettings
 from svc.jobs.registry import JobRegistry, JobRun
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, use_case
 
 log = logging.getLogger("svc.billing")
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.cycle(BillingJob.reconcile_cycle, BillingSettings().billing_reconcile_seconds, cycle)
     registry.handler(BillingJob.reconcile, reconcile)
 

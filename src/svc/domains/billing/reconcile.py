@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from svc.adapters.billing.port import PRO_STATUSES, BillingProvider, BillingRejected, Subscription
 from svc.adapters.billing.port import BillingUnavailable as ProviderUnavailable
+from svc.adapters.billing.settings import BillingProviderSettings
 from svc.domains.billing import errors, queries, subscriptions
 from svc.domains.orgs import service as orgs
 from svc.kit.clock import utcnow
@@ -80,7 +81,8 @@ async def bounded(uow: UnitOfWork, request: Awaitable[T], undone: str = "nothing
     """A provider call, bounded: no answer, a failure or a refusal is 502 billing_unavailable in
     words (a reconcile never takes it for "nothing to repair")."""
     try:
-        return await asyncio.wait_for(request, timeout=uow.ctx.settings.billing_timeout_seconds)
+        timeout = uow.ctx.settings_of(BillingProviderSettings).billing_timeout_seconds
+        return await asyncio.wait_for(request, timeout=timeout)
     except TimeoutError:
         raise errors.BillingUnavailable(f"The billing provider did not answer in time: {undone}; try again "
                                         f"in a minute") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from svc.adapters.billing.settings import BillingProviderSettings
 from svc.auth.roles import AdminAccess, ViewerAccess
 from svc.deps import Uow, api_router
 from svc.domains.billing import deliveries, errors, schemas, service
@@ -63,7 +64,7 @@ async def cancel(body: schemas.CancelRequest, access: AdminAccess, uow: Uow) -> 
                         501: {"description": "Billing is not configured on this svc (billing_off)",
                               "content": _ERROR}})
 async def polar_webhook(request: Request, uow: Uow) -> schemas.WebhookAnswer:
-    settings, billing = uow.ctx.settings, uow.ctx.adapters.billing
+    settings, billing = uow.ctx.settings_of(BillingProviderSettings), uow.ctx.adapters.billing
     secret = (billing.webhook_secret if billing is not None else None) or settings.billing_webhook_secret
     if billing is None or secret is None:
         raise errors.BillingOff()

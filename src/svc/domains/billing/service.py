@@ -20,6 +20,7 @@ from svc.adapters.billing.port import (
     NoSuchCustomer,
 )
 from svc.adapters.billing.port import BillingUnavailable as ProviderUnavailable
+from svc.adapters.billing.settings import BillingProviderSettings
 from svc.auth.roles import OrgAccess
 from svc.context import Unsettled
 from svc.domains.audit.service import record
@@ -30,7 +31,7 @@ from svc.domains.orgs import service as orgs
 from svc.kit import urls
 from svc.kit.clock import rfc3339, utcnow
 from svc.models import BillingAccount, BillingEvent, Org, Plan
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.billing")
@@ -46,7 +47,8 @@ def provider(uow: UnitOfWork) -> BillingProvider:
 async def call(uow: UnitOfWork, request: Any) -> Any:
     """A provider call, bounded: no answer in time (or a failure) is 502 billing_unavailable."""
     try:
-        return await asyncio.wait_for(request, timeout=uow.ctx.settings.billing_timeout_seconds)
+        timeout = uow.ctx.settings_of(BillingProviderSettings).billing_timeout_seconds
+        return await asyncio.wait_for(request, timeout=timeout)
     except (TimeoutError, ProviderUnavailable) as exc:
         log.warning("billing provider: %s", exc or "no answer in time")
         raise errors.BillingUnavailable() from None
@@ -60,12 +62,12 @@ async def call(uow: UnitOfWork, request: Any) -> Any:
 # --- what people see and do ---
 
 
-def status_view(org: Org, account: BillingAccount | None, settings: Settings, *, enabled: bool,
+def status_view(org: Org, account: BillingAccount | None, config: Config, *, enabled: bool,
                 sandbox: bool) -> BillingStatus:
     pro = org.plan == Plan.pro
     limits = {name: PlanLimitsView(projects=lim.projects, storage_bytes=lim.storage_bytes,
                                    mail_per_hour=lim.mail_per_hour, ai_max_output_tokens=lim.ai_max_output_tokens)
-              for name, lim in orgs.every_plan(settings).items()}
+              for name, lim in orgs.every_plan(config).items()}
     return BillingStatus(plan=Plan.pro if pro else Plan.free,
                          status=account.status if pro and account is not None else None,
                          period_end=account.current_period_end if account is not None and pro else None,
@@ -76,7 +78,7 @@ def status_view(org: Org, account: BillingAccount | None, settings: Settings, *,
 async def status(uow: UnitOfWork, access: OrgAccess) -> BillingStatus:
     found = uow.ctx.adapters.billing
     account = await queries.account(uow.session, access.org.id)
-    return status_view(access.org, account, uow.ctx.settings, enabled=found is not None,
+    return status_view(access.org, account, uow.ctx.config, enabled=found is not None,
                        sandbox=bool(found and found.sandbox))
 
 
@@ -207,7 +209,7 @@ async def cancel(uow: UnitOfWork, access: OrgAccess, cancel_: bool) -> BillingSt
                        "currency": next((sub.currency for sub in changed if sub.currency), None),
                        "periodEnd": rfc3339(changed[0].current_period_end) if changed[0].current_period_end else None,
                        "cancelAtPeriodEnd": cancel_, "by": _actor(access)})
-    return status_view(org, account, uow.ctx.settings, enabled=True, sandbox=billing.sandbox)
+    return status_view(org, account, uow.ctx.config, enabled=True, sandbox=billing.sandbox)
 
 
 # --- repairs (operators: svc admin billing) ---

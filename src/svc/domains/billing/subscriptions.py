@@ -137,7 +137,7 @@ async def _tell_over_limits(uow: UnitOfWork, org: Org) -> None:
     """A downgrade keeps everything: the org is told what is now over the free plan's limits (new
     projects are refused until it is under)."""
     settings = uow.ctx.settings
-    limit = orgs.limits_of(settings, Plan.free).projects
+    limit = orgs.limits_of(uow.ctx.config, Plan.free).projects
     count = await projects.count_in_org(uow, org.id)
     over = f" It has {count} projects, over the free plan's {limit}: they all keep running, and a new one " \
            f"can be created once it is under." if count > limit else ""

@@ -14,13 +14,13 @@ from svc.domains.certificates.settings import CertificateSettings
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import Certificate, CertificateKind, CertificateStatus
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 ORDER_LEASE = service.ORDER_LEASE
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.cycle(CertificateJob.cycle, CertificateSettings().certificate_check_seconds, cycle)
     registry.handler(CertificateJob.issue, issue)
     registry.handler(CertificateJob.ocsp, staple)

@@ -18,8 +18,10 @@ import random
 from datetime import datetime, timedelta
 
 from svc.adapters.acme.port import Acme, AcmeError, AcmeErrorKind, Issued, Method
+from svc.adapters.acme.settings import AcmeSettings
 from svc.adapters.edge.port import ServedCertificate
 from svc.adapters.nameserver.port import RRsetData
+from svc.adapters.nameserver.settings import NameserverSettings
 from svc.context import AppContext
 from svc.domains.certificates import caa, ocsp, queries
 from svc.domains.certificates.kinds import CertificateJob
@@ -73,7 +75,7 @@ def seal_context(name: str) -> str:
 async def acme_for(ctx: AppContext) -> Acme | None:
     """The ACME client with the account's key (made and sealed on first use); None: ACME is off."""
     make = ctx.adapters.acme
-    url = ctx.settings.acme_directory_url
+    url = ctx.settings_of(AcmeSettings).acme_directory_url
     if make is None or url is None:
         return None
     async with unit_of_work(ctx, Tx.READ) as uow:
@@ -95,7 +97,7 @@ async def caa_refusal(ctx: AppContext, acme: Acme, name: str) -> str | None:
     resolver = ctx.adapters.resolver
     if resolver is None:
         return None
-    identities = [i.strip().lower() for i in ctx.settings.acme_caa_identities.split(",") if i.strip()]
+    identities = [i.strip().lower() for i in ctx.settings_of(AcmeSettings).acme_caa_identities.split(",") if i.strip()]
     try:
         identities += [i for i in await acme.caa_identities() if i not in identities]
     except AcmeError:
@@ -118,7 +120,8 @@ class StoreSolver:
             nameserver = self.ctx.adapters.nameserver
             if nameserver is None:
                 raise AcmeError(AcmeErrorKind.rejected, "DNS-01 needs svc's nameserver, and DNS is off here")
-            await nameserver.ensure_zone(self._zone(), nameservers=self.ctx.settings.nameserver_names)
+            ours = self.ctx.settings_of(NameserverSettings).nameserver_names
+            await nameserver.ensure_zone(self._zone(), nameservers=ours)
             await nameserver.apply(self._zone(), replace=[RRsetData(name.rstrip(".") + ".", "TXT", CHALLENGE_TTL,
                                                                     (f'"{value}"',))], delete=[])
             return

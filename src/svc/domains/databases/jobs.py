@@ -18,13 +18,13 @@ from svc.domains.projects import service as projects
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
 from svc.models import DatabaseGeneration, GenerationKind, Operation, TeardownPhase
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.databases")
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     own = DatabaseSettings()
     registry.cycle(DatabaseJob.cycle, own.database_backup_seconds, cycle)
     registry.handler(DatabaseJob.generation, take_generation)

@@ -10,7 +10,7 @@ from svc.adapters.database.port import CeilingReached, DatabaseNode, DatabaseNod
 from svc.context import AppContext
 from svc.domains.databases import errors
 from svc.domains.orgs import service as orgs
-from svc.settings import Settings
+from svc.settings import Config
 
 
 def node_of(ctx: AppContext) -> DatabaseNode:
@@ -34,10 +34,10 @@ def answering() -> Iterator[None]:
         raise errors.NodeUnavailable(str(exc)) from None
 
 
-def limits_for(settings: Settings, plan: str) -> ProjectLimits:
+def limits_for(config: Config, plan: str) -> ProjectLimits:
     """The plan's database limits as the node holds them: each token user takes an even share of
     half the ceiling (at least one), so the role keeps the other half for env.db and the tunnel."""
-    own = orgs.limits_of(settings, plan)
+    own = orgs.limits_of(config, plan)
     return ProjectLimits(connections=own.db_connections,
                          token_connections=max(1, own.db_connections // (2 * own.db_token_users)),
                          statement_seconds=own.db_statement_seconds,

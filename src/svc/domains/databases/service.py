@@ -87,7 +87,7 @@ async def create_database(uow: UnitOfWork, access: OrgAccess, project: Project) 
     node = node_of(ctx)
     row = await queries.grant(uow.session, project.id)
     password = password_of(ctx, row) if row is not None else secrets.token_urlsafe(24)
-    limits = limits_for(ctx.settings, access.org.plan)
+    limits = limits_for(ctx.config, access.org.plan)
     await uow.close_reads()
     await _provision(node, project.id, password, limits)
     if row is not None:
@@ -141,8 +141,8 @@ async def create_token(uow: UnitOfWork, access: OrgAccess, project: Project,
     node = node_of(uow.ctx)
     await _grant(uow, project)
     now = utcnow()
-    limits = limits_for(uow.ctx.settings, access.org.plan)
-    allowed = orgs.limits_of(uow.ctx.settings, access.org.plan).db_token_users
+    limits = limits_for(uow.ctx.config, access.org.plan)
+    allowed = orgs.limits_of(uow.ctx.config, access.org.plan).db_token_users
     held = await queries.count_tokens(uow.session, project.id, now=now)
     if held >= allowed:
         raise errors.TooManyTokens(f"This project holds {held} token users, its plan's most; delete one or let it "

@@ -41,8 +41,8 @@ async def turn(uow: UnitOfWork) -> Watched | None:
     await uow.close_reads()
     if node is None or not plans:  # no project has a database: a private cluster is not started for this
         return None
-    settings = uow.ctx.settings
-    limits = {project_id: limits_for(settings, plan) for project_id, plan in plans.items()}
+    config = uow.ctx.config
+    limits = {project_id: limits_for(config, plan) for project_id, plan in plans.items()}
     try:
         restored = await node.restore_passwords(passwords)
     except DatabaseNodeError as exc:
@@ -52,7 +52,7 @@ async def turn(uow: UnitOfWork) -> Watched | None:
             log.warning("database watchdog: the role of project %s had a password that is not svc's (changed by "
                         "one of its sessions): svc's is set again and the role's sessions are ended", project_id)
     try:
-        watched = await node.watch(limits, default=limits_for(settings, Plan.free))
+        watched = await node.watch(limits, default=limits_for(config, Plan.free))
     except DatabaseNodeError as exc:
         log.warning("database watchdog: %s", exc)
         return None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from svc.context import AppContext
 from svc.domains.deployments import jobs, kinds, pages, router, service
+from svc.domains.deployments.settings import DeploymentSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
@@ -22,6 +23,7 @@ async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
 
 AREA = Area(
     name="deployments",
+    settings=DeploymentSettings,
     routers=(router.router,),
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",

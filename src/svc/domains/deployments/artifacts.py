@@ -28,9 +28,10 @@ from svc.context import AppContext
 from svc.domains.deployments.bundle import Extractor, Limits
 from svc.domains.deployments.errors import ArtifactCorrupt
 from svc.domains.deployments.kinds import DeploymentJob
+from svc.domains.deployments.settings import DeploymentSettings
 from svc.kit.clock import utcnow
 from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, unit_of_work
 
 log = logging.getLogger("svc.deployments")
@@ -62,9 +63,10 @@ def site_dir(ctx: AppContext, digest: str) -> Path:
     return sites_root(ctx) / digest_hex(digest)
 
 
-def limits(settings: Settings) -> Limits:
-    return Limits(compressed=settings.max_bundle_bytes, unpacked=settings.max_unpacked_bytes,
-                  entries=settings.max_bundle_entries)
+def limits(config: Config) -> Limits:
+    rules = config.settings_of(DeploymentSettings)
+    return Limits(compressed=rules.max_bundle_bytes, unpacked=rules.max_unpacked_bytes,
+                  entries=rules.max_bundle_entries)
 
 
 def new_staging(ctx: AppContext) -> Path:
@@ -73,8 +75,8 @@ def new_staging(ctx: AppContext) -> Path:
     return path
 
 
-def new_tmp_file(settings: Settings, prefix: str) -> Path:
-    directory = settings.tmp_dir()
+def new_tmp_file(config: Config, prefix: str) -> Path:
+    directory = config.settings.tmp_dir()
     directory.mkdir(parents=True, exist_ok=True)
     return directory / partial_name(prefix, ".tar.gz")
 
@@ -176,11 +178,11 @@ async def ensure_site(ctx: AppContext, digest: str) -> Path:
     dest = site_dir(ctx, digest)
     if dest.is_dir():
         return dest
-    bundle = new_tmp_file(ctx.settings, "fetch")
+    bundle = new_tmp_file(ctx.config, "fetch")
     staging = new_staging(ctx)
     try:
         await ctx.blobs.get_to_file(blob_key(digest), bundle)
-        files = await asyncio.to_thread(unpack_file, bundle, staging, limits(ctx.settings), digest)
+        files = await asyncio.to_thread(unpack_file, bundle, staging, limits(ctx.config), digest)
         await asyncio.to_thread(place_site, staging, files, dest, ctx.state_of(SiteStamps))
     finally:
         await asyncio.to_thread(_remove_all, bundle, staging)

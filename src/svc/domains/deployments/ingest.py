@@ -88,9 +88,9 @@ class _Pipeline:
 
 async def receive(ctx: AppContext, body: AsyncIterator[bytes]) -> Received:
     """Stream `body` into a staging directory and a temporary file, validating as it goes."""
-    bounds = artifacts.limits(ctx.settings)
+    bounds = artifacts.limits(ctx.config)
     staging = artifacts.new_staging(ctx)
-    bundle = artifacts.new_tmp_file(ctx.settings, "upload")
+    bundle = artifacts.new_tmp_file(ctx.config, "upload")
     fd = -1
     pipeline: _Pipeline | None = None
     try:

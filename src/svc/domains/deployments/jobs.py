@@ -8,11 +8,11 @@ from svc.domains.deployments import artifacts, queries, service
 from svc.domains.deployments.kinds import DeploymentJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.models import Operation, TeardownPhase
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.handler(DeploymentJob.artifact_collect, collect)
     registry.teardown_step(TeardownStep(TeardownPhase.files, outside=teardown_files))
 

@@ -16,6 +16,7 @@ from fastapi import Query, Request, Response
 from svc.auth.roles import at_least
 from svc.deps import Ctx, Uow
 from svc.domains.deployments import schemas, service
+from svc.domains.deployments.settings import DeploymentSettings
 from svc.domains.projects import service as projects
 from svc.models import ProjectState, Role
 from svc.uow import runs
@@ -50,7 +51,7 @@ async def deployment_list(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
     # The page follows nextCursor as `cursor`, as the API does (`before`: its earlier name).
     before = cursor or before
     rows, next_cursor = await projects.list_deployments(uow, p.project, limit=PAGE_SIZE, before=before)
-    detail = await projects.project_detail(uow, p.project, p.access.org, ctx.settings)
+    detail = await projects.project_detail(uow, p.project, p.access.org, ctx.config)
     values: dict[str, Any] = {
         "rows": rows, "cursor": next_cursor, "before": before, "url": detail.url, "project": p.project.name,
         "live_version": detail.live_deployment.version if detail.live_deployment else None,
@@ -66,7 +67,7 @@ async def deployment_list(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
 async def rollback(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -> Response:
     body = parse(schemas.RollbackRequest, {"version": (await fields(request)).get("version", "")})
     view = await service.rollback(uow, p.access, p.project.name, body.version)
-    detail = await projects.project_detail(uow, p.project, p.access.org, ctx.settings)
+    detail = await projects.project_detail(uow, p.project, p.access.org, ctx.config)
     return render.redirect(request, _base(p.access.org.slug, p.project.name),
                            flash=f"Version {view.version} is live again at {detail.url}")
 
@@ -77,9 +78,10 @@ async def upload(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -> Resp
     """The body is the bundle (upload.js sends it with the page's CSRF token in X-CSRF-Token and
     HX-Request, so a refusal comes back as the error fragment rather than a whole page)."""
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    service.check_upload(media, request.headers.get("content-length"), ctx.settings.max_bundle_bytes)
+    bound = ctx.settings_of(DeploymentSettings).max_bundle_bytes
+    service.check_upload(media, request.headers.get("content-length"), bound)
     # The address is read before the deploy: its body streams in with no transaction open.
-    detail = await projects.project_detail(uow, p.project, p.access.org, ctx.settings)
+    detail = await projects.project_detail(uow, p.project, p.access.org, ctx.config)
     view = await service.deploy(uow, p.access, p.project, service.upload_chunks(request.stream()),
                                 schemas.GitInfo())
     return await render.render_part(request, "deployments/_deployed.html", status=201, deployment=view,

@@ -15,6 +15,7 @@ from svc.deps import Ctx, Uow, api_router
 from svc.domains.deployments import service
 from svc.domains.deployments.provenance import git_provenance
 from svc.domains.deployments.schemas import MAX_VERSION, Deployment, DeploymentList, GitInfo, RollbackRequest
+from svc.domains.deployments.settings import DeploymentSettings
 from svc.domains.projects import service as projects
 from svc.uow import runs
 
@@ -60,7 +61,8 @@ async def list_deployments(
 async def create_deployment(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx,
                             git: Annotated[GitInfo, Depends(git_provenance)]) -> Deployment:
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    service.check_upload(media, request.headers.get("content-length"), ctx.settings.max_bundle_bytes)
+    bound = ctx.settings_of(DeploymentSettings).max_bundle_bytes
+    service.check_upload(media, request.headers.get("content-length"), bound)
     return await service.deploy(uow, p.access, p.project, service.upload_chunks(request.stream()), git)
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from svc.domains.dns import jobs, kinds, pages, router
+from svc.domains.dns.settings import DnsSettings
 from svc.manifest import Area, NavLink, OrgHolding
 from svc.models import Zone
 from svc.web.dashboard import Place
 
 AREA = Area(
     name="dns",
+    settings=DnsSettings,
     routers=(router.router,),
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",

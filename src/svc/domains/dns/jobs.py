@@ -42,14 +42,17 @@ from svc.adapters.nameserver.port import (
     RRsetData,
     ZoneState,
 )
+from svc.adapters.nameserver.settings import NameserverSettings
+from svc.adapters.resolver.settings import ResolverSettings
 from svc.domains.dns import delegation, queries, records
 from svc.domains.dns.changes import enqueue_sync, zone_changed
 from svc.domains.dns.kinds import DnsJob
+from svc.domains.dns.settings import DnsSettings
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import DnssecState, Zone
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, unit_of_work, use_case
 
 log = logging.getLogger("svc.dns")
@@ -69,7 +72,7 @@ DELEGATION_BATCH = 50
 DELEGATION_AT_ONCE = 8
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.handler(DnsJob.sync, sync)
     registry.cycle(DnsJob.reconcile, RECONCILE_SECONDS, reconcile)
     registry.cycle(DnsJob.delegation, DELEGATION_SECONDS, check_delegations)
@@ -79,7 +82,6 @@ def register(registry: JobRegistry, settings: Settings) -> None:
 async def check_delegations(run: JobRun) -> None:
     """One zone (a new zone's own job: {"zone_id"}), or the cycle's batch of the zones whose check
     is older than SVC_DELEGATION_RECHECK_SECONDS."""
-    settings = run.ctx.settings
     resolver = run.ctx.adapters.resolver
     if resolver is None:
         return
@@ -88,17 +90,18 @@ async def check_delegations(run: JobRun) -> None:
         zone = await queries.zone_by_id(run.session, zone_id)
         due = [(zone.id, zone.name)] if zone is not None else []
     else:
-        before = utcnow() - timedelta(seconds=settings.delegation_recheck_seconds)
+        before = utcnow() - timedelta(seconds=run.ctx.settings_of(DnsSettings).delegation_recheck_seconds)
         due = await queries.delegation_due(run.session, before, DELEGATION_BATCH)
     if not due:
         return
     await run.uow.close_reads()
     at_once = asyncio.Semaphore(DELEGATION_AT_ONCE)
-    ours = settings.nameserver_names
+    ours = run.ctx.settings_of(NameserverSettings).nameserver_names
+    trusted = run.ctx.settings_of(ResolverSettings).trust_own_zones
 
     async def one(name: str) -> delegation.Seen:
         async with at_once:
-            return await delegation.check(resolver, name, ours, trusted=settings.trust_own_zones)
+            return await delegation.check(resolver, name, ours, trusted=trusted)
 
     seen = await asyncio.gather(*(one(name) for _, name in due))
     session = await run.uow.begin_write()
@@ -251,7 +254,7 @@ async def sync(run: JobRun) -> None:
         await queries.clear_pending(session, zone_id, changes.keys)
     if current.generation > generation:
         enqueue_sync(run.uow, name, zone_id)  # changes that came while this one was sending
-    if first and not run.ctx.settings.trust_own_zones:
+    if first and not run.ctx.settings_of(ResolverSettings).trust_own_zones:
         # A new zone's delegation is checked once svc's nameservers serve it: before, a resolver
         # that follows the delegation is refused, and the check could not tell.
         run.uow.enqueue(DnsJob.delegation, {"zone_id": zone_id}, max_attempts=1)

@@ -187,7 +187,7 @@ async def zones_page(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) ->
     zones = [{"name": _bare(z.name), "unicode": unicode_spelling(z.name), "dnssec": z.dnssec, "delegated": z.delegated,
               "created_at": z.created_at, "url": _zone_url(access.org.slug, z.name)} for z in listed.zones]
     return await render.render(request, "dns/zones.html", title="DNS", zones=zones, role=access.role.value,
-                               is_admin=access.role == Role.admin, nameservers=service.nameservers(ctx.settings))
+                               is_admin=access.role == Role.admin, nameservers=service.nameservers(ctx.config))
 
 
 @router.post(DNS)

@@ -18,7 +18,9 @@ from typing import TypeVar
 from sqlalchemy.exc import IntegrityError
 
 from svc.adapters.nameserver.port import Nameserver, NameserverRefused, NameserverUnavailable
+from svc.adapters.nameserver.settings import NameserverSettings
 from svc.adapters.resolver.port import Resolver
+from svc.adapters.resolver.settings import ResolverSettings
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
@@ -31,7 +33,7 @@ from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
 from svc.models import DnssecState, ManagedBy, RRset, Zone
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.dns")
@@ -62,13 +64,14 @@ def resolver(ctx: AppContext) -> Resolver:
     return found
 
 
-def nameservers(settings: Settings) -> list[str]:
+def nameservers(config: Config) -> list[str]:
     """svc's nameserver host names (SVC_NAMESERVERS), absolute and lowercase."""
-    return settings.nameserver_names
+    return config.settings_of(NameserverSettings).nameserver_names
 
 
-def _soa(settings: Settings) -> str:
-    return f"{settings.nameserver_names[0]} {settings.hostmaster} {SOA_TIMERS}"
+def _soa(config: Config) -> str:
+    ours = config.settings_of(NameserverSettings)
+    return f"{ours.nameserver_names[0]} {ours.hostmaster} {SOA_TIMERS}"
 
 
 def _path_zone(name: str) -> str:
@@ -94,7 +97,7 @@ async def _detail(uow: UnitOfWork, zone: Zone, *, ask_nameserver: bool) -> schem
     which it bumps on every change, where the store keeps 0) and, while DNSSEC is on, the DS records
     it computes. The stored SOA stays when the nameserver cannot be asked."""
     rows = await queries.rrsets(uow.session, zone.id)
-    base = schemas.Zone.of(zone, nameservers(uow.ctx.settings))
+    base = schemas.Zone.of(zone, nameservers(uow.ctx.config))
     detail = schemas.ZoneDetail(**base.model_dump(), rrsets=[schemas.RRset.of(r, zone.name) for r in rows],
                                 ds_records=[])
     if ask_nameserver:
@@ -143,7 +146,7 @@ async def _unsigned() -> list[str]:
 async def list_zones(uow: UnitOfWork, access: OrgAccess) -> schemas.ZoneList:
     nameserver(uow.ctx)
     rows = await queries.zones_of_org(uow.session, access.org.id)
-    return schemas.ZoneList(zones=[schemas.Zone.of(z, nameservers(uow.ctx.settings)) for z in rows])
+    return schemas.ZoneList(zones=[schemas.Zone.of(z, nameservers(uow.ctx.config)) for z in rows])
 
 
 async def zone_detail(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.ZoneDetail:
@@ -152,10 +155,10 @@ async def zone_detail(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
     return await _detail(uow, zone, ask_nameserver=True)
 
 
-def _check_reserved(settings: Settings, name: str) -> None:
+def _check_reserved(config: Config, name: str) -> None:
     """The service's own names (the app domain, its nameservers' domains) are not zones an org may
     hold: a zone there could answer for every project's default hostname, or for svc's NS."""
-    own = [settings.app_domain.strip().lower().rstrip(".") + ".", *nameservers(settings)]
+    own = [config.settings.app_domain.strip().lower().rstrip(".") + ".", *nameservers(config)]
     for reserved in own:
         if records.is_within(name, reserved) or records.is_within(reserved, name):
             raise errors.InvalidDns.of_field("name",
@@ -171,8 +174,8 @@ async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
     `_svc-verify.<zone>` holding the value svc gives this org (in the 409's details.claim)."""
     nameserver(uow.ctx)
     canonical = records.zone_name(name)
-    settings = uow.ctx.settings
-    _check_reserved(settings, canonical)
+    config = uow.ctx.config
+    _check_reserved(config, canonical)
     held = await _held_elsewhere(uow.session, access, canonical)
     if held is None:  # the org's own already: unchanged
         existing = await queries.zone_by_name(uow.session, canonical)
@@ -197,10 +200,11 @@ async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
     # Under the org's lock: a concurrent org deletion sees this zone or runs first.
     await orgs.lock_org(uow, access.org.id)
     now = utcnow()
-    ns = nameservers(settings)
+    ns = nameservers(config)
     zone = Zone(id=new_id("zone"), org_id=access.org.id, name=canonical, dnssec=DnssecState.off, ds=[],
                 created_at=now, generation=0, synced_generation=0, full_sync_generation=0, sync_due_at=now)
-    if settings.trust_own_zones:  # a local run: svc's own zones count as delegated (docs/dns.md)
+    # A local run: svc's own zones count as delegated (docs/dns.md).
+    if config.settings_of(ResolverSettings).trust_own_zones:
         zone.delegated, zone.delegation_checked_at = True, now
     try:
         async with session.begin_nested():
@@ -209,7 +213,7 @@ async def create_zone(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.
     except IntegrityError:  # a concurrent create of the same name won (SQLite needs no lock for it)
         raise errors.ZoneTaken(details={"name": canonical}) from None
     session.add_all([
-        RRset(zone_id=zone.id, name=canonical, type="SOA", ttl=records.DEFAULT_TTL, records=[_soa(settings)],
+        RRset(zone_id=zone.id, name=canonical, type="SOA", ttl=records.DEFAULT_TTL, records=[_soa(config)],
               managed_by=ManagedBy.system, updated_at=now),
         RRset(zone_id=zone.id, name=canonical, type="NS", ttl=records.DEFAULT_TTL, records=ns,
               managed_by=ManagedBy.system, updated_at=now),
@@ -400,12 +404,12 @@ async def set_dnssec(uow: UnitOfWork, access: OrgAccess, zone_name: str, enabled
         zone.dnssec = DnssecState.off
         zone.ds = []
     else:
-        return schemas.Zone.of(zone, nameservers(uow.ctx.settings))
+        return schemas.Zone.of(zone, nameservers(uow.ctx.config))
     zone_changed(uow, zone)
     await record(session, "dns.dnssec.enable" if enabled else "dns.dnssec.disable", actor=access.principal.user,
                  org=access.org, target=zone.name, data={"zone": zone.name, "from": before.value, "to": zone.dnssec})
     await session.flush()
-    return schemas.Zone.of(zone, nameservers(uow.ctx.settings))
+    return schemas.Zone.of(zone, nameservers(uow.ctx.config))
 
 
 async def set_ds(uow: UnitOfWork, access: OrgAccess, zone_name: str, ds: list[str]) -> schemas.Zone:
@@ -427,7 +431,7 @@ async def set_ds(uow: UnitOfWork, access: OrgAccess, zone_name: str, ds: list[st
     await record(session, "dns.dnssec.ds", actor=access.principal.user, org=access.org, target=zone.name,
                  data={"zone": zone.name, "ds": len(checked), "state": zone.dnssec})
     await session.flush()
-    return schemas.Zone.of(zone, nameservers(uow.ctx.settings))
+    return schemas.Zone.of(zone, nameservers(uow.ctx.config))
 
 
 # --- what the hostnames area asks of DNS ---
@@ -453,16 +457,16 @@ async def check_delegation(uow: UnitOfWork, access: OrgAccess, name: str) -> sch
     nameserver(uow.ctx)
     zone = await _zone(uow.session, access, name)
     await uow.close_reads()
-    settings = uow.ctx.settings
-    seen = await delegation.check(resolver(uow.ctx), zone.name, nameservers(settings),
-                                  trusted=settings.trust_own_zones)
+    config = uow.ctx.config
+    seen = await delegation.check(resolver(uow.ctx), zone.name, nameservers(config),
+                                  trusted=config.settings_of(ResolverSettings).trust_own_zones)
     session = await uow.begin_write()
     current = await queries.zone_for_update(session, zone.id)
     if current is None:
         raise errors.ZoneNotFound(details={"zone": zone.name})
     delegation.note(current, seen)
     await session.flush()
-    return schemas.Zone.of(current, nameservers(settings))
+    return schemas.Zone.of(current, nameservers(config))
 
 
 # --- what the hostnames area asks of DNS ---

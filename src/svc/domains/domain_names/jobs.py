@@ -14,7 +14,7 @@ from svc.domains.notifications import service as notifications
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.models import DomainSource, DomainStatus
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, unit_of_work, use_case
 
 log = logging.getLogger("svc.domains")
@@ -25,7 +25,7 @@ SYNC_BATCH = 100
 EXPIRY_NOTICE = timedelta(days=30)
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.cycle(DomainJob.sync_cycle, SYNC_CYCLE_SECONDS, sync_cycle)
 
 

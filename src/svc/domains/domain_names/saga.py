@@ -312,7 +312,7 @@ async def refunds_owed(ctx: AppContext, limit: int = 100) -> int:
 
 
 async def _delegate(ctx: AppContext, reg: Registrar, access: OrgAccess, domain: Domain) -> Domain:
-    ours = dns.nameservers(ctx.settings)
+    ours = dns.nameservers(ctx.config)
     async with unit_of_work(ctx, Tx.READ_THEN_WRITE) as uow:
         await dns.create_zone(uow, access, domain.name)  # idempotent: the org's zone answers as it is
     try:

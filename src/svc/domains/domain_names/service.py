@@ -144,7 +144,7 @@ async def import_domain(uow: UnitOfWork, access: OrgAccess, text: str) -> tuple[
     now = utcnow()
     domain = Domain(id=new_id("dom"), org_id=access.org.id, name=name, status=DomainStatus.active,
                     source=DomainSource.imported, years=1, attempt=1, locked=False, auto_renew=False,
-                    nameservers=dns.nameservers(uow.ctx.settings), created_by=_actor_id(access),
+                    nameservers=dns.nameservers(uow.ctx.config), created_by=_actor_id(access),
                     created_at=now, updated_at=now)
     session.add(domain)
     await session.flush()

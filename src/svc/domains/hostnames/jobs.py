@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from svc.adapters.resolver.settings import ResolverSettings
 from svc.domains.hostnames import service
 from svc.domains.hostnames.kinds import HostnameJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.models import Operation, TeardownPhase
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import UnitOfWork, runs
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(HostnameJob.verify, settings.hostname_verify_seconds, verify)
+def register(registry: JobRegistry, config: Config) -> None:
+    registry.cycle(HostnameJob.verify, config.settings_of(ResolverSettings).hostname_verify_seconds, verify)
     registry.teardown_step(TeardownStep(TeardownPhase.routing, write=teardown_routing))
 
 

@@ -12,8 +12,10 @@ from urllib.parse import urlsplit
 
 import idna
 
+from svc.adapters.nameserver.settings import NameserverSettings
 from svc.domains.hostnames.errors import InvalidHostname
-from svc.settings import Settings
+from svc.domains.hostnames.settings import HostnameSettings
+from svc.settings import Config
 
 MAX_NAME = 253
 MAX_LABEL = 63
@@ -92,7 +94,7 @@ def _parent(name: str) -> str | None:
     return rest if "." in rest else None
 
 
-def service_domains(settings: Settings) -> list[str]:
+def service_domains(config: Config) -> list[str]:
     """The names svc answers for itself (no trailing dot): the app domain (every default hostname
     is under it), the API's host, the nameservers' domains and the fallback origin's domain."""
     found: list[str] = []
@@ -104,18 +106,18 @@ def service_domains(settings: Settings) -> list[str]:
         if name and not _is_ip(name) and name not in found:
             found.append(name)
 
-    add(settings.app_domain)
-    add(urlsplit(settings.public_url).hostname)
-    for ns in settings.nameserver_names:
+    add(config.settings.app_domain)
+    add(urlsplit(config.settings.public_url).hostname)
+    for ns in config.settings_of(NameserverSettings).nameserver_names:
         add(_parent(ns.rstrip(".")) or ns)
-    origin = settings.fallback_origin_name.rstrip(".")
+    origin = config.settings_of(HostnameSettings).fallback_origin_name(config.settings.app_domain).rstrip(".")
     add(origin)
     add(_parent(origin))
     return found
 
 
-def check_not_service(settings: Settings, host: str) -> None:
-    for domain in service_domains(settings):
+def check_not_service(config: Config, host: str) -> None:
+    for domain in service_domains(config):
         if _within(host, domain):
             raise _bad(f"must not be under the service's own domain {domain}")
 

@@ -21,13 +21,14 @@ from urllib.parse import quote
 from fastapi import Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.auth.projects import ProjectAccess
 from svc.deps import Ctx, Uow
 from svc.domains.hostnames import errors, schemas, service
 from svc.errors import AppError
 from svc.kit.hosts import unicode_spelling
 from svc.models import HostnameStatus, Role
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import UnitOfWork, runs
 from svc.web import render
 from svc.web.deps import ProjectMember, ProjectViewer
@@ -74,39 +75,39 @@ def _https(h: schemas.Hostname) -> dict[str, Any] | None:
     return {"status": cert.status, "not_after": cert.not_after, "issuer": cert.issuer, "last_error": cert.last_error}
 
 
-def _card(p: ProjectAccess, settings: Settings, h: schemas.Hostname) -> dict[str, Any]:
+def _card(p: ProjectAccess, config: Config, h: schemas.Hostname) -> dict[str, Any]:
     pending = h.status == HostnameStatus.pending_dns.value
     return {"host": h.host, "unicode": unicode_spelling(h.host), "kind": h.kind, "status": h.status,
             "status_words": STATUS_WORDS.get(h.status, h.status), "pending": pending,
             "is_default": h.kind == "default", "last_error": h.last_error, "verification": h.verification,
-            "cname_target": h.cname_target, "edge_url": settings.edge_url(h.host),
+            "cname_target": h.cname_target, "edge_url": config.settings_of(EdgeSettings).edge_url(h.host),
             "key": render.element_id("host", h.host), "url": _host_url(p, h.host), "seen": _seen(h),
             "https": _https(h),
             # Polls itself while ownership is unproven or its certificate is being ordered.
             "polling": pending or (h.certificate is not None and h.certificate.status == "issuing")}
 
 
-def _values(p: ProjectAccess, settings: Settings) -> dict[str, Any]:
+def _values(p: ProjectAccess, config: Config) -> dict[str, Any]:
     return {"project": p.project.name, "page_url": _page_url(p), "role": p.access.role.value,
             "can_edit": p.access.role in (Role.member, Role.admin), "poll_seconds": POLL_SECONDS}
 
 
-async def _cards(p: ProjectAccess, uow: UnitOfWork, settings: Settings) -> list[dict[str, Any]]:
+async def _cards(p: ProjectAccess, uow: UnitOfWork, config: Config) -> list[dict[str, Any]]:
     listed = await service.list_hostnames(uow, p.project)
-    return [_card(p, settings, h) for h in listed.hostnames]
+    return [_card(p, config, h) for h in listed.hostnames]
 
 
-async def _page(request: Request, p: ProjectAccess, uow: UnitOfWork, settings: Settings, *, status: int = 200,
+async def _page(request: Request, p: ProjectAccess, uow: UnitOfWork, config: Config, *, status: int = 200,
                 **extra: Any) -> Response:
     return await render.render(request, "hostnames/page.html", status=status, title=f"{p.project.name}: domains",
-                               cards=await _cards(p, uow, settings), **_values(p, settings), **extra)
+                               cards=await _cards(p, uow, config), **_values(p, config), **extra)
 
 
 # --- the page ---
 
 @router.get(HOSTNAMES)
 async def hostnames_page(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx) -> Response:
-    return await _page(request, p, uow, ctx.settings)
+    return await _page(request, p, uow, ctx.config)
 
 
 @router.get(HOST + "/status")
@@ -116,14 +117,14 @@ async def hostname_status(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx
     is now (without the poll once active)."""
     if not render.is_htmx(request):
         return RedirectResponse(_page_url(p), status_code=303)
-    card = next((c for c in await _cards(p, uow, ctx.settings) if c["host"] == host), None)
+    card = next((c for c in await _cards(p, uow, ctx.config) if c["host"] == host), None)
     if card is None:  # removed meanwhile (another tab, the CLI): the card goes, and the page says so
         return await render.render_part(request, "hostnames/_gone.html", host=host)
     if card["seen"] == seen:
         return Response(status_code=204, headers=render.HEADERS)
     return await render.render_part(request, "hostnames/_card.html", h=card,
                                     turned=not card["pending"] and seen.startswith("pending_dns."),
-                                    **_values(p, ctx.settings))
+                                    **_values(p, ctx.config))
 
 
 # --- changes ---
@@ -144,8 +145,8 @@ async def add_hostname(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -
         async def show(reading: UnitOfWork) -> Response:
             if render.is_htmx(request):
                 return await render.render_part(request, "hostnames/_add.html", status=problem.status, typed=typed,
-                                                refusal=problem, **_values(p, ctx.settings))
-            return await _page(request, p, reading, ctx.settings, status=problem.status, typed=typed,
+                                                refusal=problem, **_values(p, ctx.config))
+            return await _page(request, p, reading, ctx.config, status=problem.status, typed=typed,
                                refusal=problem)
         return refused(problem, show)
     said = (f"{added.host} is active: the edge serves the project there." if added.status == "active" else
@@ -157,10 +158,10 @@ async def add_hostname(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx) -
 @runs(service.verify_hostname)
 async def verify_hostname(request: Request, p: ProjectMember, uow: Uow, ctx: Ctx, host: HostPath) -> Response:
     checked = await service.verify_hostname(uow, p.project, host)
-    card = _card(p, ctx.settings, checked)
+    card = _card(p, ctx.config, checked)
     if render.is_htmx(request):  # the card again (not the form's result box), saying what this check saw
         return await render.render_part(request, "hostnames/_card.html", h=card, checked=True,
-                                        turned=not card["pending"], **_values(p, ctx.settings),
+                                        turned=not card["pending"], **_values(p, ctx.config),
                                         headers={"HX-Retarget": f"#{card['key']}", "HX-Reswap": "outerHTML"})
     said = (f"{checked.host} is active: the edge serves the project there." if not card["pending"]
             else f"Checked {checked.host}: {checked.last_error or 'not proven yet'}.")

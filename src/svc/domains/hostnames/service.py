@@ -23,12 +23,13 @@ from svc.domains.certificates.schemas import CertificateView
 from svc.domains.dns import service as dns
 from svc.domains.hostnames import errors, names, queries, schemas, verify
 from svc.domains.hostnames.kinds import HostnameJob
+from svc.domains.hostnames.settings import HostnameSettings
 from svc.domains.notifications import service as notifications
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
 from svc.kit.clock import utcnow
 from svc.models import Hostname, HostnameKind, HostnameStatus, Project
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.hostnames")
@@ -39,28 +40,29 @@ LOOKUPS_AT_ONCE = 8
 VALUE_BYTES = 32
 
 
-def fallback_origin(settings: Settings) -> str:
-    return settings.fallback_origin_name
+def fallback_origin(config: Config) -> str:
+    return config.settings_of(HostnameSettings).fallback_origin_name(config.settings.app_domain)
 
 
 # --- views ---
 
-def view(row: Hostname, settings: Settings, certificate: CertificateView | None = None) -> schemas.Hostname:
-    return schemas.Hostname.of(row, txt_name=verify.txt_name(row.host), cname_target=fallback_origin(settings),
+def view(row: Hostname, config: Config, certificate: CertificateView | None = None) -> schemas.Hostname:
+    return schemas.Hostname.of(row, txt_name=verify.txt_name(row.host), cname_target=fallback_origin(config),
                                certificate=certificate)
 
 
 async def _viewed(uow: UnitOfWork, row: Hostname) -> schemas.Hostname:
     """One hostname as the API shows it, with the certificate it is served with."""
     found = await certificates.for_hosts(uow.session, uow.ctx.settings, [(row.host, row.kind)])
-    return view(row, uow.ctx.settings, found.get(row.host))
+    return view(row, uow.ctx.config, found.get(row.host))
 
 
 async def list_hostnames(uow: UnitOfWork, project: Project) -> schemas.HostnameList:
     settings = uow.ctx.settings
+    config = uow.ctx.config
     rows = await queries.of_project(uow.session, project.id)
     found = await certificates.for_hosts(uow.session, settings, [(r.host, r.kind) for r in rows])
-    return schemas.HostnameList(hostnames=[view(r, settings, found.get(r.host)) for r in rows])
+    return schemas.HostnameList(hostnames=[view(r, config, found.get(r.host)) for r in rows])
 
 
 async def _own(uow: UnitOfWork, project: Project, host: str, *, lock: bool = False) -> Hostname:
@@ -88,15 +90,15 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
     (pending, or by a CNAME anyone can point): taken over when this org proves the name in the
     public DNS now (its delegated zone, or TXT _svc-verify.<host> with the value in the 409's
     details.claim); the other org is told."""
-    settings = uow.ctx.settings
+    config = uow.ctx.config
     host = names.normalize(name)
-    names.check_not_service(settings, host)
+    names.check_not_service(config, host)
     existing = await queries.by_host(uow.session, host)
     proven_by: str | None = None
     previous_project: str | None = None
     if existing is not None:
         if existing.project_id == project.id:
-            return view(existing, settings)
+            return view(existing, config)
         proven_by = await _prove_claim(uow, access, existing)
     else:
         await uow.close_reads()
@@ -121,7 +123,7 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
             await session.flush()
     except IntegrityError:  # a concurrent add of the same name won
         raise errors.HostnameTaken(details={"host": host}) from None
-    linked = await dns.link_host(uow, access.org.id, host, fallback_origin(settings))
+    linked = await dns.link_host(uow, access.org.id, host, fallback_origin(config))
     if proven_by is None:
         uow.enqueue(HostnameJob.verify, {"host": host}, max_attempts=1)
     # The edge answers for it from now on: the pending page (never the project's content), or the
@@ -133,7 +135,7 @@ async def add_hostname(uow: UnitOfWork, access: OrgAccess, project: Project, nam
     await session.flush()
     if proven_by is not None:
         await certificates.order_now(uow, [host])
-    return view(row, settings)
+    return view(row, config)
 
 
 async def _prove_claim(uow: UnitOfWork, access: OrgAccess, held: Hostname) -> str:
@@ -224,7 +226,7 @@ async def _check_all(uow: UnitOfWork, items: list[queries.Pending]) -> int:
     covers = await dns.covering_zones(uow, [(i.host, i.org_id) for i in items])
     await uow.close_reads()
     port = dns.resolver(ctx)
-    target = fallback_origin(ctx.settings)
+    target = fallback_origin(ctx.config)
     at_once = asyncio.Semaphore(LOOKUPS_AT_ONCE)
 
     async def one(item: queries.Pending) -> Checked:
@@ -302,5 +304,5 @@ async def pending_host(uow: UnitOfWork, host: str) -> PendingHost | None:
     if found is None:
         return None
     row = await queries.by_host(uow.session, host)
-    return PendingHost(host=host, txt_name=verify.txt_name(host), cname_target=fallback_origin(uow.ctx.settings),
+    return PendingHost(host=host, txt_name=verify.txt_name(host), cname_target=fallback_origin(uow.ctx.config),
                        last_error=row.last_error if row is not None else None)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from svc.domains.identity import idp_router, pages, router
+from svc.domains.identity.settings import IdentitySettings
 from svc.manifest import Area
 
 AREA = Area(
     name="identity",
+    settings=IdentitySettings,
     routers=(router.router, idp_router.router),
     dev_routers=(router.dev_router,),
     pages=(pages.router,),

@@ -34,10 +34,10 @@ async def idp_start(provider: ProviderPath, redirect: RedirectQuery, uow: Uow, c
     """302 to the provider's authorize page. `redirect` is where the browser lands afterwards, with the
     session (or the error) in the URL fragment."""
     started = await idp.start(uow, configured=ctx.adapters.idp, provider=provider, redirect=redirect,
-                              settings=ctx.settings)
+                              config=ctx.config)
     response = _redirect(started.location)
     if started.state_hash is not None:
-        name, path, secure = idp.binding_cookie(ctx.settings, started.state_hash)
+        name, path, secure = idp.binding_cookie(ctx.config, started.state_hash)
         response.set_cookie(name, "1", max_age=int(idp.STATE_TTL.total_seconds()), path=path, secure=secure,
                             httponly=True, samesite="lax")
     return response
@@ -53,8 +53,8 @@ async def idp_callback(provider: ProviderPath, state: StateQuery, request: Reque
     """302 to the client callback: `#token=..&expiresAt=..&userId=..&subject=..` on success,
     `#error=<code>&message=<text>` on failure. A missing, unknown, expired or used state is a 400."""
     finished = await idp.finish(uow, configured=ctx.adapters.idp, provider=provider, state=state,
-                                cookies=dict(request.cookies), code=code, error=error, settings=ctx.settings)
+                                cookies=dict(request.cookies), code=code, error=error, config=ctx.config)
     response = _redirect(finished.location)
-    name, path, secure = idp.binding_cookie(ctx.settings, finished.state_hash)
+    name, path, secure = idp.binding_cookie(ctx.config, finished.state_hash)
     response.delete_cookie(name, path=path, secure=secure, httponly=True, samesite="lax")
     return response

@@ -22,6 +22,7 @@ from urllib.parse import quote, urlencode
 from sqlalchemy import delete
 
 from svc.adapters.idp.port import IdentityProvider, IdpError, IdpIdentity
+from svc.adapters.idp.settings import IdpSettings
 from svc.context import AppContext
 from svc.domains.identity.errors import (
     LoginOtherBrowser,
@@ -33,13 +34,14 @@ from svc.domains.identity.errors import (
 from svc.domains.identity.idp_schemas import MAX_CODE, MAX_ERROR, MAX_REDIRECT, MAX_STATE, LoginFailure
 from svc.domains.identity.schemas import Session
 from svc.domains.identity.service import sign_in
+from svc.domains.identity.settings import IdentitySettings
 from svc.errors import AppError
 from svc.kit import urls
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.kit.tokens import token_hash
 from svc.models import LoginState
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 log = logging.getLogger("svc.identity")
@@ -59,7 +61,7 @@ def provider_for_page(ctx: AppContext, page_url: str) -> str | None:
     if idp is None:
         return None
     try:
-        check_redirect(page_url, ctx.settings.redirect_allowlist)
+        check_redirect(page_url, _redirects(ctx.config))
     except AppError:
         log.warning("%s is not under SVC_IDP_REDIRECTS: its identity-provider sign-in is hidden", page_url)
         return None
@@ -96,8 +98,13 @@ def provider_for(configured: IdentityProvider | None, name: str) -> IdentityProv
     return configured
 
 
-def callback_url(settings: Settings, provider: IdentityProvider) -> str:
-    return f"{settings.public_url}/v1/auth/{provider.name}/callback"
+def _redirects(config: Config) -> list[str]:
+    """Where a login may send the browser back to (SVC_IDP_REDIRECTS, else the public URL)."""
+    return config.settings_of(IdpSettings).redirect_allowlist(config.settings.public_url)
+
+
+def callback_url(config: Config, provider: IdentityProvider) -> str:
+    return f"{config.settings.public_url}/v1/auth/{provider.name}/callback"
 
 
 def new_login() -> PendingLogin:
@@ -123,14 +130,14 @@ class Started:
 
 @use_case(Tx.WRITE)  # a GET (browser navigation) that records the login state
 async def start(uow: UnitOfWork, *, configured: IdentityProvider | None, provider: str, redirect: str,
-                settings: Settings) -> Started:
+                config: Config) -> Started:
     """/start: the provider's authorize page for a new login, or the client's redirect with the
     error when the provider cannot be asked (e.g. OIDC discovery failed)."""
     provider_ = provider_for(configured, provider)
-    target = check_redirect(redirect, settings.redirect_allowlist)
+    target = check_redirect(redirect, _redirects(config))
     login = new_login()
     try:
-        url = await authorize_url(provider_, login, callback_url(settings, provider_))
+        url = await authorize_url(provider_, login, callback_url(config, provider_))
     except IdpError as exc:  # the client learns it at its own callback
         log.warning("identity-provider sign-in could not start: provider=%s reason=%s", provider_.name, exc)
         return Started(location=failure_location(target, exc.code), state_hash=None)
@@ -147,19 +154,19 @@ class Finished:
 
 @use_case(Tx.READ_THEN_WRITE)  # the provider is asked with nothing of the store held
 async def finish(uow: UnitOfWork, *, configured: IdentityProvider | None, provider: str, state: str | None,
-                 cookies: dict[str, str], code: str | None, error: str | None, settings: Settings) -> Finished:
+                 cookies: dict[str, str], code: str | None, error: str | None, config: Config) -> Finished:
     """/callback (READ_THEN_WRITE): the login's row must exist and come back to the browser that
     started it; the provider proves who signed in; then the row is taken (once) and the person
     signed in. Where the browser goes: the client's redirect with the session or the error."""
     provider_ = provider_for(configured, provider)
     login = await _find_login(uow.session, state)
-    cookie, _, _ = binding_cookie(settings, login.state_hash)
+    cookie, _, _ = binding_cookie(config, login.state_hash)
     if cookies.get(cookie) != "1":
         raise LoginOtherBrowser(headers=NO_STORE)  # the row stays: the right browser may still finish
     await uow.close_reads()
     try:
         who = await identify(provider_, login, code=code, error=error,
-                             redirect_uri=callback_url(settings, provider_))
+                             redirect_uri=callback_url(config, provider_))
     except IdpError as exc:
         log.warning("identity-provider sign-in failed: provider=%s code=%s reason=%s", provider_.name, exc.code, exc)
         await _take_login(await uow.begin_write(), login.state_hash)
@@ -167,7 +174,7 @@ async def finish(uow: UnitOfWork, *, configured: IdentityProvider | None, provid
     session = await uow.begin_write()
     await _take_login(session, login.state_hash)
     user, token, row = await sign_in(uow, provider=provider_.name, subject=who.subject, email=who.email,
-                                     name=who.name, session_days=settings.session_days)
+                                     name=who.name, session_days=config.settings_of(IdentitySettings).session_days)
     log.info("identity-provider sign-in: provider=%s user=%s", provider_.name, user.id)
     body = Session(token=token, expires_at=row.expires_at, user_id=user.id, subject=user.subject)
     return Finished(location=success_location(login.redirect, body), state_hash=login.state_hash)
@@ -242,9 +249,9 @@ def success_location(redirect: str, session: Session) -> str:
 # --- the browser binding: the callback must come from the browser that started the login ---
 
 
-def binding_cookie(settings: Settings, state_hash: str) -> tuple[str, str, bool]:
+def binding_cookie(config: Config, state_hash: str) -> tuple[str, str, bool]:
     """(name, path, secure) of the cookie /start sets and /callback requires. Over https it is a
     __Host- cookie, which sibling hosts (deployed projects) cannot set."""
-    secure = settings.public_url.startswith("https://")
+    secure = config.settings.public_url.startswith("https://")
     name = f"svc_login_{state_hash[:24]}"
     return (f"__Host-{name}", "/", True) if secure else (name, "/v1/auth/", False)

@@ -18,6 +18,7 @@ from svc.domains.identity import queries as identity_queries
 from svc.domains.identity import service as identity
 from svc.domains.identity.idp_service import provider_for_page
 from svc.domains.identity.schemas import DevLogin
+from svc.domains.identity.settings import IdentitySettings
 from svc.errors import BadRequest
 from svc.kit.paths import safe_next
 from svc.uow import Tx, use_case
@@ -61,7 +62,7 @@ async def dev_signin(request: Request, uow: Uow, ctx: Ctx) -> Response:
     form = await fields(request)
     body = parse(DevLogin, {"subject": form.get("subject", "")})
     _, token, row = await identity.sign_in(uow, provider="dev", subject=body.subject, email=None, name=None,
-                                           session_days=ctx.settings.session_days)
+                                           session_days=ctx.settings_of(IdentitySettings).session_days)
     response = render.redirect(request, safe_next(form.get("next")) or "/")
     set_session(response, ctx.settings, token, row.expires_at)
     return response

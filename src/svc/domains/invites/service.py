@@ -184,4 +184,4 @@ async def accept(uow: UnitOfWork, principal: Principal, token: str,
                  data={"invite": row.id, "email": row.email, "user": user.id, "role": member.role,
                        "alreadyMember": already})
     await session.flush()
-    return already, orgs.membership_view(org, member.role, settings)
+    return already, orgs.membership_view(org, member.role, uow.ctx.config)

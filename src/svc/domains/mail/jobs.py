@@ -18,25 +18,26 @@ from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 
 from svc.adapters.mail.port import MailDeferred, MailRejected
+from svc.adapters.mail.settings import MailSettings
 from svc.domains.mail import queries
 from svc.domains.mail.kinds import MailJob
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, use_case
 
 log = logging.getLogger("svc.mail")
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.handler(MailJob.send, send)
 
 
-def build_message(settings: Settings, mail: queries.QueuedMail) -> EmailMessage:
+def build_message(config: Config, mail: queries.QueuedMail) -> EmailMessage:
     """Raises ValueError for a message that can never be sent (a header the server cannot take)."""
-    domain = parseaddr(settings.mail_from)[1].rpartition("@")[2] or "localhost"
+    domain = parseaddr(config.settings_of(MailSettings).mail_from)[1].rpartition("@")[2] or "localhost"
     message = EmailMessage()
-    message["From"] = settings.mail_from
+    message["From"] = config.settings_of(MailSettings).mail_from
     message["To"] = mail.to_addr
     message["Subject"] = mail.subject
     message["Date"] = format_datetime(mail.created_at)
@@ -55,7 +56,7 @@ async def send(run: JobRun) -> None:
         return  # withdrawn (the invite was revoked or re-sent), or already sent
     await run.uow.close_reads()
     try:
-        message = build_message(run.ctx.settings, mail)
+        message = build_message(run.ctx.config, mail)
     except ValueError:
         await _give_up(run, "the message has a header that cannot be sent")
         return

@@ -26,13 +26,13 @@ from svc.domains.operations.kinds import OperationJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
 from svc.models import TeardownPhase, TerminalCode
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, use_case
 
 _ORDER = list(TeardownPhase)
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     # The areas' steps: the list fills as the areas after this one register theirs.
     steps = registry.teardown
 

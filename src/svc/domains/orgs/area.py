@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from svc.domains.orgs import pages, router
+from svc.domains.orgs.settings import PlanSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
 AREA = Area(
     name="orgs",
+    settings=PlanSettings,
     routers=(router.router,),
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",

@@ -47,7 +47,7 @@ async def org_switcher(request: Request, viewer: Principal | None) -> dict[str, 
     if viewer is None:
         return {}
     ctx: AppContext = request.app.state.ctx
-    memberships = await service.memberships_of(request_uow(request), viewer.user, ctx.settings)
+    memberships = await service.memberships_of(request_uow(request), viewer.user, ctx.config)
     slug = getattr(request.state, "org_slug", None)
     return {"orgs": memberships, "org": next((m for m in memberships if m.slug == slug), None)}
 
@@ -62,7 +62,7 @@ async def home(request: Request, uow: Uow, ctx: Ctx) -> Response:
     principal = await resolve_principal(request_session(request), token) if token else None
     if principal is None or principal.kind != "session":
         return RedirectResponse("/signin" + ("?ended=1" if token else ""), status_code=303)
-    memberships = await service.memberships_of(uow, principal.user, settings)
+    memberships = await service.memberships_of(uow, principal.user, ctx.config)
     first = next((m for m in memberships if m.personal), memberships[0] if memberships else None)
     return RedirectResponse(f"/orgs/{first.slug}/projects" if first else "/orgs/new", status_code=303)
 
@@ -153,14 +153,14 @@ async def settings_page(request: Request, access: OrgViewer, ctx: Ctx) -> Respon
     return await render.render(request, "orgs/settings.html", title="Org settings",
                                is_admin=access.role == Role.admin, role=access.role.value, slug=org.slug,
                                name=org.name, personal=org.personal, plan=org.plan, created_at=org.created_at,
-                               limit=service.project_limit(ctx.settings, org.plan))
+                               limit=service.project_limit(ctx.config, org.plan))
 
 
 @router.post("/orgs/{orgSlug}/settings/name")
 async def rename(request: Request, access: OrgAdmin, uow: Uow, ctx: Ctx) -> Response:
     body = parse(schemas.OrgPatch, {"name": (await fields(request)).get("name", "")})
     old = access.org.name
-    renamed = await service.rename_org(uow, access, body.name, ctx.settings)
+    renamed = await service.rename_org(uow, access, body.name, ctx.config)
     return render.redirect(request, f"/orgs/{renamed.slug}/settings",
                            flash=f"Renamed: {old} is now called {renamed.name}.")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from svc.domains.orgs.settings import PlanSettings
 from svc.models import Plan
-from svc.settings import Settings
+from svc.settings import Config
 
 GIB = 1024**3
 # A dollar in micro-cents (AI's money: integers, never floats).
@@ -35,10 +36,11 @@ class PlanLimits:
     db_idle_transaction_seconds: int
 
 
-def limits(settings: Settings, plan: str) -> PlanLimits:
+def limits(config: Config, plan: str) -> PlanLimits:
     """What `plan` allows on this server (the project counts and the AI calls a minute are settings:
     SVC_FREE_PROJECT_LIMIT, SVC_PRO_PROJECT_LIMIT, SVC_FREE_AI_CALLS_PER_MINUTE, SVC_PRO_AI_CALLS_PER_MINUTE,
-    SVC_FREE_REPO_STORAGE_BYTES, SVC_PRO_REPO_STORAGE_BYTES)."""
+    SVC_FREE_REPO_STORAGE_BYTES, SVC_PRO_REPO_STORAGE_BYTES: settings.py)."""
+    settings = config.settings_of(PlanSettings)
     if plan == Plan.pro:
         return PlanLimits(projects=settings.pro_project_limit, storage_bytes=100 * GIB, mail_per_hour=2000,
                           ai_max_output_tokens=0, ai_max_input_tokens=0,
@@ -54,5 +56,5 @@ def limits(settings: Settings, plan: str) -> PlanLimits:
                       db_statement_seconds=30, db_idle_transaction_seconds=60)
 
 
-def every(settings: Settings) -> dict[str, PlanLimits]:
-    return {plan.value: limits(settings, plan) for plan in Plan}
+def every(config: Config) -> dict[str, PlanLimits]:
+    return {plan.value: limits(config, plan) for plan in Plan}

@@ -24,7 +24,7 @@ def _member(m: Membership, u: User) -> schemas.Member:
 
 @router.get("/v1/orgs", response_model=schemas.OrgList, operation_id="listOrgs")
 async def list_orgs(principal: CurrentPrincipal, uow: Uow, ctx: Ctx) -> schemas.OrgList:
-    return schemas.OrgList(orgs=await service.memberships_of(uow, principal.user, ctx.settings))
+    return schemas.OrgList(orgs=await service.memberships_of(uow, principal.user, ctx.config))
 
 
 @router.post("/v1/orgs", status_code=201, response_model=schemas.Org, operation_id="createOrg")
@@ -35,7 +35,7 @@ async def create_org(body: schemas.OrgCreate, principal: CurrentPrincipal, uow: 
 
 @router.patch("/v1/orgs/{orgSlug}", response_model=OrgMembership, operation_id="renameOrg")
 async def rename_org(body: schemas.OrgPatch, access: AdminAccess, uow: Uow, ctx: Ctx) -> OrgMembership:
-    return await service.rename_org(uow, access, body.name, ctx.settings)
+    return await service.rename_org(uow, access, body.name, ctx.config)
 
 
 @router.delete("/v1/orgs/{orgSlug}", status_code=204, response_class=Response, operation_id="deleteOrg")

@@ -17,12 +17,12 @@ from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
 from svc.models import Membership, Org, Plan, Role, User
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import UnitOfWork
 
 
-def project_limit(settings: Settings, plan: str) -> int:
-    return plans.limits(settings, plan).projects
+def project_limit(config: Config, plan: str) -> int:
+    return plans.limits(config, plan).projects
 
 
 # What each plan allows (plans.py), for the areas with a limit.
@@ -30,14 +30,14 @@ limits_of = plans.limits
 every_plan = plans.every
 
 
-def membership_view(org: Org, role: str, settings: Settings) -> OrgMembership:
+def membership_view(org: Org, role: str, config: Config) -> OrgMembership:
     """How a member sees an org: with their role and the limit its plan sets."""
-    return OrgMembership.of(org, role, project_limit(settings, org.plan))
+    return OrgMembership.of(org, role, project_limit(config, org.plan))
 
 
-async def memberships_of(uow: UnitOfWork, user: User, settings: Settings) -> list[OrgMembership]:
+async def memberships_of(uow: UnitOfWork, user: User, config: Config) -> list[OrgMembership]:
     session = uow.session
-    return [membership_view(org, role, settings) for org, role in await queries.memberships_of(session, user.id)]
+    return [membership_view(org, role, config) for org, role in await queries.memberships_of(session, user.id)]
 
 
 async def _insert_org(session: StoreSession, *, slug: str, name: str, creator: User, personal: bool) -> Org:
@@ -76,7 +76,7 @@ async def create_org_with_free_slug(session: StoreSession, *, base: str, name: s
     raise RuntimeError("no free org slug")
 
 
-async def rename_org(uow: UnitOfWork, access: OrgAccess, name: str, settings: Settings) -> OrgMembership:
+async def rename_org(uow: UnitOfWork, access: OrgAccess, name: str, config: Config) -> OrgMembership:
     session = uow.session
     org = access.org
     old = org.name
@@ -84,7 +84,7 @@ async def rename_org(uow: UnitOfWork, access: OrgAccess, name: str, settings: Se
     await record(session, "org.rename", actor=access.principal.user, org=org, target=org.slug,
                  data={"from": old, "to": name})
     await session.flush()
-    return membership_view(org, access.role.value, settings)
+    return membership_view(org, access.role.value, config)
 
 
 async def delete_org(uow: UnitOfWork, access: OrgAccess, confirm: str) -> None:
@@ -172,7 +172,7 @@ async def remove_member(uow: UnitOfWork, access: OrgAccess, user_id: str) -> Non
     await session.flush()
 
 
-async def set_plan(uow: UnitOfWork, *, slug: str, plan: Plan, settings: Settings) -> OrgMembership:
+async def set_plan(uow: UnitOfWork, *, slug: str, plan: Plan, config: Config) -> OrgMembership:
     """An operator's plan change (`svc admin plan`), for self-hosted instances without billing.
     Recorded as org.plan with no actor. Returns the org as its admins see it."""
     session = uow.session
@@ -185,7 +185,7 @@ async def set_plan(uow: UnitOfWork, *, slug: str, plan: Plan, settings: Settings
     await record(session, "org.plan", actor=None, org=org, target=org.slug,
                  data={"from": old, "to": plan.value, "by": "operator"})
     await session.flush()
-    return membership_view(org, Role.admin, settings)
+    return membership_view(org, Role.admin, config)
 
 
 # --- what other areas ask of orgs ---

@@ -45,8 +45,8 @@ async def org_home(access: OrgViewer) -> Response:
 
 @router.get("/orgs/{orgSlug}/projects")
 async def project_list(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) -> Response:
-    rows = await service.summaries(uow, access.org, ctx.settings)
-    limit = orgs.project_limit(ctx.settings, access.org.plan)
+    rows = await service.summaries(uow, access.org, ctx.config)
+    limit = orgs.project_limit(ctx.config, access.org.plan)
     return await render.render(request, "projects/list.html", title="Projects", rows=rows, limit=limit,
                                plan=access.org.plan, can_create=access.role != "viewer")
 
@@ -54,14 +54,14 @@ async def project_list(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) 
 @router.post("/orgs/{orgSlug}/projects")
 async def create_project(request: Request, access: OrgMember, uow: Uow, ctx: Ctx) -> Response:
     body = parse(schemas.ProjectCreate, {"name": (await fields(request)).get("name", "")})
-    project = await service.create_project(uow, access, body.name, ctx.settings)
+    project = await service.create_project(uow, access, body.name, ctx.config)
     return render.redirect(request, f"/orgs/{access.org.slug}/projects/{project.name}",
                            flash=f"Project {project.name} created: deploy to {project.url}")
 
 
 @router.get("/orgs/{orgSlug}/projects/{projectName}")
 async def overview(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx) -> Response:
-    view = await service.overview(uow, p.project, p.access.org, ctx.settings)
+    view = await service.overview(uow, p.project, p.access.org, ctx.config)
     return await render.render(request, "projects/overview.html", title=p.project.name, view=view,
                                project=p.project.name, role=p.access.role, resource_words=RESOURCE_WORDS)
 

@@ -5,11 +5,12 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from svc import models
+from svc.adapters.edge.settings import EdgeSettings
 from svc.domains.notifications.schemas import Notification
 from svc.domains.orgs.schemas import User as UserView
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 from svc.kit.names import ProjectName
-from svc.settings import Settings
+from svc.settings import Config
 
 
 class GitInfo(ApiModel):
@@ -72,8 +73,9 @@ class Project(ApiModel):
     created_at: Timestamp
 
     @classmethod
-    def of(cls, project: models.Project, org: models.Org, host: str, settings: Settings) -> Project:
-        return cls(id=project.id, name=project.name, org=org.slug, hostname=host, url=settings.edge_url(host),
+    def of(cls, project: models.Project, org: models.Org, host: str, config: Config) -> Project:
+        url = config.settings_of(EdgeSettings).edge_url(host)
+        return cls(id=project.id, name=project.name, org=org.slug, hostname=host, url=url,
                    created_at=project.created_at)
 
 

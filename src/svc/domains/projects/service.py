@@ -10,6 +10,7 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 
 from svc.adapters.edge.port import Edge, EdgeChange, Route
+from svc.adapters.edge.settings import EdgeSettings
 from svc.auth.projects import OperationInFlight, project_by_name
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
@@ -37,7 +38,7 @@ from svc.models import (
     TeardownPhase,
     User,
 )
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, unit_of_work
 
 RESOURCES = ("db", "storage", "email", "auth", "ai")
@@ -111,15 +112,15 @@ async def project_by_id(session: StoreSession, project_id: str) -> Project | Non
     return await session.get(Project, project_id)
 
 
-def default_hostname(settings: Settings, org: Org, name: str) -> str:
+def default_hostname(config: Config, org: Org, name: str) -> str:
     """One DNS label under the app domain, so one wildcard certificate covers every project."""
-    return f"{name}-{org.slug}.{settings.app_domain}"
+    return f"{name}-{org.slug}.{config.settings.app_domain}"
 
 
 MAX_LABEL = 63  # DNS (RFC 1035): the default hostname's first label is `{project}-{org}`
 
 
-async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings: Settings) -> schemas.Project:
+async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, config: Config) -> schemas.Project:
     session = uow.session
     org = access.org
     if len(name) + 1 + len(org.slug) > MAX_LABEL:
@@ -129,7 +130,7 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
             f"label, {name}-{org.slug}, must fit DNS's 63", details={"maxLength": longest})
     # Counting under the org's lock is what makes the plan limit hold under concurrent creates.
     await orgs.lock_org(uow, org.id)
-    limit = orgs.project_limit(settings, org.plan)
+    limit = orgs.project_limit(config, org.plan)
     count = await queries.count_in_org(session, org.id)
     if count >= limit:
         other = "pro" if org.plan == "free" else "free"
@@ -139,7 +140,7 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
                                   details={"limit": limit, "count": count, "plan": org.plan})
     if await project_by_name(session, org.id, name) is not None:
         raise errors.ProjectNameTaken(details={"name": name})
-    host = default_hostname(settings, org, name)
+    host = default_hostname(config, org, name)
     if await queries.hostname(session, host) is not None:
         raise errors.HostnameTaken(details={"hostname": host})
     now = utcnow()
@@ -160,14 +161,15 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, settings
             raise errors.ProjectNameTaken(details={"name": name}) from None
         raise errors.HostnameTaken(details={"hostname": host}) from None
     if count + 1 == limit:
-        await notifications.limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan, settings=settings)
+        await notifications.limit_reached(uow, org, resource="projects", limit=limit, plan=org.plan,
+                                          settings=config.settings)
     await edge_changed(uow, project.id)
-    return schemas.Project.of(project, org, host, settings)
+    return schemas.Project.of(project, org, host, config)
 
 
-async def list_projects(uow: UnitOfWork, org: Org, settings: Settings) -> list[schemas.Project]:
+async def list_projects(uow: UnitOfWork, org: Org, config: Config) -> list[schemas.Project]:
     rows = await queries.of_org_with_hosts(uow.session, org.id)
-    return [schemas.Project.of(p, org, host, settings) for p, host in rows]
+    return [schemas.Project.of(p, org, host, config) for p, host in rows]
 
 
 @dataclass(frozen=True)
@@ -208,28 +210,28 @@ async def live_deployment(uow: UnitOfWork, project: Project) -> tuple[schemas.De
     return view, await queries.uploader(uow.session, row)
 
 
-async def summaries(uow: UnitOfWork, org: Org, settings: Settings) -> list[ProjectSummary]:
-    return [ProjectSummary(name, state, host, settings.edge_url(host), version, since)
+async def summaries(uow: UnitOfWork, org: Org, config: Config) -> list[ProjectSummary]:
+    return [ProjectSummary(name, state, host, config.settings_of(EdgeSettings).edge_url(host), version, since)
             for name, state, host, _, version, since in await queries.summaries_of_org(uow.session, org.id)]
 
 
-async def project_detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectDetail:
+async def project_detail(uow: UnitOfWork, project: Project, org: Org, config: Config) -> schemas.ProjectDetail:
     live = await live_deployment(uow, project)
-    return await _detail(uow, project, org, settings, live[0] if live else None)
+    return await _detail(uow, project, org, config, live[0] if live else None)
 
 
-async def _detail(uow: UnitOfWork, project: Project, org: Org, settings: Settings,
+async def _detail(uow: UnitOfWork, project: Project, org: Org, config: Config,
                   live: schemas.Deployment | None) -> schemas.ProjectDetail:
     hosts = await queries.hostnames_of(uow.session, project.id)
     default = next((h.host for h in hosts if h.kind == HostnameKind.default), "")
-    base = schemas.Project.of(project, org, default, settings)
+    base = schemas.Project.of(project, org, default, config)
     return schemas.ProjectDetail(**base.model_dump(), live_deployment=live, hostnames=[h.host for h in hosts],
                                  access_mode=project.access_mode, state=project.state)
 
 
-async def overview(uow: UnitOfWork, project: Project, org: Org, settings: Settings) -> schemas.ProjectOverview:
+async def overview(uow: UnitOfWork, project: Project, org: Org, config: Config) -> schemas.ProjectOverview:
     live = await live_deployment(uow, project)
-    detail = await _detail(uow, project, org, settings, live[0] if live else None)
+    detail = await _detail(uow, project, org, config, live[0] if live else None)
     recent, _ = await list_deployments(uow, project, limit=5, before=None)
     serving = None
     if live is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.adapters.git.port import (
     ZERO_ID,
     ArchiveTooLarge,
@@ -28,6 +29,7 @@ from svc.adapters.git.port import (
     Refused,
     SshAccess,
 )
+from svc.adapters.git.settings import GitSettings
 from svc.auth.caller import Principal
 from svc.auth.roles import OrgAccess, at_least
 from svc.context import AppContext
@@ -112,7 +114,7 @@ class Gatekeeper:
             room = target.quota - stored - sum(flying)
             if room <= 0:
                 raise Refused(full_refusal(stored, sum(flying), target.quota, target.plan))
-            allowance = min(self.ctx.settings.repo_max_push_bytes, room)
+            allowance = min(self.ctx.settings_of(GitSettings).repo_max_push_bytes, room)
             if push is not None:
                 self._in_flight[push] = (target.org_id, allowance)
             return allowance
@@ -155,7 +157,7 @@ class Gatekeeper:
                 raise Refused("svc: the project is being deleted")
             org = await uow.session.get(Org, repo.org_id)
             assert org is not None, "a repository's org outlives it"
-            quota = orgs.limits_of(self.ctx.settings, org.plan).repo_storage_bytes
+            quota = orgs.limits_of(self.ctx.config, org.plan).repo_storage_bytes
             return _Target(org.id, org.plan, quota, await queries.org_repo_ids(uow.session, org.id))
 
     async def after_push(self, pusher: Pusher, changes: Sequence[RefChange]) -> HookAnswer:
@@ -212,7 +214,7 @@ class Gatekeeper:
                 if update is not None:
                     update.deployment_id = made.id
                 org_slug, project_name = access.org.slug, project.name
-                host = projects.default_hostname(self.ctx.settings, access.org, project.name)
+                host = projects.default_hostname(self.ctx.config, access.org, project.name)
         except Refused as exc:
             return [f"svc: {short} was not deployed: {exc}"]
         except AppError as exc:
@@ -221,7 +223,7 @@ class Gatekeeper:
             log.exception("a push's deployment failed")
             return [f"svc: {short} was not deployed: an internal error stopped it (the push itself is kept)"]
         return [f"svc: deployed {short} to {org_slug}/{project_name} as version {made.version}",
-                f"svc: live at {self.ctx.settings.edge_url(host)}"]
+                f"svc: live at {self.ctx.settings_of(EdgeSettings).edge_url(host)}"]
 
     @staticmethod
     async def _deployer(session: StoreSession, pusher: Pusher, repo: Repo) -> tuple[OrgAccess, Project]:

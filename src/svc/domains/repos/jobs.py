@@ -11,7 +11,7 @@ from svc.domains.repos.kinds import RepoJob
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
 from svc.kit.clock import utcnow
 from svc.models import Operation, TeardownPhase
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 log = logging.getLogger("svc.repos")
@@ -20,7 +20,7 @@ PURGE_CYCLE_SECONDS = 3600.0
 PURGE_BATCH = 100
 
 
-def register(registry: JobRegistry, settings: Settings) -> None:
+def register(registry: JobRegistry, config: Config) -> None:
     registry.cycle(RepoJob.purge_cycle, PURGE_CYCLE_SECONDS, purge_cycle)
     registry.teardown_step(TeardownStep(TeardownPhase.files, outside=teardown_files))
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.exc import IntegrityError
 
 from svc.adapters.git import port
+from svc.adapters.git.settings import GitSettings
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
@@ -43,7 +44,7 @@ def ssh_url(ctx: AppContext, org: Org, project: Project, repo: Repo) -> str | No
     node = ctx.adapters.git
     if node is None or not node.ssh_port:
         return None
-    host = ctx.settings.ssh_public_host or urlsplit(ctx.settings.public_url).hostname or "localhost"
+    host = ctx.settings_of(GitSettings).ssh_public_host or urlsplit(ctx.settings.public_url).hostname or "localhost"
     return f"ssh://git@{host}:{node.ssh_port}/{org.slug}/{project.name}/{repo.name}.git"
 
 
