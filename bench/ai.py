@@ -38,6 +38,7 @@ import httpx
 from harness import PINNED, ApiClient, Server, machine, pct, pin, wait_for_server
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from tests.support.config import configured
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-runtime-token"
@@ -88,8 +89,7 @@ def serve_svc(port_file: Path, data_dir: Path, upstream: str) -> None:
     from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
-    settings = Settings(data_dir=data_dir, enable_dev_auth=True, ai_frontier_url=upstream, ai_frontier_key=KEY,
-                        ai_value_url=upstream, ai_value_key=KEY, free_ai_calls_per_minute=CALLS_PER_MINUTE)
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True), ai_frontier_url=upstream, ai_frontier_key=KEY, ai_value_url=upstream, ai_value_key=KEY, free_ai_calls_per_minute=CALLS_PER_MINUTE)
     adapters = default_adapters(settings)
     adapters.runtime = SimpleNamespace(token=TOKEN)  # type: ignore[assignment]
     app = create_app(settings, adapters, freeze_startup=True)  # as `svc serve`: start-up kept out of the GC

@@ -45,6 +45,7 @@ import httpx
 from harness import PINNED, free_dns_port, machine, pct, pin, wait_for_server
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from tests.support.config import configured
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "fake-registrar-key"
@@ -82,9 +83,7 @@ def serve_svc(port_file: Path, data_dir: Path, registrar: str, dns_port: int, st
     from svc.settings import Settings
 
     instrument(stages)
-    settings = Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None, registrar="fake",
-                        registrar_url=registrar, dns_host="127.0.0.1", dns_port=dns_port, pdns_api_url=None,
-                        pdns_api_key=None, nameservers=NAMESERVERS, trust_own_zones=True)
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None), registrar="fake", registrar_url=registrar, dns_host="127.0.0.1", dns_port=dns_port, pdns_api_url=None, pdns_api_key=None, nameservers=NAMESERVERS, trust_own_zones=True)
     app = create_app(settings, default_adapters(settings), run_nameserver=True)
     asyncio.run(serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file))
 

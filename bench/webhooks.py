@@ -36,6 +36,7 @@ import httpx
 from fastapi import Request
 from harness import wait_for_server
 from standardwebhooks import Webhook
+from tests.support.config import configured
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "whsec_bench-secret"
@@ -122,8 +123,7 @@ def serve(data_dir: Path, port_file: Path, database_url: str) -> None:
     from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
-    settings = Settings(data_dir=data_dir, enable_dev_auth=True, database_url=database_url or None,
-                        billing="fake", billing_webhook_secret=SECRET)
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=database_url or None), billing="fake", billing_webhook_secret=SECRET)
     app = create_app(settings, default_adapters(settings))
     hook = Webhook(base64.b64encode(SECRET.encode()).decode())
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from svc.app import default_adapters
-from svc.settings import Settings
+from svc.adapters.nameserver.settings import NameserverSettings
+from svc.settings import Config, Settings
 from tests.support import components, stores
 from tests.support.api import Svc, running_svc
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS
@@ -17,6 +18,7 @@ from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS
 # Whether a test's component is missing is decided there (a skip, or in CI a failure): its hooks, as
 # this conftest's own (pytest_plugins would import the module again, for assertion rewriting).
 from tests.support.components import pytest_configure, pytest_runtest_setup  # noqa: F401
+from tests.support.config import configured
 from tests.support.pdns import Pdns, clear_zones, running_pdns
 from tests.support.projectdb import running_cluster
 from tests.support.smtp import SmtpSink, running_smtp_svc
@@ -156,18 +158,18 @@ async def pdns(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pdns]:
 
 
 @pytest.fixture
-def dns_settings(settings: Settings, pdns: Pdns) -> Settings:
+def dns_settings(settings: Settings, pdns: Pdns) -> Config:
     """`settings` naming the shared PowerDNS's nameservers and answering on its DNS address, its
     zones trusted as a local run trusts them (SVC_TRUST_OWN_ZONES: every zone counts as delegated,
     and ownership lookups ask that PowerDNS). What holds without that trust is tested with a second
     PowerDNS standing for the public DNS (tests/support/public_dns.py)."""
-    return settings.model_copy(update={"nameservers": pdns.settings.nameservers,
-                                       "hostmaster": pdns.settings.hostmaster,
-                                       "dns_host": pdns.host, "dns_port": pdns.port, "trust_own_zones": True})
+    return ns = pdns.settings.settings_of(NameserverSettings)
+    return configured(settings, nameservers=ns.nameservers, hostmaster=ns.hostmaster, dns_host=pdns.host,
+                      dns_port=pdns.port, trust_own_zones=True)
 
 
 @pytest.fixture
-async def dns_svc(dns_settings: Settings, pdns: Pdns) -> AsyncIterator[Svc]:
+async def dns_svc(dns_settings: Config, pdns: Pdns) -> AsyncIterator[Svc]:
     """svc (both stores) with its worker, driving the shared real PowerDNS; zones left at the
     nameserver by an earlier test are removed first."""
     await clear_zones(pdns)

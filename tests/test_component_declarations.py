@@ -19,6 +19,7 @@ from svc import components
 from svc.context import Adapters
 from svc.settings import Settings
 from svc.supervisor.component import Component, Launch, start_order
+from tests.support.config import configured
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "svc"
 
@@ -80,7 +81,7 @@ def test_a_cycle_or_an_unknown_name_in_after_is_refused() -> None:
 
 
 def test_the_banner_and_the_preflight_come_from_the_components(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, dns_enabled=False, edge_enabled=False, billing="off")
+    settings = configured(Settings(data_dir=tmp_path), dns_enabled=False, edge_enabled=False, billing="off")
     labels = [line.label for line in components.banner(settings, Launch(api_url="http://127.0.0.1:8080"))]
     assert {"mail", "edge", "https", "databases", "billing", "ai", "git", "dns", "hostnames"} <= set(labels)
     assert components.preflight(settings) is None

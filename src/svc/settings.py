@@ -124,6 +124,24 @@ class Config:
     settings: Settings
     own: dict[type[OwnSettings], OwnSettings] = field(default_factory=dict)
 
+    def updated(self, **values: object) -> Config:
+        """A copy with `values` (by field name, as SVC_* names them) set where each is defined: the
+        shared settings or a part's own (svc serve's options, a test's). Checked as at start."""
+        parts: list[BaseSettings] = [self.settings, *self.own.values()]
+        own = dict(self.own)
+        shared = self.settings
+        for part in parts:
+            given = {name: values.pop(name) for name in list(values) if name in type(part).model_fields}
+            if not given:
+                continue
+            if isinstance(part, Settings):
+                shared = Settings.model_validate(part.model_dump() | given)
+            elif isinstance(part, OwnSettings):
+                own[type(part)] = type(part).model_validate(part.model_dump() | given)
+        if values:
+            raise TypeError(f"no settings class defines {', '.join(sorted(values))}")
+        return Config(shared, own)
+
     def settings_of(self, kind: type[Own]) -> Own:
         found = self.own.get(kind)
         if found is None:

@@ -15,6 +15,7 @@ from svc.settings import Settings
 from tests.access.helpers import HTML, JSON, Edge, make_site, query_of, set_cookie_value, set_mode
 from tests.support import stores
 from tests.support.api import Svc, assert_error, running_svc
+from tests.support.config import configured
 from tests.support.idp import idp_env
 
 PASSWORD = "open sesame 123"
@@ -118,7 +119,7 @@ async def test_password_tries_are_rate_limited_per_host_and_client(svc: Svc, edg
 
 
 async def test_the_cookie_is_secure_when_the_edge_is_https(settings: Settings) -> None:
-    https = settings.model_copy(update={"edge_public_scheme": "https", "edge_public_port": 443})
+    https = configured(settings, edge_public_scheme="https", edge_public_port=443)
     async with running_svc(https) as svc:
         alice = await svc.login("alice")
         site = await make_site(alice)

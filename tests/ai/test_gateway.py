@@ -15,6 +15,7 @@ from svc.adapters.ai.fake import count_tokens
 from svc.models import AICredit, AILedgerEntry, AIReservation, Org, Project
 from tests.support.api import Svc, assert_error
 from tests.support.bundles import site
+from tests.support.config import configured
 from tests.support.team import Team, make_team
 from tests.support.wait import WAIT_SECONDS, until
 
@@ -234,7 +235,7 @@ async def test_a_development_server_answers_from_the_fake_model(settings: Any) -
 
     lanes: dict[str, Any] = {}
     assert await start_fake_upstream(settings, lanes) is None and lanes == {}  # only when asked
-    fake = await start_fake_upstream(settings.model_copy(update={"ai_fake": True}), lanes)
+    fake = await start_fake_upstream(configured(settings, ai_fake=True), lanes)
     assert fake is not None and set(lanes) == {"frontier", "value"}
     try:
         answer = await lanes["value"].complete(_chat("hi there"))

@@ -24,6 +24,7 @@ from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, User, run_due_jobs, running_svc
 from tests.support.billing import billed_svc, pay
+from tests.support.config import configured
 from tests.support.team import make_team
 
 RETURN = {"returnTo": "http://svc.test/orgs/acme/billing?paid=1"}
@@ -210,7 +211,7 @@ async def test_the_operators_reconcile_under_the_fake_asks_the_fake(settings: Se
 
     # svc serve's way with SVC_BILLING=fake: the fake Polar in its process. Its webhooks go to
     # SVC_PUBLIC_URL, which nothing answers here: every one is lost.
-    settings = settings.model_copy(update={"billing": "fake", "billing_timeout_seconds": 5.0})
+    settings = configured(settings, billing="fake", billing_timeout_seconds=5.0)
     env = clean_env() | {"SVC_DATA_DIR": str(settings.data_dir), "SVC_BILLING": "fake"}
     if settings.database_url:
         env["SVC_DATABASE_URL"] = settings.database_url

@@ -23,6 +23,7 @@ from svc.models import Org
 from svc.settings import Settings
 from tests.support.api import Svc
 from tests.support.billing import SECRET, billed_svc
+from tests.support.config import configured
 from tests.support.team import make_team
 
 HOOK = "/v1/hooks/polar"
@@ -119,15 +120,13 @@ async def test_a_wrong_secret_or_the_other_reading_is_refused(settings: Settings
         assert r.status_code == 200
 
     # A secret that cannot be read as the operator said leaves billing off, in words.
-    said = Settings(data_dir=Path("/nonexistent"), billing="polar", billing_webhook_secret=SecretStr(SECRET),
-                    billing_webhook_secret_form="standard", polar_access_token=SecretStr("t"),
-                    polar_product_id="p")
+    said = configured(Settings(data_dir=Path("/nonexistent")), billing="polar", billing_webhook_secret=SecretStr(SECRET), billing_webhook_secret_form="standard", polar_access_token=SecretStr("t"), polar_product_id="p")
     assert "Standard Webhooks' form" in str(off_reason(said))
 
 
 @pytest.mark.parametrize("form", ["either", "standard", "polar"])
 async def test_the_fake_makes_a_secret_of_the_form_it_signs_with(tmp_path: Path, form: SecretForm) -> None:
-    settings = Settings(data_dir=tmp_path, billing="fake", billing_webhook_secret_form=form)
+    settings = configured(Settings(data_dir=tmp_path), billing="fake", billing_webhook_secret_form=form)
     fake, client = await start_fake_billing(settings, HOOK)
     try:
         assert client.webhook_secret is not None

@@ -27,6 +27,7 @@ from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.acme import PEBBLE_REQUIRED, running_pebble
 from tests.support.api import Svc, run_due_jobs, running_svc
+from tests.support.config import configured
 from tests.support.pdns import Pdns
 from tests.support.team import make_team
 
@@ -41,8 +42,7 @@ async def pebble(pdns: Pdns, tmp_path: Path) -> AsyncIterator[Pebble]:
 
 @pytest.fixture
 async def tls_svc(dns_settings: Settings, pdns: Pdns, pebble: Pebble) -> AsyncIterator[Svc]:
-    settings = dns_settings.model_copy(update={"app_domain": "apps.test", "acme_directory_url": pebble.directory_url,
-                                               "acme_ca_bundle": pebble.ca_bundle, "acme_email": "ops@apps.test"})
+    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=pebble.directory_url, acme_ca_bundle=pebble.ca_bundle, acme_email="ops@apps.test")
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     try:
@@ -143,9 +143,7 @@ async def test_a_caa_record_that_forbids_the_ca_is_read_before_ordering(dns_sett
                                                                          pebble: Pebble) -> None:
     """The name's CAA allows another CA: no order, the reason in words (where, who is allowed,
     the record that would allow svc's CA), tried again later; allowed, the order goes ahead."""
-    settings = dns_settings.model_copy(update={
-        "app_domain": "apps.test", "acme_directory_url": pebble.directory_url, "acme_ca_bundle": pebble.ca_bundle,
-        "acme_caa_identities": "pebble.example"})
+    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=pebble.directory_url, acme_ca_bundle=pebble.ca_bundle, acme_caa_identities="pebble.example")
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     adapters.resolver = DnsResolver.at("127.0.0.1", pdns.port)

@@ -38,6 +38,7 @@ from tests.edge.conftest import NGINX, edge_settings
 from tests.edge.helpers import EdgeHttp, create_project, deploy
 from tests.support.acme import PEBBLE_REQUIRED, running_pebble
 from tests.support.api import Svc, running_svc
+from tests.support.config import configured
 from tests.support.pdns import Pdns
 from tests.support.ports import free_port
 from tests.support.team import make_team
@@ -94,9 +95,7 @@ async def test_the_background_cycle_renews_a_due_certificate(dns_settings: Setti
     """The app domain's wildcard, valid for 60 s, is renewed at 40 s by svc's own cycle and jobs
     (no call by hand), though pebble hands the renewal's order an authorization already valid."""
     monkeypatch.setenv("SVC_CERTIFICATE_CHECK_SECONDS", "1")
-    settings = dns_settings.model_copy(update={
-        "app_domain": "apps.test", "acme_directory_url": short_pebble.directory_url,
-        "acme_ca_bundle": short_pebble.ca_bundle, "job_poll_seconds": 0.2})
+    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=short_pebble.directory_url, acme_ca_bundle=short_pebble.ca_bundle, job_poll_seconds=0.2)
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     try:

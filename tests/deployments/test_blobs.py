@@ -11,6 +11,7 @@ from svc.adapters.blobs.files import FileBlobStore
 from svc.adapters.blobs.port import BlobMissing, BlobStore
 from svc.adapters.blobs.s3 import S3BlobStore
 from svc.settings import Settings
+from tests.support.config import configured
 from tests.support.s3 import object_keys, s3_settings
 
 KEY = "bundles/sha256/" + "ab" * 32 + ".tar.gz"
@@ -76,6 +77,6 @@ async def test_s3_store_keys_carry_the_prefix(moto_url: str, bucket: str, tmp_pa
 
 def test_unknown_store_or_missing_bucket_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="files"):
-        build_blob_store(Settings(data_dir=tmp_path, blob_store="ftp"))
+        build_blob_store(configured(Settings(data_dir=tmp_path), blob_store="ftp"))
     with pytest.raises(ValueError, match="BUCKET"):
-        build_blob_store(Settings(data_dir=tmp_path, blob_store="s3"))
+        build_blob_store(configured(Settings(data_dir=tmp_path), blob_store="s3"))

@@ -20,6 +20,7 @@ from tests.deployments.conftest import Env, make_env
 from tests.support import bundles
 from tests.support.api import Svc, assert_error, running_svc
 from tests.support.bundles import dir_info, file_info, gz, header, member, pax, raw_bundle, tar_bytes
+from tests.support.config import configured
 
 # Bounds lowered for the corpus, so "too large" bundles stay small.
 MAX_COMPRESSED = 256 * 1024
@@ -178,8 +179,7 @@ def _noise(n: int) -> bytes:
 
 @pytest.fixture
 async def small(settings: Settings) -> AsyncIterator[Svc]:
-    bounded = settings.model_copy(update={"max_bundle_bytes": MAX_COMPRESSED, "max_unpacked_bytes": MAX_UNPACKED,
-                                          "max_bundle_entries": MAX_ENTRIES})
+    bounded = configured(settings, max_bundle_bytes=MAX_COMPRESSED, max_unpacked_bytes=MAX_UNPACKED, max_bundle_entries=MAX_ENTRIES)
     async with running_svc(bounded) as svc:
         yield svc
 

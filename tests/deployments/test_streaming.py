@@ -15,6 +15,7 @@ from svc.settings import Settings
 from tests.deployments.conftest import Env, make_env
 from tests.support import bundles
 from tests.support.api import Svc, assert_error, running_svc
+from tests.support.config import configured
 
 
 async def test_a_40_mb_bundle_is_streamed_not_held_in_memory(env: Env) -> None:
@@ -41,7 +42,7 @@ async def test_a_40_mb_bundle_is_streamed_not_held_in_memory(env: Env) -> None:
 
 @pytest.fixture
 async def tiny(settings: Settings) -> AsyncIterator[Svc]:
-    async with running_svc(settings.model_copy(update={"max_bundle_bytes": 1024 * 1024})) as svc:
+    async with running_svc(configured(settings, max_bundle_bytes=1024 * 1024)) as svc:
         yield svc
 
 

@@ -12,6 +12,7 @@ from svc.adapters.registrar import FakeRegistrar
 from svc.app import default_adapters
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
+from tests.support.config import configured
 from tests.support.pdns import Pdns, clear_zones
 
 CONTACT = {"name": "Alice Example", "email": "alice@example.net", "phone": "+1.5555551234",
@@ -34,8 +35,7 @@ async def domains_svc(dns_settings: Settings, pdns: Pdns, registrar: FakeRegistr
     """svc on the suite's PowerDNS (its zones cleared) and the fake registrar, waiting for the
     registrar `registrar_timeout` seconds at most."""
     await clear_zones(pdns)
-    settings = dns_settings.model_copy(update={"registrar": "fake", "registrar_url": registrar.url,
-                                               "registrar_timeout_seconds": registrar_timeout})
+    settings = configured(dns_settings, registrar="fake", registrar_url=registrar.url, registrar_timeout_seconds=registrar_timeout)
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     async with running_svc(settings, adapters) as running:

@@ -19,6 +19,7 @@ from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.domains.conftest import CONTACT
 from tests.support.api import Svc, assert_error, running_svc
+from tests.support.config import configured
 from tests.support.team import make_team
 
 D = "/v1/orgs/acme/domains"
@@ -113,7 +114,7 @@ async def test_not_configured(settings: Settings) -> None:
 
 async def test_no_dns_no_purchase(settings: Settings, registrar: FakeRegistrar) -> None:
     """A registrar without svc's DNS: checking works, buying is refused before anything is charged."""
-    with_registrar = settings.model_copy(update={"registrar": "fake", "registrar_url": registrar.url})
+    with_registrar = configured(settings, registrar="fake", registrar_url=registrar.url)
     async with running_svc(with_registrar, default_adapters(with_registrar)) as svc:
         t = await make_team(svc)
         assert (await t.bob.client.post(f"{D}/check", json={"names": ["a.com"]})).status_code == 200

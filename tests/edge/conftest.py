@@ -17,10 +17,11 @@ from svc.adapters.edge.settings import EdgeSettings
 from svc.context import AppContext
 from svc.edge import NginxEdge
 from svc.edge.component import EdgeRouting
-from svc.settings import Settings
+from svc.settings import Config, Settings
 from svc.supervisor import find_binary
 from tests.edge.helpers import EdgeHttp, FakeCheck, fake_check_server
 from tests.support.api import Svc, running_svc
+from tests.support.config import configured
 from tests.support.ports import free_port
 
 NGINX = find_binary("nginx")
@@ -39,12 +40,12 @@ class Running:
         return self.svc.ctx
 
 
-def edge_settings(data_dir: Path, database_url: str | None = None, **extra: object) -> Settings:
+def edge_settings(data_dir: Path, database_url: str | None = None, **extra: object) -> Config:
     values: dict[str, object] = dict(
         data_dir=data_dir, database_url=database_url, enable_dev_auth=True, public_url="http://svc.test",
         job_poll_seconds=0.05, edge_port=free_port(), edge_converge_seconds=0.1,
         edge_check_cache_seconds=60, free_project_limit=10)
-    return Settings(**(values | extra))  # type: ignore[arg-type]
+    return configured(Settings(), **(values | extra))
 
 
 @asynccontextmanager

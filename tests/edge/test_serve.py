@@ -26,6 +26,7 @@ from svc.settings import Settings
 from tests.edge.conftest import edge_settings
 from tests.edge.helpers import Site, deploy
 from tests.support.api import assert_error
+from tests.support.config import configured
 from tests.support.pdns import free_dns_port
 from tests.support.ports import free_port
 
@@ -221,9 +222,9 @@ async def test_create_app_runs_the_edge(tmp_path: Path) -> None:
         assert r.json()["code"] == "unknown_hostname"
     assert not edge.process.running
 
-    off = create_app(settings.model_copy(update={"nginx_binary": str(tmp_path / "missing")}), run_edge=True)
+    off = create_app(configured(settings, nginx_binary=str(tmp_path / "missing")), run_edge=True)
     async with off.router.lifespan_context(off):
         assert off.state.ctx.edge is None
-    disabled = create_app(settings.model_copy(update={"edge_enabled": False}), run_edge=True)
+    disabled = create_app(configured(settings, edge_enabled=False), run_edge=True)
     async with disabled.router.lifespan_context(disabled):
         assert disabled.state.ctx.edge is None

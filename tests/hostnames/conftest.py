@@ -14,6 +14,7 @@ from svc.models import AuditEvent
 from svc.settings import Settings
 from tests.support import wait
 from tests.support.api import Svc, running_svc
+from tests.support.config import configured
 from tests.support.pdns import Pdns, clear_zones
 from tests.support.team import Team, make_team
 
@@ -22,7 +23,7 @@ ORIGIN = "edge.localhost."  # the fallback origin: edge.<app_domain>. (app_domai
 
 @pytest.fixture
 def host_settings(dns_settings: Settings, pdns: Pdns) -> Settings:
-    return dns_settings.model_copy(update={"dns_resolver": f"{pdns.host}:{pdns.port}"})
+    return configured(dns_settings, dns_resolver=f"{pdns.host}:{pdns.port}")
 
 
 @pytest.fixture

@@ -7,29 +7,30 @@ from pydantic import ValidationError
 
 from svc.adapters.resolver import build_resolver
 from svc.settings import Settings
+from tests.support.config import configured
 
 
 def test_fallback_origin_default_and_form() -> None:
     assert Settings(app_domain="apps.example.net").fallback_origin_name == "edge.apps.example.net."
-    assert Settings(fallback_origin="Edge.Example.NET").fallback_origin_name == "edge.example.net."
+    assert configured(Settings(), fallback_origin="Edge.Example.NET").fallback_origin_name == "edge.example.net."
     with pytest.raises(ValidationError, match="fallback origin must be a host name"):
-        Settings(fallback_origin="edge svc")
+        configured(Settings(), fallback_origin="edge svc")
 
 
 def test_resolver_address_and_choice() -> None:
-    assert Settings(dns_resolver="127.0.0.1:5353").dns_resolver_address == ("127.0.0.1", 5353)
-    assert Settings(dns_resolver="[::1]").dns_resolver_address == ("::1", 53)
-    assert Settings(dns_resolver="192.0.2.53").dns_resolver_address == ("192.0.2.53", 53)
+    assert configured(Settings(), dns_resolver="127.0.0.1:5353").dns_resolver_address == ("127.0.0.1", 5353)
+    assert configured(Settings(), dns_resolver="[::1]").dns_resolver_address == ("::1", 53)
+    assert configured(Settings(), dns_resolver="192.0.2.53").dns_resolver_address == ("192.0.2.53", 53)
     for bad in ("resolver.example:53", "127.0.0.1:0", "127.0.0.1:x"):
         with pytest.raises(ValidationError):
-            Settings(dns_resolver=bad)
+            configured(Settings(), dns_resolver=bad)
     # Set: that one. Unset: the system's, standing for the public DNS; svc's own PowerDNS only when
     # its zones are trusted (a local run), and only when svc runs one.
-    assert build_resolver(Settings(dns_resolver="192.0.2.53:5300"), managed_dns=True).description == (
+    assert build_resolver(configured(Settings(), dns_resolver="192.0.2.53:5300"), managed_dns=True).description == (
         "the resolver at 192.0.2.53:5300")
-    assert build_resolver(Settings(dns_host="0.0.0.0", dns_port=5354), managed_dns=True).description.startswith(
+    assert build_resolver(configured(Settings(), dns_host="0.0.0.0", dns_port=5354), managed_dns=True).description.startswith(
         "the system resolver")
-    trusting = Settings(dns_host="0.0.0.0", dns_port=5354, trust_own_zones=True)
+    trusting = configured(Settings(), dns_host="0.0.0.0", dns_port=5354, trust_own_zones=True)
     assert build_resolver(trusting, managed_dns=True).description == "the resolver at 127.0.0.1:5354"
     assert build_resolver(trusting, managed_dns=False).description.startswith("the system resolver")
     assert build_resolver(Settings(), managed_dns=False).description.startswith("the system resolver")

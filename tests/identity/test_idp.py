@@ -20,6 +20,7 @@ from svc.kit.clock import utcnow
 from svc.models import LoginState, Org, User
 from svc.settings import Settings
 from tests.support.api import Svc, assert_error, running_svc
+from tests.support.config import configured
 from tests.support.idp import APP_CALLBACK, DASHBOARD, IdpEnv, idp_env, idp_settings, landing
 
 SUBJECTS = {"github": "1001", "oidc": "fake-1001"}  # alice: GitHub's numeric id, the issuer's sub
@@ -308,12 +309,9 @@ def test_the_factory_builds_the_configured_provider() -> None:
     base = Settings(public_url="http://svc.test")
     assert build_identity_provider(base) is None
     secret = SecretStr("very-secret-value")
-    github = build_identity_provider(base.model_copy(update={
-        "idp_provider": "github", "idp_client_id": "id", "idp_client_secret": secret}))
+    github = build_identity_provider(configured(base, idp_provider="github", idp_client_id="id", idp_client_secret=secret))
     assert github is not None and github.name == "github"
-    oidc = build_identity_provider(base.model_copy(update={
-        "idp_provider": "oidc", "idp_client_id": "id", "idp_client_secret": secret,
-        "idp_issuer": "https://issuer.test"}))
+    oidc = build_identity_provider(configured(base, idp_provider="oidc", idp_client_id="id", idp_client_secret=secret, idp_issuer="https://issuer.test"))
     assert oidc is not None and oidc.name == "oidc"
     for bad in ({"idp_provider": "oidc", "idp_client_id": "id", "idp_client_secret": secret},
                 {"idp_provider": "github", "idp_client_id": "id"},

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
-from svc.domains.invites.settings import InviteSettings
 from svc.settings import Settings
 from tests.invites.helpers import expire, invite, listed, org_with_admin
 from tests.support.api import Svc, assert_error, running_svc
+from tests.support.config import configured
 from tests.support.smtp import outbox
 
 INVITE_KEYS = {"id", "email", "role", "state", "expiresAt", "sentAt", "createdAt"}
@@ -129,7 +129,7 @@ async def test_an_expired_invite_can_be_revoked(svc: Svc) -> None:
 
 
 async def test_pending_invite_cap(settings: Settings) -> None:
-    async with running_svc(settings, area_settings=[InviteSettings(pending_invite_cap=3)]) as svc:
+    async with running_svc(configured(settings, pending_invite_cap=3)) as svc:
         alice = await org_with_admin(svc)
         made = [await invite(alice, f"user{n}@example.com") for n in range(3)]
         r = await alice.client.post("/v1/orgs/acme/invites", json={"email": "user3@example.com", "role": "member"})

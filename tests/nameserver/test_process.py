@@ -28,6 +28,7 @@ from svc.adapters.nameserver.process import ManagedPowerDns, NameserverPortInUse
 from svc.app import create_app
 from svc.settings import Settings
 from svc.supervisor import Port, telling_line
+from tests.support.config import configured
 from tests.support.pdns import NAMESERVERS, PDNS_REQUIRED, free_dns_port, pdns_settings, running_pdns
 from tests.support.wait import until
 
@@ -155,24 +156,24 @@ async def test_create_app_runs_the_managed_nameserver(tmp_path: Path) -> None:
 
 def test_the_plan_follows_the_settings(tmp_path: Path) -> None:
     base = Settings(data_dir=tmp_path)
-    assert nameserver_plan(base.model_copy(update={"dns_enabled": False})).mode == "off"
-    missing = nameserver_plan(base.model_copy(update={"pdns_binary": str(tmp_path / "nope")}))
+    assert nameserver_plan(configured(base, dns_enabled=False)).mode == "off"
+    missing = nameserver_plan(configured(base, pdns_binary=str(tmp_path / "nope")))
     assert missing.mode == "off"
     assert "was not found" in missing.summary and "SVC_PDNS_API_URL" in missing.summary
     assert "503 dns_not_configured" in missing.summary
-    no_key = base.model_copy(update={"pdns_api_url": "http://pdns.example:8081"})
+    no_key = configured(base, pdns_api_url="http://pdns.example:8081")
     assert nameserver_plan(no_key).mode == "off" and "SVC_PDNS_API_KEY" in nameserver_plan(no_key).summary
     assert build_nameserver(no_key) is None
-    external = no_key.model_copy(update={"pdns_api_key": SecretStr("k")})
+    external = configured(no_key, pdns_api_key=SecretStr("k"))
     assert nameserver_plan(external).mode == "external"
     adapter = build_nameserver(external)
     assert adapter is not None and adapter.api_url == "http://pdns.example:8081"
     # Names in the settings become absolute and lowercase.
-    assert Settings(nameservers="NS1.Example.com, ns2.example.com.").nameserver_names == [
+    assert configured(Settings(), nameservers="NS1.Example.com, ns2.example.com.").nameserver_names == [
         "ns1.example.com.", "ns2.example.com."]
 
 
 @PDNS_REQUIRED
 def test_managed_plan_names_the_dns_address(tmp_path: Path) -> None:
-    plan = nameserver_plan(Settings(data_dir=tmp_path, dns_port=5399))
+    plan = nameserver_plan(configured(Settings(data_dir=tmp_path), dns_port=5399))
     assert plan.mode == "managed" and "on 127.0.0.1:5399" in plan.summary

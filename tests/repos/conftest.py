@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from svc.settings import AreaSettings, Settings
+from svc.settings import Config, Settings
 from tests.support.api import Svc, User, running_svc
+from tests.support.config import configured
 from tests.support.ports import free_port
 from tests.support.wait import START_SECONDS, until
 
@@ -80,12 +81,12 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(settings: Settings, area_settings: Iterable[AreaSettings] = ()) -> AsyncIterator[Served]:
+async def serving(settings: Settings | Config) -> AsyncIterator[Served]:
     """svc on a real port of 127.0.0.1 (its SVC_PUBLIC_URL), its lifespan run by the test."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    async with running_svc(settings.model_copy(update={"public_url": url}), area_settings=area_settings) as svc:
+    async with running_svc(configured(settings, public_url=url)) as svc:
         server = uvicorn.Server(uvicorn.Config(svc.app, log_level="warning", lifespan="off"))
         task = asyncio.create_task(server.serve(sockets=[sock]))
         try:
@@ -106,7 +107,7 @@ async def served(settings: Settings) -> AsyncIterator[Served]:
 @pytest.fixture
 async def ssh_served(settings: Settings) -> AsyncIterator[Served]:
     """`served`, with git over SSH on a free port too."""
-    async with serving(settings.model_copy(update={"ssh_port": free_port()})) as running:
+    async with serving(configured(settings, ssh_port=free_port())) as running:
         yield running
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import func, select
 
 from svc.domains.repos import jobs
-from svc.domains.repos.settings import RepoSettings
 from svc.jobs.registry import JobRun
 from svc.models import AuditEvent, Repo
 from svc.settings import Settings
@@ -18,6 +17,7 @@ from svc.uow import Tx, unit_of_work
 from tests.access.helpers import add_member
 from tests.repos.conftest import Git, Served, new_token, project_with_repo, with_token
 from tests.support.api import Svc, assert_error, running_svc, wait_operation
+from tests.support.config import configured
 
 R = "/v1/orgs/{org}/projects/{project}/repos"
 
@@ -135,7 +135,7 @@ async def test_an_org_with_repositories_cannot_be_deleted_until_its_projects_go(
 
 async def test_deleted_repositories_are_purged_after_the_retention(settings: Settings, tmp_path: Path,
                                                                    git: Git) -> None:
-    async with running_svc(settings, area_settings=[RepoSettings(repo_retention_days=0)]) as svc:
+    async with running_svc(configured(settings, repo_retention_days=0)) as svc:
         alice = await svc.login("alice")
         org = alice.personal_org
         await project_with_repo(alice)

@@ -18,13 +18,13 @@ from svc.adapters.git.local import LocalGitNode
 from svc.adapters.git.port import ZERO_ID, Pusher, RefChange, Refused
 from svc.domains.repos import gatekeeper, jobs
 from svc.domains.repos.gatekeeper import Gatekeeper
-from svc.domains.repos.settings import RepoSettings
 from svc.jobs.registry import JobRun
 from svc.models import Org, Plan, RefUpdate, Repo
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.repos.conftest import Git, Served, new_token, project_with_repo, serving, with_token
 from tests.support.api import Svc
+from tests.support.config import configured
 
 KIB = 1024
 
@@ -41,7 +41,7 @@ async def refs_of(git: Git, url: str) -> str:
 
 
 async def test_a_push_over_the_size_bound_is_refused_in_words(settings: Settings, git: Git, tmp_path: Path) -> None:
-    async with serving(settings.model_copy(update={"repo_max_push_bytes": 200 * KIB})) as served:
+    async with serving(configured(settings, repo_max_push_bytes=200 * KIB)) as served:
         alice = await served.svc.login("alice")
         url = with_token((await project_with_repo(alice))["cloneUrl"], await new_token(alice))
         work = tmp_path / "work"
@@ -63,8 +63,8 @@ async def test_a_push_over_the_size_bound_is_refused_in_words(settings: Settings
 
 async def test_the_orgs_repository_storage_is_refused_in_words(settings: Settings, git: Git, tmp_path: Path) -> None:
     quota = 600 * KIB
-    bounded = settings.model_copy(update={"free_repo_storage_bytes": quota})
-    async with serving(bounded, area_settings=[RepoSettings(repo_retention_days=0)]) as served:
+    bounded = configured(settings, free_repo_storage_bytes=quota)
+    async with serving(configured(bounded, repo_retention_days=0)) as served:
         svc = served.svc
         alice = await svc.login("alice")
         org = alice.personal_org
@@ -131,7 +131,7 @@ async def test_the_pre_receive_hook_exempts_only_deletions(settings: Settings, g
     """The hook's own check (for pushes admitted before the org filled up, e.g. two at once): over
     the quota, a push that brings no objects but creates or moves a ref is refused too; one that
     only deletes refs goes in."""
-    async with serving(settings.model_copy(update={"free_repo_storage_bytes": 200 * KIB})) as served:
+    async with serving(configured(settings, free_repo_storage_bytes=200 * KIB)) as served:
         svc = served.svc
         alice = await svc.login("alice")
         url = with_token((await project_with_repo(alice))["cloneUrl"], await new_token(alice))
@@ -218,7 +218,7 @@ async def until(check: Callable[[], bool], what: str) -> None:
 async def test_pushes_in_flight_are_bounded_per_org(settings: Settings, git: Git, tmp_path: Path) -> None:
     """Two pushes of an org at once (their packs still coming); a third is refused in words before
     it sends anything; and what a push in flight may bring is taken from the quota's room."""
-    async with serving(settings.model_copy(update={"free_repo_storage_bytes": 600 * KIB})) as served:
+    async with serving(configured(settings, free_repo_storage_bytes=600 * KIB)) as served:
         svc = served.svc
         alice = await svc.login("alice")
         token = await new_token(alice)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,7 +16,7 @@ from svc.app import build_registry, create_app
 from svc.context import Adapters, AppContext
 from svc.jobs.worker import Worker
 from svc.models.jobs import Job
-from svc.settings import AreaSettings, Settings
+from svc.settings import Config, Settings
 
 
 @dataclass
@@ -77,9 +77,9 @@ class Svc:
 
 
 @asynccontextmanager
-async def running_svc(settings: Settings, adapters: Adapters | None = None, *,
-                      run_workers: bool = True, area_settings: Iterable[AreaSettings] = ()) -> AsyncIterator[Svc]:
-    app = create_app(settings, adapters, run_workers=run_workers, area_settings=area_settings)
+async def running_svc(settings: Settings | Config, adapters: Adapters | None = None, *,
+                      run_workers: bool = True) -> AsyncIterator[Svc]:
+    app = create_app(settings, adapters, run_workers=run_workers)
     async with app.router.lifespan_context(app):
         anon = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc.test")
         svc = Svc(app, anon)
@@ -93,7 +93,7 @@ async def running_svc(settings: Settings, adapters: Adapters | None = None, *,
 def job_runner(svc: Svc, worker: str = "test") -> Worker:
     """A job worker of the test's own, for a svc started with run_workers=False: `run_once()`
     runs what is due now."""
-    return Worker(replace(svc.ctx, worker_name=worker), build_registry(svc.ctx.settings))
+    return Worker(replace(svc.ctx, worker_name=worker), build_registry(svc.ctx.config))
 
 
 async def run_due_jobs(svc: Svc) -> None:

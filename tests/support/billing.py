@@ -15,6 +15,7 @@ from svc.app import default_adapters
 from svc.kit.webhook_signatures import SecretForm
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
+from tests.support.config import configured
 
 SECRET = "whsec_test-secret-of-the-suite"
 
@@ -24,8 +25,7 @@ async def billed_svc(settings: Settings, *, secret: str = SECRET,
                      form: SecretForm = "either") -> AsyncIterator[tuple[Svc, FakePolar]]:
     """svc reading its webhook secret as `form` says, and the fake signing with that secret as that
     form reads it."""
-    settings = settings.model_copy(update={"billing": "polar", "billing_webhook_secret": SecretStr(secret),
-                                           "billing_webhook_secret_form": form, "billing_timeout_seconds": 2.0})
+    settings = configured(settings, billing="polar", billing_webhook_secret=SecretStr(secret), billing_webhook_secret_form=form, billing_timeout_seconds=2.0)
     adapters = default_adapters(settings)
     fake: FakePolar | None = None
     try:

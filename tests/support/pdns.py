@@ -27,9 +27,11 @@ import dns.resolver
 from svc.adapters.nameserver import RunningNameserver, start_nameserver
 from svc.adapters.nameserver.powerdns import PowerDnsNameserver
 from svc.adapters.nameserver.process import find_schema
-from svc.settings import Settings
+from svc.adapters.nameserver.settings import NameserverSettings
+from svc.settings import Config, Settings
 from svc.supervisor import find_binary
 from tests.support.components import needs
+from tests.support.config import configured
 from tests.support.ports import free_port
 
 PDNS_INSTALLED = find_binary("pdns_server") is not None and find_schema() is not None
@@ -44,16 +46,16 @@ def free_dns_port(host: str = "127.0.0.1") -> int:
     return free_port(udp_too=True)
 
 
-def pdns_settings(data_dir: Path, **extra: object) -> Settings:
+def pdns_settings(data_dir: Path, **extra: object) -> Config:
     values: dict[str, object] = dict(data_dir=data_dir, dns_port=free_dns_port(), nameservers=",".join(NAMESERVERS),
                                      hostmaster="hostmaster.svc.test.", pdns_api_url=None, pdns_api_key=None)
-    return Settings(**(values | extra))  # type: ignore[arg-type]
+    return configured(Settings(), **(values | extra))
 
 
 @dataclass
 class Pdns:
     running: RunningNameserver
-    settings: Settings
+    settings: Config
 
     @property
     def nameserver(self) -> PowerDnsNameserver:
@@ -61,11 +63,11 @@ class Pdns:
 
     @property
     def host(self) -> str:
-        return self.settings.dns_host
+        return self.settings.settings_of(NameserverSettings).dns_host
 
     @property
     def port(self) -> int:
-        return self.settings.dns_port
+        return self.settings.settings_of(NameserverSettings).dns_port
 
     async def stop(self) -> None:
         """Stop pdns (and its supervisor): the nameserver is down until start()."""

@@ -38,6 +38,7 @@ from svc.kit.clock import utcnow
 from svc.models import Job, JobStatus, OutboundMail
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
+from tests.support.config import configured
 from tests.support.wait import WAIT_SECONDS, until
 
 
@@ -195,8 +196,7 @@ class SmtpSink:
 @asynccontextmanager
 async def running_smtp_svc(settings: Settings, sink: SmtpSink, *, run_workers: bool = True) -> AsyncIterator[Svc]:
     """A running svc whose outgoing mail goes to `sink` over SMTP (the sink may be stopped)."""
-    configured = settings.model_copy(update={"smtp_url": sink.url})
-    async with running_svc(configured, Adapters(mail=SmtpSender(sink.url, timeout=10)),
+    async with running_svc(configured(settings, smtp_url=sink.url), Adapters(mail=SmtpSender(sink.url, timeout=10)),
                            run_workers=run_workers) as svc:
         yield svc
 

@@ -109,9 +109,7 @@ def _config(edge_port: int | None, edge_tls_port: int | None) -> Config:
     except ValidationError as exc:
         raise _fail(_bad_settings(exc)) from None
     given = {"edge_port": edge_port, "edge_tls_port": edge_tls_port}
-    edge = config.settings_of(EdgeSettings)
-    config.own[EdgeSettings] = edge.model_copy(update={k: v for k, v in given.items() if v is not None})
-    return config
+    return config.updated(**{k: v for k, v in given.items() if v is not None})
 
 
 def _check(config: Config) -> None:
