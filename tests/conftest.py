@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from svc.app import default_adapters
 from svc.adapters.nameserver.settings import NameserverSettings
+from svc.app import default_adapters
 from svc.settings import Config, Settings
 from tests.support import components, stores
 from tests.support.api import Svc, running_svc
@@ -163,7 +163,7 @@ def dns_settings(settings: Settings, pdns: Pdns) -> Config:
     zones trusted as a local run trusts them (SVC_TRUST_OWN_ZONES: every zone counts as delegated,
     and ownership lookups ask that PowerDNS). What holds without that trust is tested with a second
     PowerDNS standing for the public DNS (tests/support/public_dns.py)."""
-    return ns = pdns.settings.settings_of(NameserverSettings)
+    ns = pdns.settings.settings_of(NameserverSettings)
     return configured(settings, nameservers=ns.nameservers, hostmaster=ns.hostmaster, dns_host=pdns.host,
                       dns_port=pdns.port, trust_own_zones=True)
 
