@@ -1,5 +1,5 @@
 """docs/settings.md, generated: every SVC_* variable svc reads, from the code that reads it (the
-shared Settings and each area's own settings class), with its default and the comment above it.
+shared Settings, each component's and each area's own settings class), with its default and the comment above it.
 
     python -m lint.settings_table > docs/settings.md
 
@@ -17,7 +17,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from svc.areas import AREAS
-from svc.settings import AreaSettings, Settings
+from svc.components import COMPONENTS
+from svc.settings import OwnSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,8 +26,9 @@ HEADER = """# Settings
 
 Every `SVC_*` variable svc reads, generated from the code that reads it (`python -m
 lint.settings_table > docs/settings.md`; `tests/test_settings_doc.py` fails when this page and the
-code differ). The shared settings come first, then each area's own (`domains/<area>/settings.py`),
-read once when svc starts: a bad value stops `svc serve` with one line naming the variable.
+code differ). The shared settings come first, then each component's own (`settings.py` beside its
+adapter), then each area's rules (`domains/<area>/settings.py`); all are read once when svc starts:
+a bad value stops `svc serve` with one line naming the variable.
 """
 
 
@@ -61,7 +63,7 @@ def _default(info: FieldInfo) -> str:
     return f"`{getattr(value, 'value', value)}`"
 
 
-def _rows(cls: type[Settings] | type[AreaSettings]) -> list[str]:
+def _rows(cls: type[Settings] | type[OwnSettings]) -> list[str]:
     said = _comments(cls)
     rows = []
     for name, info in cls.model_fields.items():
@@ -70,13 +72,23 @@ def _rows(cls: type[Settings] | type[AreaSettings]) -> list[str]:
     return rows
 
 
+def _where(cls: type) -> str:
+    return str(Path(inspect.getfile(cls)).resolve().relative_to(ROOT))
+
+
+def _section(title: str, cls: type[Settings] | type[OwnSettings]) -> list[str]:
+    return ["", f"## {title} (`{_where(cls)}`)", "", "| Variable | Default | What it is |", "|---|---|---|",
+            *_rows(cls)]
+
+
 def table() -> str:
-    out = [HEADER, "## Shared (`src/svc/settings.py`)", "", "| Variable | Default | What it is |", "|---|---|---|",
-           *_rows(Settings)]
+    out = [HEADER.rstrip("\n"), *_section("Shared", Settings)]
+    for component in sorted((c for c in COMPONENTS if c.settings is not None), key=lambda c: c.name):
+        assert component.settings is not None
+        out += _section(f"Component: {component.name}", component.settings)
     for area in sorted((a for a in AREAS if a.settings is not None), key=lambda a: a.name):
         assert area.settings is not None
-        out += ["", f"## {area.name} (`src/svc/domains/{area.name}/settings.py`)", "",
-                "| Variable | Default | What it is |", "|---|---|---|", *_rows(area.settings)]
+        out += _section(f"Area: {area.name}", area.settings)
     return "\n".join(out) + "\n"
 
 

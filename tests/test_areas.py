@@ -18,6 +18,7 @@ from svc.errors import AppError
 from svc.jobs.registry import JobRegistry
 from svc.models import Base, TeardownPhase
 from svc.settings import Settings
+from tests.support.config import configured
 
 
 def test_every_area_package_has_its_manifest_in_the_list() -> None:
@@ -37,7 +38,7 @@ def test_every_area_registers_the_job_kinds_its_manifest_declares_and_no_other()
     for area in AREAS:
         registry = JobRegistry()
         if area.jobs is not None:
-            area.jobs(registry, Settings())
+            area.jobs(registry, configured(Settings()))
         declared = {kind.value for kind in area.job_kinds} if area.job_kinds is not None else set()
         assert set(registry.specs) == declared, f"{area.name} registers other kinds than its manifest declares"
         for value in declared:

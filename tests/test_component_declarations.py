@@ -85,7 +85,7 @@ def test_the_banner_and_the_preflight_come_from_the_components(tmp_path: Path) -
     labels = [line.label for line in components.banner(settings, Launch(api_url="http://127.0.0.1:8080"))]
     assert {"mail", "edge", "https", "databases", "billing", "ai", "git", "dns", "hostnames"} <= set(labels)
     assert components.preflight(settings) is None
-    adapters = components.build_adapters(settings)
+    adapters = components.build_adapters(configured(settings))
     assert adapters.off["nameserver"].startswith("off (SVC_DNS_ENABLED=false)")
     assert adapters.off["billing"].startswith("off (SVC_BILLING=off)")
 

@@ -27,18 +27,24 @@ __all__ = ["MAX_JSON_BODY", "build_registry", "create_app", "default_adapters", 
 MAX_JSON_BODY = 1024 * 1024
 
 
-def default_adapters(config: Config) -> Adapters:
+def default_adapters(settings: Settings | Config) -> Adapters:
     """Each component's adapter as the settings make it (svc/components.py)."""
-    return components.build_adapters(config)
+    return components.build_adapters(_config(settings))
 
 
-def build_registry(config: Config) -> JobRegistry:
+def build_registry(settings: Settings | Config) -> JobRegistry:
     """Every area's job kinds and periodic cycles, as its manifest registers them."""
+    config = _config(settings)
     registry = JobRegistry()
     for area in AREAS:
         if area.jobs is not None:
             area.jobs(registry, config)
     return registry
+
+
+def _config(settings: Settings | Config, own: Iterable[OwnSettings] = ()) -> Config:
+    """A Config as given, or the shared settings with the parts' own read (but for those in `own`)."""
+    return settings if isinstance(settings, Config) else read_config(settings, own)
 
 
 def is_upload(scope: Scope) -> bool:
@@ -64,7 +70,7 @@ def create_app(settings: Settings | Config, adapters: Adapters | None = None, *,
     installed). freeze_startup: the serving process's
     own (`svc serve`): what start-up made is kept out of the garbage collector's sight (gc.freeze)."""
     # The parts' own settings are read (and checked) now, before anything starts.
-    config = settings if isinstance(settings, Config) else read_config(settings, own)
+    config = _config(settings, own)
     settings = config.settings
     processes = {"workers", "edge"} if run_edge else set()
     processes |= {"nameserver"} if run_nameserver else set()

@@ -20,7 +20,6 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SVC_", extra="forbid")
 
-    # --- the foundation ---
     # Where svc keeps its files: the SQLite store, blobs, keys, the components' data and logs.
     data_dir: Path = Path("./.svc-data")
     # The state store: a PostgreSQL URL (postgresql+asyncpg://...); unset: SQLite under SVC_DATA_DIR.

@@ -234,7 +234,7 @@ async def test_a_development_server_answers_from_the_fake_model(settings: Any) -
     from svc.adapters.ai import start_fake_upstream
 
     lanes: dict[str, Any] = {}
-    assert await start_fake_upstream(settings, lanes) is None and lanes == {}  # only when asked
+    assert await start_fake_upstream(configured(settings), lanes) is None and lanes == {}  # only when asked
     fake = await start_fake_upstream(configured(settings, ai_fake=True), lanes)
     assert fake is not None and set(lanes) == {"frontier", "value"}
     try:

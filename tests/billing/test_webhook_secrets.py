@@ -127,7 +127,7 @@ async def test_a_wrong_secret_or_the_other_reading_is_refused(settings: Settings
 @pytest.mark.parametrize("form", ["either", "standard", "polar"])
 async def test_the_fake_makes_a_secret_of_the_form_it_signs_with(tmp_path: Path, form: SecretForm) -> None:
     settings = configured(Settings(data_dir=tmp_path), billing="fake", billing_webhook_secret_form=form)
-    fake, client = await start_fake_billing(settings, HOOK)
+    fake, client = await start_fake_billing(configured(settings), HOOK)
     try:
         assert client.webhook_secret is not None
         secret = client.webhook_secret.get_secret_value()

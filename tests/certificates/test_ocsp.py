@@ -37,6 +37,7 @@ from svc.uow import Tx, unit_of_work
 from tests.edge.conftest import NGINX, edge_settings
 from tests.support import components
 from tests.support.api import run_due_jobs, running_svc
+from tests.support.config import configured
 from tests.support.ports import free_port
 
 pytestmark = components.NGINX
@@ -162,7 +163,7 @@ async def test_an_ocsp_answer_is_fetched_kept_and_stapled(tmp_path: Path) -> Non
                 assert await jobs.schedule_ocsp(uow) == 0
 
             assert NGINX is not None
-            edge = NginxEdge(settings, EdgeRouting(svc.ctx), api_url="http://127.0.0.1:9", binary=NGINX,
+            edge = NginxEdge(configured(settings), EdgeRouting(svc.ctx), api_url="http://127.0.0.1:9", binary=NGINX,
                              certificates=EdgeCertificates(svc.ctx))
             await edge.start()
             try:
@@ -237,7 +238,7 @@ async def test_a_changed_certificate_is_served_whatever_its_checksum(tmp_path: P
 
             await issue(*first)
             assert NGINX is not None
-            edge = NginxEdge(settings, EdgeRouting(svc.ctx), api_url="http://127.0.0.1:9", binary=NGINX,
+            edge = NginxEdge(configured(settings), EdgeRouting(svc.ctx), api_url="http://127.0.0.1:9", binary=NGINX,
                              certificates=EdgeCertificates(svc.ctx))
             await edge.start()
             try:

@@ -189,7 +189,7 @@ async def test_an_expired_certificate_leaves_the_edge(tmp_path: Path, monkeypatc
                 fullchain_pem=chain, key_pem=key, not_before=now - timedelta(hours=1), not_after=not_after,
                 issuer="test", names=("*.apps.test",)), now + timedelta(days=1))
         assert NGINX is not None
-        edge = NginxEdge(settings, EdgeRouting(svc.ctx), api_url="http://127.0.0.1:9", binary=NGINX,
+        edge = NginxEdge(configured(settings), EdgeRouting(svc.ctx), api_url="http://127.0.0.1:9", binary=NGINX,
                          certificates=EdgeCertificates(svc.ctx))
         await edge.start()
         http = EdgeHttp(settings.edge_port)

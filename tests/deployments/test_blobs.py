@@ -23,7 +23,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> BlobStore:
     if request.param == "s3":
         moto_url = request.getfixturevalue("moto_url")
         settings = s3_settings(settings, moto_url, request.getfixturevalue("bucket"))
-    return build_blob_store(settings)
+    return build_blob_store(configured(settings))
 
 
 async def test_put_get_exists_delete(store: BlobStore, tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ async def test_put_get_exists_delete(store: BlobStore, tmp_path: Path) -> None:
 
 
 async def test_file_store_layout_and_no_temporary_files(tmp_path: Path) -> None:
-    store = build_blob_store(Settings(data_dir=tmp_path / "data"))
+    store = build_blob_store(configured(Settings(data_dir=tmp_path / "data")))
     assert isinstance(store, FileBlobStore)
     source = tmp_path / "b"
     source.write_bytes(b"x")

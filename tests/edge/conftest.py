@@ -51,7 +51,7 @@ def edge_settings(data_dir: Path, database_url: str | None = None, **extra: obje
 @asynccontextmanager
 async def started_edge(svc: Svc, check: FakeCheck) -> AsyncIterator[Running]:
     assert NGINX is not None
-    edge = NginxEdge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
+    edge = NginxEdge(svc.ctx.config, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
     await edge.start()
     svc.ctx.edge = edge
     http = EdgeHttp(svc.ctx.settings_of(EdgeSettings).edge_port)

@@ -22,6 +22,7 @@ from tests.edge.conftest import NGINX, Running, edge_settings, started_edge
 from tests.edge.helpers import FakeCheck, Site, bundle, create_project, deploy, rollback
 from tests.support import stores
 from tests.support.api import running_svc
+from tests.support.config import configured
 from tests.support.s3 import create_bucket, moto_server, s3_settings
 from tests.support.wait import WAIT_SECONDS
 
@@ -198,7 +199,7 @@ async def test_nginx_left_by_a_dead_svc_is_replaced(tmp_path: Path, check: FakeC
         alice = await svc.login("alice")
         site = await create_project(alice, "web")
         await deploy(svc.ctx, site, files(1))
-        first = NginxEdge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
+        first = NginxEdge(svc.ctx.config, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
         await first.start()
         old_master = first.process.pid
         assert old_master is not None
@@ -301,16 +302,16 @@ async def test_edge_port_taken_by_another_program(tmp_path: Path, check: FakeChe
         other.listen()
         port = other.getsockname()[1]
         settings = edge_settings(tmp_path / "data", edge_port=port)
-        assert edge_port_taken(settings)
+        assert edge_port_taken(configured(settings))
         async with running_svc(settings) as svc:
-            edge = NginxEdge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
+            edge = NginxEdge(svc.ctx.config, EdgeRouting(svc.ctx), api_url=check.url, binary=NGINX)
             with pytest.raises(EdgePortInUse) as caught:
                 await edge.start()
             assert caught.value.address == f"127.0.0.1:{port}"
             assert not edge.process.running
             with pytest.raises(EdgePortInUse):
-                await start_edge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url)
-    assert not edge_port_taken(settings)
+                await start_edge(svc.ctx.config, EdgeRouting(svc.ctx), api_url=check.url)
+    assert not edge_port_taken(configured(settings))
 
 
 async def test_an_nginx_without_the_lua_module_leaves_the_edge_off(tmp_path: Path, check: FakeCheck,
@@ -324,6 +325,6 @@ async def test_an_nginx_without_the_lua_module_leaves_the_edge_off(tmp_path: Pat
     monkeypatch.setattr(process, "MODULE_DIRS", ())
     settings = edge_settings(tmp_path / "data", nginx_binary=str(bare))
     async with running_svc(settings) as svc:
-        assert await start_edge(svc.ctx.settings, EdgeRouting(svc.ctx), api_url=check.url) is None
+        assert await start_edge(svc.ctx.config, EdgeRouting(svc.ctx), api_url=check.url) is None
     assert "has no Lua module" in caplog.text and "apt-get install libnginx-mod-http-lua" in caplog.text
     assert not (settings.data_dir / "edge" / "nginx.pid").exists()

@@ -37,6 +37,7 @@ from tests.edge.conftest import NGINX, Running, edge_settings
 from tests.edge.helpers import create_project, deploy, set_access
 from tests.support.api import Svc, User, running_svc
 from tests.support.bundles import site as bundle
+from tests.support.config import configured
 from tests.support.ports import free_port
 from tests.support.serve import Server, svc_serve
 
@@ -197,7 +198,7 @@ async def tenants(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ten
     assert NGINX is not None
     settings = edge_settings(tmp_path_factory.mktemp("tenants") / "data", edge_tls_port=free_port())
     async with running_svc(settings) as svc, serving(svc) as api:
-        edge = NginxEdge(settings, EdgeRouting(svc.ctx), api_url=api, binary=NGINX, certificates=OneCertificate())
+        edge = NginxEdge(configured(settings), EdgeRouting(svc.ctx), api_url=api, binary=NGINX, certificates=OneCertificate())
         await edge.start()
         svc.ctx.edge = edge
         try:

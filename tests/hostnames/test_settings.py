@@ -33,4 +33,4 @@ def test_resolver_address_and_choice() -> None:
     trusting = configured(Settings(), dns_host="0.0.0.0", dns_port=5354, trust_own_zones=True)
     assert build_resolver(trusting, managed_dns=True).description == "the resolver at 127.0.0.1:5354"
     assert build_resolver(trusting, managed_dns=False).description.startswith("the system resolver")
-    assert build_resolver(Settings(), managed_dns=False).description.startswith("the system resolver")
+    assert build_resolver(configured(Settings()), managed_dns=False).description.startswith("the system resolver")

@@ -307,7 +307,7 @@ async def test_the_fake_refuses_unregistered_redirect_uris(settings: Settings) -
 
 def test_the_factory_builds_the_configured_provider() -> None:
     base = Settings(public_url="http://svc.test")
-    assert build_identity_provider(base) is None
+    assert build_identity_provider(configured(base)) is None
     secret = SecretStr("very-secret-value")
     github = build_identity_provider(configured(base, idp_provider="github", idp_client_id="id", idp_client_secret=secret))
     assert github is not None and github.name == "github"
@@ -317,5 +317,5 @@ def test_the_factory_builds_the_configured_provider() -> None:
                 {"idp_provider": "github", "idp_client_id": "id"},
                 {"idp_provider": "gitlab", "idp_client_id": "id", "idp_client_secret": secret}):
         with pytest.raises(IdpConfigError):
-            build_identity_provider(base.model_copy(update=bad))
+            build_identity_provider(configured(base, **bad))
     assert "very-secret-value" not in repr(github) + repr(oidc)

@@ -92,8 +92,8 @@ async def test_a_pdns_left_by_a_killed_svc_is_replaced(tmp_path: Path) -> None:
     await left.launch()  # started, not supervised: what an svc killed with -9 leaves
     try:
         # It holds the DNS port, but it is this data dir's: not "taken".
-        assert not dns_port_taken(settings)
-        running = await start_nameserver(settings)
+        assert not dns_port_taken(configured(settings))
+        running = await start_nameserver(configured(settings))
         assert running is not None
         try:
             assert await left.wait() != 0  # stopped by the new start
@@ -109,9 +109,9 @@ async def test_a_taken_dns_port_is_one_clear_error(tmp_path: Path) -> None:
     settings = pdns_settings(tmp_path)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as squatter:
         squatter.bind(("127.0.0.1", settings.dns_port))
-        assert dns_port_taken(settings)
+        assert dns_port_taken(configured(settings))
         with pytest.raises(NameserverPortInUse, match=f"the DNS address 127.0.0.1:{settings.dns_port} is in use"):
-            await start_nameserver(settings)
+            await start_nameserver(configured(settings))
     # pdns's own words for the same failure: the telling line is its fatal one.
     said = (f"Nov 24 10:00:00 Unable to bind UDP socket to '127.0.0.1:{settings.dns_port}': Address already in use\n"
             "Nov 24 10:00:00 Fatal error: Unable to bind to UDP socket\n")

@@ -14,8 +14,9 @@ from pydantic import SecretStr
 
 from svc.adapters.idp.fake import FakeIdp, running_fake_idp
 from svc.app import default_adapters
-from svc.settings import Settings
+from svc.settings import Config, Settings
 from tests.support.api import Svc, running_svc
+from tests.support.config import configured
 
 # The client callbacks a login may return to (SVC_IDP_REDIRECTS) in these tests.
 APP_CALLBACK = "http://app.test/cb"
@@ -24,10 +25,10 @@ LOOPBACK = "http://127.0.0.1"
 REDIRECTS = f"{APP_CALLBACK},{DASHBOARD},{LOOPBACK}"
 
 
-def idp_settings(settings: Settings, fake: FakeIdp, provider: str, **extra: Any) -> Settings:
+def idp_settings(settings: Settings | Config, fake: FakeIdp, provider: str, **extra: Any) -> Config:
     update = {**fake.svc_settings(provider), "idp_redirects": REDIRECTS, **extra}
     update["idp_client_secret"] = SecretStr(str(update["idp_client_secret"]))
-    return settings.model_copy(update=update)
+    return configured(settings, **update)
 
 
 @dataclass

@@ -236,7 +236,7 @@ async def deliver_due(svc: Svc, *, worker: str = "test-sender") -> int:
     returns how many messages the mail server accepted meanwhile, by the outbox's sentAt."""
     before = sum(m.sent_at is not None for m in await outbox(svc))
     ctx = replace(svc.ctx, worker_name=worker)
-    runner = Worker(ctx, build_registry(ctx.settings))
+    runner = Worker(ctx, build_registry(ctx.config))
     for _ in range(50):
         if not await runner.run_once():
             return sum(m.sent_at is not None for m in await outbox(svc)) - before
