@@ -35,6 +35,7 @@ BINDINGS = tuple(area.bindings for area in AREAS if area.bindings is not None)
 ORDERS = tuple(area.orders for area in AREAS if area.orders is not None)
 RECONCILERS = tuple(area.reconcile for area in AREAS if area.reconcile is not None)
 UNSETTLED = tuple(area.unsettled for area in AREAS if area.unsettled is not None)
+RESOURCES = tuple(area.resource for area in AREAS if area.resource is not None)
 
 
 def read_area_settings(given: Iterable[AreaSettings] = ()) -> dict[type[AreaSettings], AreaSettings]:
@@ -49,7 +50,8 @@ def app_context(settings: Settings, db: Database, adapters: Adapters,
     """The context every use case runs in, with what the areas declare in their manifests."""
     return AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
                       keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
-                      orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED, area_settings=area_settings)
+                      orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED, resources=RESOURCES,
+                      area_settings=area_settings)
 
 
 async def keep_data_private(settings: Settings) -> None:
