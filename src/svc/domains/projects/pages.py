@@ -119,7 +119,7 @@ def _resources(ctx: AppContext, view: schemas.ProjectOverview, url: str) -> list
                            "off": found.off(ctx) if found.off else None,
                            "command": found.command.format(project=view.project.name),
                            "tab": url + found.tab, "button": found.button})
-    return rows
+    return sorted(rows, key=lambda row: not row["offered"])  # what this svc grants first
 
 
 @router.get("/orgs/{orgSlug}/projects/{projectName}/settings")
