@@ -208,7 +208,7 @@ def deploy(
             info = ensure_project(api, slug, name)
             created = upload(api, f"{project_path(slug, name)}/deployments", f, packed.size,
                              git.headers() if git else {})
-        lacking = not_granted(api, slug, name, manifest or {}, org_option=None if org else (manifest or {}).get("org"))
+        lacking = not_granted(api, slug, name, manifest or {}, name_org=bool(org or (manifest or {}).get("org")))
     url = info.get("url")
     result = {**created, "url": url}
     if lacking:
@@ -254,10 +254,11 @@ GRANTS = {
 
 
 def not_granted(api: Api, org: str, project: str, manifest: dict[str, Any], *,
-                org_option: Any = None) -> list[dict[str, Any]]:
+                name_org: bool = False) -> list[dict[str, Any]]:
     """The resources svc.json declares that the project does not have (the ProjectOverview's
     `resources`: declared, not provisioned), each with the command that grants it. The org is named
-    in the command when it came from the folder's svc.json (the command may run elsewhere)."""
+    in the command when it is not the personal one (--org, SVC_ORG or svc.json's: the command may
+    run in another folder or shell)."""
     if not any(manifest.get(name) is True for name in GRANTS):
         return []
     resources = api.get(f"{project_path(org, project)}/overview").get("resources") or {}
@@ -266,7 +267,7 @@ def not_granted(api: Api, org: str, project: str, manifest: dict[str, Any], *,
         state = resources.get(name) or {}
         if manifest.get(name) is not True or state.get("provisioned"):
             continue
-        where = f" --org {shlex.quote(org)}" if isinstance(org_option, str) and org_option else ""
+        where = f" --org {shlex.quote(org)}" if name_org else ""
         found.append({"resource": name, "binding": binding,
                       "command": f"{command} --project {shlex.quote(project)}{where}" if command else None})
     return found
