@@ -26,6 +26,9 @@ run: export SVC_TRUST_OWN_ZONES ?= true
 run: export SVC_AI_FAKE ?= true
 # And domains are bought from a fake registrar svc runs itself (nothing to sign up for).
 run: export SVC_REGISTRAR ?= fake
+# And plans and AI credit are paid through a fake Polar svc runs itself: `svc billing upgrade` and
+# `svc ai topup` open its checkout (test card 4242 4242 4242 4242), whose payment sends the webhook.
+run: export SVC_BILLING ?= fake
 # And git over SSH beside git over HTTPS (ssh://git@localhost:2222/<org>/<project>/<repo>.git).
 run: export SVC_SSH_PORT ?= 2222
 run: setup

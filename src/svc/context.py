@@ -79,6 +79,23 @@ Kept = TypeVar("Kept")
 BindingSource = Callable[["StoreSession", "AppContext", "Project"], Awaitable[dict[str, Any]]]
 
 
+@dataclass(frozen=True)
+class ProjectResource:
+    """A resource a bundle's svc.json may declare (`"ai": true`), offered by the area that grants it,
+    declared in its manifest: whether a project has it (the ProjectOverview's `provisioned`, the
+    dashboard's Overview), and how a person grants it, in the dashboard and with the CLI."""
+
+    name: str  # svc.json's key: "db", "ai"
+    binding: str  # what the project's worker gets: "env.db"
+    what: str  # in a few words, for the Overview
+    granted: Callable[[StoreSession, Project], Awaitable[bool]]
+    command: str  # the CLI's, `{project}` standing for the project's name: "svc ai grant --project {project}"
+    tab: str  # the project's tab where it is granted ("/ai"), whose form posted to that address grants it
+    button: str  # that form's button: "Grant AI"
+    # Why this svc cannot grant it now (its component off), in `svc serve`'s words; None: it can.
+    off: Callable[[AppContext], str | None] | None = None
+
+
 # What a paid one-time order (the billing provider's order.paid) means to an area, applied in the
 # webhook's transaction: (outcome, detail) for the billing inbox ("applied", "ignored", "failed"),
 # or None when the order is not the area's. Its first argument is the webhook's UnitOfWork (svc.uow,
@@ -142,6 +159,8 @@ class AppContext:
     reconcilers: tuple[Reconciler, ...] = ()
     # What money the areas took without its effect, from their manifests (the operator's billing page).
     unsettled: tuple[UnsettledSource, ...] = ()
+    # The resources a bundle may declare that the areas grant (env.db, env.ai), from their manifests.
+    resources: tuple[ProjectResource, ...] = ()
 
     async def reconcile_areas(self, org_id: str) -> None:
         """The areas' part of a billing reconcile of the org (AI credit: paid orders never credited)."""

@@ -15,12 +15,20 @@ from pathlib import Path
 from fastapi import APIRouter
 from starlette.types import Scope
 
-from svc.context import AppContext, BindingSource, OrderHandler, OrgHolding, Reconciler, UnsettledSource
+from svc.context import (
+    AppContext,
+    BindingSource,
+    OrderHandler,
+    OrgHolding,
+    ProjectResource,
+    Reconciler,
+    UnsettledSource,
+)
 from svc.jobs.registry import JobRegistry
 from svc.settings import AreaSettings, Config
 from svc.web.dashboard import FramePart, NavLink
 
-__all__ = ["Area", "BindingSource", "FramePart", "NavLink", "OrgHolding"]
+__all__ = ["Area", "BindingSource", "FramePart", "NavLink", "OrgHolding", "ProjectResource"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,9 @@ class Area:
     # What it puts in a project's worker env (env.<NAME>, env.db ...): one source per area, read
     # when the runtime loads the worker; its change calls projects.service.bindings_changed.
     bindings: BindingSource | None = None
+    # The resource of a bundle's svc.json it grants ("db", "ai"): whether a project has it, and how
+    # it is granted (the project's Overview, and what `svc deploy` says is missing).
+    resource: ProjectResource | None = None
     # What a paid one-time order at the billing provider means to it (AI credit bought): applied
     # once, in the transaction of the webhook that says so (domains/billing/webhooks.py).
     orders: OrderHandler | None = None

@@ -34,6 +34,7 @@ BINDINGS = tuple(area.bindings for area in AREAS if area.bindings is not None)
 ORDERS = tuple(area.orders for area in AREAS if area.orders is not None)
 RECONCILERS = tuple(area.reconcile for area in AREAS if area.reconcile is not None)
 UNSETTLED = tuple(area.unsettled for area in AREAS if area.unsettled is not None)
+RESOURCES = tuple(area.resource for area in AREAS if area.resource is not None)
 
 
 OWN_SETTINGS: tuple[type[OwnSettings], ...] = (
@@ -53,7 +54,8 @@ def app_context(config: Config, db: Database, adapters: Adapters) -> AppContext:
     settings = config.settings
     return AppContext(settings=settings, db=db, adapters=adapters, worker_name=worker_name(),
                       keyring=Keyring(load_or_create_secret_key(settings)), holdings=HOLDINGS, bindings=BINDINGS,
-                      orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED, own_settings=config.own)
+                      orders=ORDERS, reconcilers=RECONCILERS, unsettled=UNSETTLED, resources=RESOURCES,
+                      own_settings=config.own)
 
 
 async def keep_data_private(settings: Settings) -> None:

@@ -59,13 +59,18 @@ async def test_grant_status_and_revoke(svc: Svc) -> None:
     assert before == {"granted": False, "maxOutputTokens": 4096, "maxInputTokens": 0, "maxCallsPerMinute": 20,
                       "maxMicroCentsPerDay": 100_000_000, "balanceMicroCents": 0, "spentMicroCents24h": 0}
     assert_error(await team.vic.client.post(url), 403)
+    overview = "/v1/orgs/acme/projects/site/overview"
+    assert (await team.vic.client.get(overview)).json()["resources"]["ai"] == {"declared": False, "provisioned": False}
     for _ in range(2):  # idempotent
         r = await team.bob.client.post(url)
         assert r.status_code == 200 and r.json()["granted"] is True
+    # The project's overview says so (ProjectOverview: whether declared resources are provisioned).
+    assert (await team.vic.client.get(overview)).json()["resources"]["ai"]["provisioned"] is True
     assert_error(await team.bob.client.delete(url), 403)
     for _ in range(2):
         assert (await team.alice.client.delete(url)).status_code == 204
     assert (await team.vic.client.get(url)).json()["granted"] is False
+    assert (await team.vic.client.get(overview)).json()["resources"]["ai"]["provisioned"] is False
     assert_error(await team.alice.client.get("/v1/orgs/acme/projects/nope/ai"), 404)
     async with svc.ctx.db.transaction(write=False) as s:
         actions = list((await s.scalars(select(AuditEvent.action).where(AuditEvent.action.like("ai.%")))).all())

@@ -96,9 +96,11 @@ async def test_credit_is_bought_at_a_checkout_and_rises_once_per_order(billed: t
 
 async def test_credit_checkout_without_a_credit_product_is_501(svc: Svc) -> None:
     team = await make_team(svc)
-    assert_error(await team.alice.client.post("/v1/orgs/acme/ai/credit/checkout",
-                                              json={"microCents": FIVE, "returnTo": "http://svc.test/"}),
-                 501, "billing_off")
+    r = await team.alice.client.post("/v1/orgs/acme/ai/credit/checkout",
+                                     json={"microCents": FIVE, "returnTo": "http://svc.test/"})
+    assert_error(r, 501, "billing_off")
+    # Without billing, the way to credit is the operator's (not the plans' `svc admin plan`).
+    assert "svc admin credit ORG +$5" in r.json()["message"] and "admin plan" not in r.json()["message"]
 
 
 async def test_auto_top_up_charges_below_the_threshold_and_a_decline_stops_it(billed: tuple[Svc, FakePolar]) -> None:

@@ -156,6 +156,29 @@ def test_deploy_the_example_site_then_redeploy_list_and_roll_back(cli: Cli) -> N
     assert r.code == 2  # a usage error: versions count from 1
 
 
+def test_deploy_says_which_command_grants_what_svc_json_asks_for(cli: Cli, tmp_path: Path) -> None:
+    """examples/chat asks for "ai": true; deployed to a project without AI, the deploy says the
+    command that grants it (the org named: not the personal one); a resource this svc does not
+    offer is said so; what is granted is not mentioned."""
+    _signed_in(cli, "asks")
+    org = uniq("asks")
+    cli.ok("orgs", "create", org)
+    chat = cli.ok("deploy", str(EXAMPLE.parent / "chat"), "--org", org)
+    assert (f'svc.json asks for "ai": true (env.ai), which chat does not have yet: `svc ai grant --project chat '
+            f'--org {org}` grants it.') in chat.out, chat.out
+    cli.ok("ai", "grant", "--project", "chat", "--org", org)
+    assert "asks for" not in cli.ok("deploy", str(EXAMPLE.parent / "chat"), "--org", org).out
+    folder = tmp_path / "files"
+    (folder / "assets").mkdir(parents=True)
+    (folder / "assets" / "index.html").write_text("<p>files</p>")
+    (folder / "svc.json").write_text(json.dumps({"project": "files", "storage": True}))
+    said = cli.ok("deploy", str(folder), "--json").json()["notGranted"]
+    assert said == [{"resource": "storage", "binding": "env.storage", "command": None}]
+    assert 'svc.json asks for "storage": true (env.storage), which this svc does not offer yet.' in cli.ok(
+        "deploy", str(folder)).out
+    assert "asks for" not in cli.ok("deploy", str(EXAMPLE)).out  # svc.json asks for nothing
+
+
 def test_deploy_refuses_a_folder_without_a_project_or_a_usable_svc_json(cli: Cli, tmp_path: Path) -> None:
     _signed_in(cli, "nomanifest")
     site = tmp_path / "site"

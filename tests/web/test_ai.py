@@ -59,15 +59,34 @@ async def test_grant_buy_credit_call_and_auto_top_up(ai_server: Server,
                             headers={**auth, "content-type": "application/gzip"})
         assert r.status_code == 201, r.text
 
+    # The Overview's resources: what svc.json asks for, each one's state, and how it is granted.
     page = await sign_in(await contexts(also=server), server, "ada", next_path="/orgs/ada/projects/chat")
-    await page.get_by_role("link", name="AI", exact=True).click()
+    resources = page.get_by_role("table", name="Resources")
+    ai_row, db_row = resources.locator("#resource-ai"), resources.locator("#resource-db")
+    await expect(ai_row).to_contain_text("env.ai: AI models, paid from the org's AI credit")
+    await expect(ai_row.locator("td").nth(1)).to_have_text("yes")  # declared by the chat example's svc.json
+    await expect(ai_row).to_contain_text("not granted")
+    await expect(ai_row).to_contain_text("or svc ai grant --project chat")
+    await expect(db_row).to_contain_text("env.db: A PostgreSQL database of the project's own")
+    await expect(db_row.locator("td").nth(1)).to_have_text("no")
+    # This server runs no database cluster (SVC_PROJECT_DB_ENABLED=false): said, with no button.
+    await expect(db_row).to_contain_text("This svc cannot grant it now: Project databases are off")
+    await expect(db_row.get_by_role("button")).to_have_count(0)
+    await expect(resources.locator("#resource-storage")).to_contain_text("not offered by this svc yet")
+    await expect(resources).not_to_contain_text("env.AI")
+    await expect(resources).not_to_contain_text("env.DB")
+    await look(page, "project-overview-resources")
+    await ai_row.get_by_role("button", name="Grant AI").click()
     await expect(page.get_by_role("heading", name="chat: AI", level=1)).to_be_visible()
-    await expect(page.get_by_role("heading", name="Not granted")).to_be_visible()
-    await page.get_by_role("button", name="Grant AI").click()
     await expect(page.get_by_role("status").first).to_have_text(
         "AI granted: the worker has env.ai on its next request.")
     await expect(page.get_by_role("heading", name="Granted", exact=True)).to_be_visible()
     await look(page, "ai-project")
+    await page.get_by_role("navigation", name="Project").get_by_role("link", name="Overview").click()
+    await expect(page.locator("#resource-ai")).to_contain_text("granted")
+    await expect(page.locator("#resource-ai")).not_to_contain_text("not granted")
+    await expect(page.locator("#resource-ai").get_by_role("button")).to_have_count(0)
+    await page.get_by_role("navigation", name="Project").get_by_role("link", name="AI", exact=True).click()
 
     # No credit yet: the worker's call is refused with svc's code.
     async with httpx.AsyncClient(timeout=30) as client:

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.async_api import Dialog, expect
 
@@ -38,11 +39,29 @@ async def _accept(dialog: Dialog) -> None:
 async def test_upgrade_through_the_checkout_then_cancel_and_resume(billing_server: Server, contexts) -> None:
     server = billing_server
     context = await contexts(also=server)
-    page = await sign_in(context, server, "ada", next_path="/orgs/ada/billing")
+    page = await sign_in(context, server, "ada", next_path="/orgs/ada/projects")
+    # The free plan's last project taken elsewhere (the CLI) while the form is open: the refusal
+    # offers the upgrade through the checkout (a link to the Billing page), as the list then does.
+    async with httpx.AsyncClient(base_url=server.api, timeout=30) as http:
+        token = (await http.post("/v1/auth/dev/login", json={"subject": "ada"})).json()["token"]
+        for name in ("one", "two", "three"):
+            r = await http.post("/v1/orgs/ada/projects", json={"name": name},
+                                headers={"authorization": f"Bearer {token}"})
+            assert r.status_code == 201, r.text
+    await page.get_by_label("Name").fill("four")
+    await page.get_by_role("button", name="Create project").click()
+    refused = page.locator("#project-limit")
+    await expect(refused).to_contain_text("This org has used all 3 projects of the free plan.")
+    await expect(refused.get_by_role("link", name="upgrade to Pro")).to_have_attribute("href", "/orgs/ada/billing")
+    await page.reload()
+    await expect(page.get_by_role("button", name="Create project")).to_have_count(0)
+    await expect(page.locator("#project-limit")).to_contain_text("or upgrade to Pro (100 projects) on the org's "
+                                                                 "Billing page.")
+    await page.locator("#project-limit").get_by_role("link", name="upgrade to Pro").click()
     await expect(page.get_by_role("heading", name="Billing", level=1)).to_be_visible()
     card = page.locator("#plan-card")
     await expect(card.get_by_role("heading", level=2)).to_contain_text("Free plan")
-    await expect(card).to_contain_text("Projects: 0 of 3")
+    await expect(card).to_contain_text("Projects: 3 of 3")
     await look(page, "billing-free")
 
     await card.get_by_role("button", name="Upgrade to Pro").click()
@@ -59,7 +78,7 @@ async def test_upgrade_through_the_checkout_then_cancel_and_resume(billing_serve
     card = page.locator("#plan-card")
     await expect(card.get_by_role("heading", level=2)).to_contain_text("Pro plan", timeout=PRO_WITHIN_MS)
     await expect(card).to_contain_text("Renews on")
-    await expect(card).to_contain_text("Projects: 0 of 100")
+    await expect(card).to_contain_text("Projects: 3 of 100")
     await look(page, "billing-pro")
 
     page.once("dialog", _accept)

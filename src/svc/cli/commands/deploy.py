@@ -208,8 +208,11 @@ def deploy(
             info = ensure_project(api, slug, name)
             created = upload(api, f"{project_path(slug, name)}/deployments", f, packed.size,
                              git.headers() if git else {})
+        lacking = not_granted(api, slug, name, manifest or {}, name_org=bool(org or (manifest or {}).get("org")))
     url = info.get("url")
     result = {**created, "url": url}
+    if lacking:
+        result["notGranted"] = lacking
     worker = created.get("worker")
     if worker and url:
         # The worker's first request, as a visitor makes it: whether the new code answers.
@@ -233,8 +236,50 @@ def deploy(
                                   f", compatibility date {worker.get('compatibilityDate')}): {answered}."),
                     soft_wrap=True)
         c.print(Text.assemble("Live at ", (_page(url), "bold")), soft_wrap=True)
+        for missing in lacking:
+            c.print(_asks_for(name, missing), soft_wrap=True)
 
     output.emit(as_json, result, render)
+
+
+# How the CLI grants each resource a bundle's svc.json may declare (decisions.md: db, storage,
+# email, auth, ai), and what the worker gets; a resource without a command is one svc does not offer yet.
+GRANTS = {
+    "db": ("env.db", "svc db create"),
+    "ai": ("env.ai", "svc ai grant"),
+    "storage": ("env.storage", None),
+    "email": ("env.email", None),
+    "auth": (None, None),
+}
+
+
+def not_granted(api: Api, org: str, project: str, manifest: dict[str, Any], *,
+                name_org: bool = False) -> list[dict[str, Any]]:
+    """The resources svc.json declares that the project does not have (the ProjectOverview's
+    `resources`: declared, not provisioned), each with the command that grants it. The org is named
+    in the command when it is not the personal one (--org, SVC_ORG or svc.json's: the command may
+    run in another folder or shell)."""
+    if not any(manifest.get(name) is True for name in GRANTS):
+        return []
+    resources = api.get(f"{project_path(org, project)}/overview").get("resources") or {}
+    found = []
+    for name, (binding, command) in GRANTS.items():
+        state = resources.get(name) or {}
+        if manifest.get(name) is not True or state.get("provisioned"):
+            continue
+        where = f" --org {shlex.quote(org)}" if name_org else ""
+        found.append({"resource": name, "binding": binding,
+                      "command": f"{command} --project {shlex.quote(project)}{where}" if command else None})
+    return found
+
+
+def _asks_for(project: str, missing: dict[str, Any]) -> str:
+    name, binding, command = missing["resource"], missing["binding"], missing["command"]
+    gets = f" ({binding})" if binding else ""
+    if command is None:
+        return f'svc.json asks for "{name}": true{gets}, which this svc does not offer yet.'
+    then = " Its calls are paid from the org's AI credit: `svc ai topup 5` buys some." if name == "ai" else ""
+    return f'svc.json asks for "{name}": true{gets}, which {project} does not have yet: `{command}` grants it.{then}'
 
 
 def first_request(url: str) -> dict[str, Any]:

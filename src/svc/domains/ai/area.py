@@ -9,7 +9,7 @@ from pathlib import Path
 from svc.context import AppContext
 from svc.domains.ai import gateway, jobs, kinds, pages, router, service, topups
 from svc.domains.ai.settings import AISettings
-from svc.manifest import Area, NavLink
+from svc.manifest import Area, NavLink, ProjectResource
 from svc.models import Role
 from svc.web.dashboard import Place
 
@@ -29,6 +29,9 @@ AREA = Area(
     nav=(NavLink(Place.project, "AI", "/ai", order=38),
          NavLink(Place.org, "AI credit", "/ai", order=55, role=Role.member)),
     bindings=service.worker_env,
+    resource=ProjectResource(name="ai", binding="env.ai", what="AI models, paid from the org's AI credit",
+                             granted=service.has_grant, command="svc ai grant --project {project}", tab="/ai",
+                             button="Grant AI"),
     orders=topups.order_paid,
     reconcile=topups.reconcile_orders,
     unsettled=topups.unsettled,

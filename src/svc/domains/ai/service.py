@@ -201,6 +201,11 @@ BINDING = "__SVC_AI__"
 ENTRYPOINT = "AI"
 
 
+async def has_grant(session: StoreSession, project: Project) -> bool:
+    """Whether the project is granted env.ai (the area's manifest declares it: the Overview)."""
+    return await queries.grant(session, project.id) is not None
+
+
 async def worker_env(session: StoreSession, ctx: AppContext, project: Project) -> dict[str, Any]:
     """env.ai for a granted project (the area's manifest declares it): a binding to the runtime's
     AI entrypoint, which sends the worker's calls to the gateway here. No key goes to the worker.

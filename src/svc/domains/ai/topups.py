@@ -62,7 +62,11 @@ def _tier(micro_cents: int, field: str) -> int:
 
 
 def _selling(uow: UnitOfWork) -> Any:
-    provider = billing.provider(uow)  # 501 billing_off without one
+    if uow.ctx.adapters.billing is None:
+        raise billing_errors.BillingOff("Billing is not configured on this svc, so it sells no AI credit: its "
+                                        "operator adds credit on the server (svc admin credit ORG +$5 --reason "
+                                        "...), or turns billing on (SVC_BILLING)")
+    provider = billing.provider(uow)
     if not provider.sells_credit:
         raise billing_errors.BillingOff("This svc sells no AI credit: its operator sets SVC_POLAR_CREDIT_PRODUCT_ID")
     return provider

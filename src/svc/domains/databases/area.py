@@ -10,7 +10,7 @@ from pathlib import Path
 from svc.context import AppContext
 from svc.domains.databases import generations, jobs, kinds, pages, router, service
 from svc.domains.databases.settings import DatabaseSettings
-from svc.manifest import Area, NavLink
+from svc.manifest import Area, NavLink, ProjectResource
 from svc.web.dashboard import Place
 
 
@@ -28,6 +28,9 @@ AREA = Area(
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Database", "/database", order=35),),
     bindings=service.worker_env,
+    resource=ProjectResource(name="db", binding="env.db", what="A PostgreSQL database of the project's own",
+                             granted=service.database_granted, command="svc db create --project {project}",
+                             tab="/database", button="Create the database", off=service.databases_off),
     jobs=jobs.register, job_kinds=kinds.DatabaseJob,
     settings=DatabaseSettings,
     lifespan=_lifespan,

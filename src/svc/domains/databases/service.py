@@ -78,7 +78,12 @@ async def _provision(node: DatabaseNode, project_id: str, password: str, limits:
 
 
 async def has_database(uow: UnitOfWork, project: Project) -> bool:
-    return await queries.grant(uow.session, project.id) is not None
+    return await database_granted(uow.session, project)
+
+
+async def database_granted(session: StoreSession, project: Project) -> bool:
+    """Whether the project has its database (the area's manifest declares it: the Overview)."""
+    return await queries.grant(session, project.id) is not None
 
 
 @use_case(Tx.READ_THEN_WRITE)  # CREATE DATABASE runs with nothing of the store held
@@ -183,6 +188,15 @@ async def delete_token(uow: UnitOfWork, access: OrgAccess, project: Project, use
 
 
 # --- env.db ---
+
+
+def databases_off(ctx: AppContext) -> str | None:
+    """Why no project can get a database on this svc now (`svc serve`'s words), or None."""
+    try:
+        node_of(ctx)
+    except errors.DatabasesOff as exc:
+        return exc.message
+    return None
 
 
 async def worker_env(session: StoreSession, ctx: AppContext, project: Project) -> dict[str, Any]:

@@ -13,15 +13,18 @@ from typing import Annotated, Any
 from fastapi import Path, Request, Response
 from fastapi.responses import RedirectResponse
 
+from svc.auth.roles import OrgAccess
+from svc.context import AppContext
 from svc.deps import Ctx, Uow
 from svc.domains.operations import service as operations
 from svc.domains.operations.schemas import Operation as OperationView
 from svc.domains.orgs import service as orgs
-from svc.domains.projects import schemas, service
+from svc.domains.projects import errors, schemas, service
 from svc.models import OperationKind, TeardownPhase
+from svc.uow import UnitOfWork
 from svc.web import render
 from svc.web.deps import OrgMember, OrgViewer, ProjectAdmin, ProjectViewer
-from svc.web.forms import fields, parse
+from svc.web.forms import fields, parse, refusal, refused
 from svc.web.routing import page_router
 
 router = page_router()
@@ -45,16 +48,40 @@ async def org_home(access: OrgViewer) -> Response:
 
 @router.get("/orgs/{orgSlug}/projects")
 async def project_list(request: Request, access: OrgViewer, uow: Uow, ctx: Ctx) -> Response:
+    return await _list(request, access, uow, ctx)
+
+
+def _limit_values(access: OrgAccess, ctx: AppContext) -> dict[str, Any]:
+    """What the plan's limit is, and how the org gets more projects: at the free plan's limit on a
+    svc that bills, the upgrade through the provider's checkout (the org's Billing page)."""
+    return {"limit": orgs.project_limit(ctx.config, access.org.plan), "plan": access.org.plan,
+            "upgrade": access.org.plan == "free" and ctx.adapters.billing is not None,
+            "admin": access.role == "admin", "pro_limit": orgs.project_limit(ctx.config, "pro"),
+            "billing_url": f"/orgs/{access.org.slug}/billing"}
+
+
+async def _list(request: Request, access: OrgAccess, uow: UnitOfWork, ctx: AppContext, *,
+                status: int = 200) -> Response:
     rows = await service.summaries(uow, access.org, ctx.config)
-    limit = orgs.project_limit(ctx.config, access.org.plan)
-    return await render.render(request, "projects/list.html", title="Projects", rows=rows, limit=limit,
-                               plan=access.org.plan, can_create=access.role != "viewer")
+    return await render.render(request, "projects/list.html", title="Projects", rows=rows, status=status,
+                               can_create=access.role != "viewer", **_limit_values(access, ctx))
 
 
 @router.post("/orgs/{orgSlug}/projects")
 async def create_project(request: Request, access: OrgMember, uow: Uow, ctx: Ctx) -> Response:
     body = parse(schemas.ProjectCreate, {"name": (await fields(request)).get("name", "")})
-    project = await service.create_project(uow, access, body.name, ctx.config)
+    try:
+        project = await service.create_project(uow, access, body.name, ctx.config)
+    except errors.ProjectLimit as err:
+        # Another tab or the CLI took the last one meanwhile: the list again, saying how to get more.
+        problem = refusal(request, err, fields={})
+
+        async def show(reading: UnitOfWork) -> Response:
+            if render.is_htmx(request):  # into the form's result: the words and the way to more projects
+                return await render.render_part(request, "projects/_limit.html", status=problem.status,
+                                                **_limit_values(access, ctx))
+            return await _list(request, access, reading, ctx, status=problem.status)
+        return refused(problem, show)
     return render.redirect(request, f"/orgs/{access.org.slug}/projects/{project.name}",
                            flash=f"Project {project.name} created: deploy to {project.url}")
 
@@ -63,18 +90,36 @@ async def create_project(request: Request, access: OrgMember, uow: Uow, ctx: Ctx
 async def overview(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx) -> Response:
     view = await service.overview(uow, p.project, p.access.org, ctx.config)
     return await render.render(request, "projects/overview.html", title=p.project.name, view=view,
-                               project=p.project.name, role=p.access.role, resource_words=RESOURCE_WORDS)
+                               project=p.project.name, role=p.access.role,
+                               resources=_resources(ctx, view, f"/orgs/{p.access.org.slug}/projects/{p.project.name}"))
 
 
-# What each resource a bundle may declare in svc.json is, for the overview; none of them can be
-# provisioned on this svc yet (their areas come later), and the page says so rather than "no".
-RESOURCE_WORDS = {
-    "db": "A PostgreSQL database of the project's own (env.DB)",
-    "storage": "Object storage for files (env.STORAGE)",
-    "email": "Sending and receiving mail",
-    "auth": "Sign-in for the site's own users",
-    "ai": "AI models, paid from the org's credit (env.AI)",
+# The resources a bundle may declare in svc.json that no area of this svc grants yet: said so
+# on the Overview rather than "no".
+NOT_OFFERED = {
+    "storage": ("env.storage", "Object storage for files"),
+    "email": ("env.email", "Sending and receiving mail"),
+    "auth": (None, "Sign-in for the site's own users"),
 }
+
+
+def _resources(ctx: AppContext, view: schemas.ProjectOverview, url: str) -> list[dict[str, Any]]:
+    """Each resource's row on the Overview: what the worker gets, whether svc.json declares it, and
+    its state: granted, or how to grant it (the tab's button, the CLI's command), or why it cannot be."""
+    offered = {r.name: r for r in ctx.resources}
+    rows = []
+    for name, state in view.resources.items():
+        row: dict[str, Any] = {"name": name, "declared": state.declared, "granted": state.provisioned}
+        found = offered.get(name)
+        if found is None:
+            binding, what = NOT_OFFERED.get(name, (None, ""))
+            rows.append(row | {"binding": binding, "what": what, "offered": False})
+            continue
+        rows.append(row | {"binding": found.binding, "what": found.what, "offered": True,
+                           "off": found.off(ctx) if found.off else None,
+                           "command": found.command.format(project=view.project.name),
+                           "tab": url + found.tab, "button": found.button})
+    return sorted(rows, key=lambda row: not row["offered"])  # what this svc grants first
 
 
 @router.get("/orgs/{orgSlug}/projects/{projectName}/settings")

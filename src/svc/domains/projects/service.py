@@ -120,6 +120,19 @@ def default_hostname(config: Config, org: Org, name: str) -> str:
 MAX_LABEL = 63  # DNS (RFC 1035): the default hostname's first label is `{project}-{org}`
 
 
+def _more_projects(ctx: AppContext, org: Org) -> str:
+    """How an org at its plan's project limit gets more: the upgrade through the billing provider's
+    checkout when this svc bills (the CLI's command, the dashboard's Billing page), else the operator."""
+    if org.plan == "free" and ctx.adapters.billing is not None:
+        return (f"upgrade the org to the pro plan ({orgs.project_limit(ctx.config, 'pro')} projects) through the "
+                f"billing provider's checkout: `svc billing upgrade --org {org.slug}`, or the org's Billing page, "
+                f"{ctx.settings.public_url.rstrip('/')}/orgs/{org.slug}/billing")
+    if org.plan == "free":
+        return (f"have the operator of this svc move the org to the pro plan (svc admin plan {org.slug} pro, on the "
+                "server) or raise SVC_FREE_PROJECT_LIMIT")
+    return "have the operator of this svc raise SVC_PRO_PROJECT_LIMIT"
+
+
 async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, config: Config) -> schemas.Project:
     session = uow.session
     org = access.org
@@ -133,10 +146,8 @@ async def create_project(uow: UnitOfWork, access: OrgAccess, name: str, config: 
     limit = orgs.project_limit(config, org.plan)
     count = await queries.count_in_org(session, org.id)
     if count >= limit:
-        other = "pro" if org.plan == "free" else "free"
-        raise errors.ProjectLimit(f"The {org.plan} plan allows {limit} projects: delete one, or have the operator "
-                                  f"of this svc move the org to the {other} plan (svc admin plan {org.slug} {other}, "
-                                  f"on the server) or raise SVC_{org.plan.upper()}_PROJECT_LIMIT",
+        raise errors.ProjectLimit(f"The {org.plan} plan allows {limit} projects: delete one, or "
+                                  + _more_projects(uow.ctx, org),
                                   details={"limit": limit, "count": count, "plan": org.plan})
     if await project_by_name(session, org.id, name) is not None:
         raise errors.ProjectNameTaken(details={"name": name})
@@ -237,9 +248,11 @@ async def overview(uow: UnitOfWork, project: Project, org: Org, config: Config) 
     if live is not None:
         view, uploader = live
         serving = schemas.Serving(deployment=view, uploader=UserView.model_validate(uploader) if uploader else None)
-    # Declared: the live bundle's svc.json; provisioned: the grants (none exist before their areas land).
+    # Declared: the live bundle's svc.json; provisioned: the grants, as the areas that grant them
+    # say (their manifests' `resource`); one no area offers yet is never provisioned.
     declared = project.manifest or {}
-    resources = {name: schemas.Resource(declared=declared.get(name) is True, provisioned=False)
+    granted = {r.name for r in uow.ctx.resources if await r.granted(uow.session, project)}
+    resources = {name: schemas.Resource(declared=declared.get(name) is True, provisioned=name in granted)
                  for name in RESOURCES}
     notes = await notifications.latest(uow, org.id, 5, project=project.name)
     return schemas.ProjectOverview(project=detail, serving=serving, recent_deployments=recent,
