@@ -29,6 +29,16 @@ async def _start(ctx: Any, launch: Launch) -> AsyncIterator[None]:
         yield
 
 
+def _preflight(settings: Settings) -> str | None:
+    """An empty webhook secret (`SVC_BILLING_WEBHOOK_SECRET=`) keys no signature: said in one line
+    rather than a start that fails in the fake's signer, or a Polar whose webhooks all fail."""
+    secret = settings.billing_webhook_secret
+    if settings.billing == "off" or secret is None or secret.get_secret_value().strip():
+        return None
+    made = " (with SVC_BILLING=fake, unset it and svc makes one for the run)" if settings.billing == "fake" else ""
+    return f"SVC_BILLING_WEBHOOK_SECRET is set but empty: give it the provider's webhook secret{made}"
+
+
 def _banner(settings: Settings, launch: Launch) -> list[Line]:
     reason = off_reason(settings)
     if reason is not None:
@@ -42,4 +52,4 @@ def _banner(settings: Settings, launch: Launch) -> list[Line]:
 
 
 COMPONENT = Component(name="billing", slot="billing", build=build_billing, off=off_reason, start=_start,
-                      banner=_banner)
+                      preflight=_preflight, banner=_banner)
