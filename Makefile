@@ -14,8 +14,8 @@ TEST_WORKERS ?= 2
 .PHONY: setup run test lint types unit bench clean
 
 $(BIN)/.synced: pyproject.toml uv.lock package.json package-lock.json scripts/bootstrap.sh
-	./scripts/bootstrap.sh
-	touch $@
+	@./scripts/bootstrap.sh
+	@touch $@
 
 setup: $(BIN)/.synced
 

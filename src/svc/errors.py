@@ -143,6 +143,7 @@ PATTERN_WORDS = {
     r"^[A-Z][A-Z0-9_]{0,63}$": "must be an uppercase letter followed by up to 63 of A-Z, 0-9 and _",
     r"^[A-Za-z0-9_]+$": "may hold only letters, digits and _",
     r"^[1-9][0-9]{0,5}[smhd]$": "must be a number and a unit, s, m, h or d (30s, 10m, 2h, 7d)",
+    r"^[A-Za-z0-9._:-]{1,64}$": "must be a request id, or its end as shown: 1 to 64 of letters, digits and . _ : -",
 }
 
 

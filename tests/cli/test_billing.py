@@ -26,6 +26,7 @@ def test_upgrade_waits_for_the_webhook_then_cancel_resume_portal(billing_server:
     assert (status["plan"], status["enabled"], status["sandbox"]) == ("free", True, True)
     said = cli.ok("billing", "status", "--org", slug).out
     assert f"{slug} is on the free plan (3 projects" in said
+    assert said.rstrip().endswith(" mails an hour) [sandbox]."), said  # the fake is a sandbox: said, no " ."
     cli.fails("not_pro", "billing", "cancel", "--org", slug)
 
     # A checkout to pay (not waited for), then `upgrade` waiting while the payment goes through.

@@ -49,6 +49,10 @@ def test_add_list_verify_wait_and_remove(cli: Cli, people: People) -> None:
     assert active["host"] == f"www.{zone}" and active["status"] == "active" and active["lastError"] is None
     waited = cli.ok("hostnames", "add", f"api.{zone}", *where, "--wait", "--timeout", "60")
     assert f"api.{zone} is active" in waited.out
+    # Without --wait: svc makes the record in the zone itself, so there is nothing to create.
+    said = cli.ok("hostnames", "add", f"app.{zone}", *where).out
+    assert f"app.{zone} is in {zone}, a zone of this org on svc: svc creates its record there itself" in said, said
+    assert "it turns active by itself" in said and "create one of these records" not in said, said
 
     # Proven by a TXT record in a zone someone else holds here: verify --wait sees it served.
     eve = people("eve")
@@ -81,4 +85,4 @@ def test_add_list_verify_wait_and_remove(cli: Cli, people: People) -> None:
     assert removed == {"removed": True, "org": slug, "project": "web", "host": "shop.example.net"}
     assert "Removed" in cli.ok("hostnames", "remove", f"www.{zone}", *where).out
     hosts = [h["host"] for h in cli.ok("hostnames", "list", *where, "--json").json()["hostnames"]]
-    assert hosts == [f"web-{slug}.localhost", f"api.{zone}", f"blog.{other_zone}"]
+    assert hosts == [f"web-{slug}.localhost", f"api.{zone}", f"app.{zone}", f"blog.{other_zone}"]

@@ -481,6 +481,11 @@ def test_access_modes_and_the_bypass_secret(cli: Cli) -> None:
     assert "public" in cli.ok("access", "show", "--project", "web").out
 
     password = "correct horse battery staple"
+    # The first password is set, not changed (there was no old one to have entered).
+    r = cli.ok("access", "set", "password", "--password-stdin", "--project", "web", input="first one\n")
+    assert "The password was set; people must enter it" in r.out and "changed" not in r.out, r.out
+    r = cli.ok("access", "set", "password", "--password-stdin", "--project", "web", input=password + "\n")
+    assert "The password was changed; people who entered the old one must enter the new one." in r.out, r.out
     r = cli.ok("access", "set", "password", "--password-stdin", "--project", "web", "--json", input=password + "\n")
     assert r.json()["mode"] == "password" and password not in r.out and password not in r.err
     assert "password" not in r.json()

@@ -108,3 +108,16 @@ def test_asking_its_own_nameserver_for_proof_is_refused(tmp_path: Path) -> None:
     assert done.returncode != 0 and "Traceback" not in output, output
     lines = _error_lines(output)
     assert len(lines) == 1 and "SVC_DNS_RESOLVER" in lines[0] and "SVC_TRUST_OWN_ZONES" in lines[0], output
+
+
+def test_an_empty_billing_webhook_secret_stops_the_start_in_one_line(tmp_path: Path) -> None:
+    """`SVC_BILLING_WEBHOOK_SECRET=` (set, empty) keys no signature: with the fake billing (which
+    makes a secret only when the setting is unset) svc says so in one line naming the setting."""
+    api_port = free_port()
+    env = _env(tmp_path / "data", api_port) | {"SVC_BILLING": "fake", "SVC_BILLING_WEBHOOK_SECRET": ""}
+    done = _run_until_exit(_serve(tmp_path / "data", api_port, free_port()), env)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output, output
+    lines = _error_lines(output)
+    assert len(lines) == 1 and "SVC_BILLING_WEBHOOK_SECRET is set but empty" in lines[0], output
+    assert "dashboard:" not in output, output  # checked before anything starts

@@ -66,5 +66,22 @@ async def test_logs_tab_traffic_chart_and_the_deployments_worker(server: Server,
         await edge.get("/while-you-watch")
         await expect(lines).to_contain_text("served /while-you-watch")
 
+        # Each line names its request by the part of the id that differs; a click on it follows
+        # that request alone, across the edge and the worker.
+        thrown = lines.locator("tr", has_text="Error: the browser saw this break").get_by_role("link")
+        said = (await thrown.inner_text()).removeprefix("request ")
+        hello = (await lines.locator("tr", has_text="served /hello").get_by_role("link").inner_text())
+        assert said and hello.removeprefix("request ") != said, (said, hello)
+        await thrown.click()
+        await expect(page.get_by_role("heading", name=f"Request {said}")).to_be_visible()
+        await expect(lines).to_contain_text("GET /boom 500")
+        await expect(lines).to_contain_text("Error: the browser saw this break")
+        await expect(lines).to_contain_text("served /boom")
+        await expect(lines.locator("tr")).to_have_count(3)  # the edge's line, and its worker's two
+        await expect(lines).not_to_contain_text("served /hello")
+        await look(page, "workers-logs-request")
+        await page.get_by_role("link", name="All lines").click()
+        await expect(lines).to_contain_text("served /hello")
+
     await page.get_by_role("link", name="Deployments").click()
     await expect(page.locator(".worker")).to_contain_text("Worker worker/index.js, compatibility date 2025-06-01")

@@ -115,6 +115,37 @@ async def test_logs_and_traffic_through_the_api(svc: Svc) -> None:
     assert_error(await team.eve.client.get(f"{BASE}/logs"), 404, "not_found")
 
 
+async def test_one_requests_lines_by_its_id_or_the_end_people_are_shown(svc: Svc) -> None:
+    """?request= keeps one request's lines, the edge's and its worker's: its whole id, or what
+    follows a dash in it (the edge's ids share their first part for a whole start)."""
+    team = await make_team(svc, project="web")
+    project_id = await _project_id(svc)
+    now = utcnow()
+    first, second = "e1a2b3c4-900-7-1", "e1a2b3c4-900-7-2"
+    await service.TrafficRecorder(svc.ctx).record(TrafficBatch(counts={}, samples=[
+        TrafficRecord(at=now, project_id=project_id, status=status, bytes_sent=1, duration_ms=1, request_id=rid,
+                      method="GET", path=path) for rid, status, path in ((first, 200, "/a"), (second, 500, "/b"))]))
+    async with unit_of_work(svc.ctx, Tx.WRITE) as uow:
+        await service.record_runtime_logs(uow, project_id, service.schemas.RuntimeLogLines.model_validate(
+            {"lines": [{"at": now.timestamp() * 1000, "level": "log", "message": "serving /a", "requestId": first},
+                       {"at": now.timestamp() * 1000, "level": "error", "message": "Error: b", "requestId": second},
+                       {"at": now.timestamp() * 1000, "level": "log", "message": "at the top level"}]}))
+
+    async def messages(request: str) -> list[str]:
+        r = await team.vic.client.get(f"{BASE}/logs", params={"request": request})
+        assert r.status_code == 200, r.text
+        return [line["message"] for line in r.json()["lines"]]
+
+    assert await messages(first) == await messages("900-7-1") == ["GET /a 200 1 B 1 ms", "serving /a"]
+    assert await messages("900-7-2") == ["GET /b 500 1 B 1 ms", "Error: b"]
+    assert await messages("00-7-1") == [] and await messages("e1a2b3c4") == []  # a dash begins the end
+    assert await messages("900_7_1") == []  # "_" is no wildcard here (as it is in SQL LIKE)
+    page = (await team.vic.client.get(f"{BASE}/logs", params={"request": "900-7-1", "limit": 1})).json()
+    assert [line["message"] for line in page["lines"]] == ["serving /a"]
+    for bad in ("a b", "", "x" * 65, "a/b", "9%7"):
+        assert_error(await team.vic.client.get(f"{BASE}/logs", params={"request": bad}), 400, "bad_request")
+
+
 async def test_the_runtimes_endpoints_answer_its_token_only(svc: Svc) -> None:
     team = await make_team(svc, project="web")
     runtime = StubRuntime()

@@ -339,6 +339,24 @@ async def test_what_a_worker_prints_and_throws_is_in_the_projects_logs(project: 
     assert [line["message"] for line in shown["lines"]] == [line["message"] for line in lines]
     text = cli.ok("logs", "--org", project.owner, "--project", "site", "--since", "10m").out
     assert "TypeError: it broke" in text and "serving /hello" in text
+    # Each line shows the part of its request's id that tells requests apart: the edge's ids begin
+    # with a prefix made per edge start, the same for every request (it was all that was shown).
+    hello_id = next(str(line["requestId"]) for line in lines if str(line["message"]).startswith("serving /hello"))
+    start, _, hello_short = hello_id.partition("-")
+    assert request_id.startswith(start + "-")
+    boom_short = request_id.removeprefix(start + "-")
+    assert hello_short != boom_short
+    pairs = {(line.split("[", 1)[1].split("]")[0], line.split("] ", 1)[1])
+             for line in text.splitlines() if "] " in line}
+    assert (hello_short, 'serving /hello {"n":1}') in pairs and (boom_short, "TypeError: it broke") in pairs, text
+    assert any(said.startswith("GET /hello 200 ") and short == hello_short for short, said in pairs), text
+    # --request with the id as shown: that request's lines only, the edge's and the worker's.
+    one = cli.ok("logs", "--org", project.owner, "--project", "site", "--request", boom_short).out
+    assert "GET /boom 500 " in one and "about to throw" in one and "TypeError: it broke" in one, one
+    assert "/hello" not in one and hello_short not in one, one
+    whole = cli.ok("logs", "--org", project.owner, "--project", "site", "--request", request_id, "--json").json()
+    assert {line["requestId"] for line in whole["lines"]} == {request_id}
+    assert {line["source"] for line in whole["lines"]} == {"edge", "worker"}
     r = await project.http.get(f"{project.base}/logs", params={"cursor": shown["nextCursor"]}, headers=project.auth)
     assert r.json()["lines"] == [] and r.json()["nextCursor"] == shown["nextCursor"]
     r = await project.http.get(f"{project.base}/logs", params={"since": "yesterday"}, headers=project.auth)

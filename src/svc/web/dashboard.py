@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 
 from svc.auth.caller import Principal
 from svc.kit.clock import human_date, relative, rfc3339, utcnow
+from svc.kit.ids import short_request_id
 from svc.models import Role
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -86,6 +87,7 @@ def _environment(areas: Sequence[DashboardArea]) -> Environment:
                       lstrip_blocks=True)
     env.filters["ago"] = _time
     env.filters["short"] = lambda digest, n=12: (digest or "")[:n]
+    env.filters["request_id"] = short_request_id
     return env
 
 

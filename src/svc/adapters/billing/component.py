@@ -52,6 +52,17 @@ async def _beside(config: Config, adapters: Any) -> AsyncIterator[None]:
             await adapters.billing.aclose()
 
 
+def _preflight(config: Config) -> str | None:
+    """An empty webhook secret (`SVC_BILLING_WEBHOOK_SECRET=`) keys no signature: said in one line
+    rather than a start that fails in the fake's signer, or a Polar whose webhooks all fail."""
+    settings = config.settings_of(BillingProviderSettings)
+    secret = settings.billing_webhook_secret
+    if settings.billing == "off" or secret is None or secret.get_secret_value().strip():
+        return None
+    made = " (with SVC_BILLING=fake, unset it and svc makes one for the run)" if settings.billing == "fake" else ""
+    return f"SVC_BILLING_WEBHOOK_SECRET is set but empty: give it the provider's webhook secret{made}"
+
+
 def _banner(config: Config, launch: Launch) -> list[Line]:
     reason = off_reason(config)
     settings = config.settings_of(BillingProviderSettings)
@@ -66,4 +77,4 @@ def _banner(config: Config, launch: Launch) -> list[Line]:
 
 
 COMPONENT = Component(name="billing", settings=BillingProviderSettings, slot="billing", build=build_billing,
-                      off=off_reason, start=_start, beside=_beside, banner=_banner)
+                      off=off_reason, start=_start, beside=_beside, preflight=_preflight, banner=_banner)

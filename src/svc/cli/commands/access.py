@@ -109,14 +109,19 @@ def set_mode(
             password = _new_password()
             if password is not None:
                 body["password"] = password
+        # Whether a password was stored before: the first one is set, a later one changes it.
+        had_password = "password" in body and bool(api.get(_access_path(slug, name)).get("hasPassword"))
         policy = api.put(_access_path(slug, name), body)
 
     def render(c: Console) -> None:
         from rich.text import Text
 
         c.print(_describe(name, policy), soft_wrap=True)
-        if "password" in body:
+        if had_password:
             c.print(Text("The password was changed; people who entered the old one must enter the new one."),
+                    soft_wrap=True)
+        elif "password" in body:
+            c.print(Text("The password was set; people must enter it to open the project's deployments."),
                     soft_wrap=True)
 
     output.emit(as_json, policy, render)

@@ -50,7 +50,8 @@ def _render(org: str, status: dict[str, Any]) -> Any:
             line += (f"; it ends on {end[:10]} (cancelled at the end of the period: `svc billing resume` keeps it)"
                      if status.get("cancelAtPeriodEnd") else f"; it renews on {end[:10]}")
             line += f"; the subscription is {status.get('status')}"
-        c.print(line + (" [sandbox]" if status.get("sandbox") else "") + ".")
+        # As words, not markup (rich would take "[sandbox]" for a style and print " .").
+        c.print(line + (" [sandbox]" if status.get("sandbox") else "") + ".", markup=False)
     return render
 
 

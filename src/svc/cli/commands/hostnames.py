@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from svc.cli import output
-from svc.cli.client import Api, CliError, seg
+from svc.cli.client import Api, ApiError, CliError, seg
 from svc.cli.commands.projects import OrgOption, ProjectOption, project_path, target
 from svc.cli.output import JsonFlag
 
@@ -54,6 +54,32 @@ def _print_records(c: Console, hostname: dict[str, Any]) -> None:
     """The records to create at the host's DNS provider, as a table to copy from."""
     c.print(f"To connect {hostname.get('host')}, create one of these records at its DNS provider:")
     c.print(output.table(["TYPE", "NAME", "VALUE"], records(hostname)))
+
+
+def own_zone(api: Api, org: str, host: str) -> dict[str, Any] | None:
+    """The org's zone on svc that holds `host` (the closest), or None (none does, or DNS is off)."""
+    try:
+        zones = api.get(f"/v1/orgs/{seg(org)}/dns/zones").get("zones") or []
+    except ApiError:  # 503 without DNS hosting, 403 ...: then no zone of svc's holds it
+        return None
+    absolute = f"{host.rstrip('.')}."
+    holding = [z for z in zones if isinstance(z, dict) and z.get("name")
+               and (absolute == z["name"] or absolute.endswith("." + str(z["name"])))]
+    return max(holding, key=lambda z: len(str(z["name"])), default=None)
+
+
+def _in_own_zone(c: Console, hostname: dict[str, Any], zone: dict[str, Any]) -> None:
+    """What happens to a name in a zone of the org's: svc makes the record, the name turns active."""
+    host, name = str(hostname.get("host")), str(zone.get("name") or "").rstrip(".")
+    if host == name:  # the apex: proven by the zone; no CNAME can live beside its SOA and NS
+        made = "svc proves it by the zone itself (point it at the edge with A/AAAA records of your own)"
+    else:
+        made = (f"svc creates its record there itself (a CNAME to {hostname.get('cnameTarget')}, unless the name "
+                "holds records of yours)")
+    when = ("within seconds" if zone.get("delegated") else
+            f"once the public DNS delegates {name} to svc's nameservers (`svc dns zones list` shows it)")
+    c.print(f"{host} is in {name}, a zone of this org on svc: {made}. Nothing to create at a DNS provider; "
+            f"it turns active by itself {when}.", soft_wrap=True)
 
 
 def _https(certificate: dict[str, Any] | None) -> str:
@@ -143,7 +169,11 @@ def add(ctx: typer.Context, name: HostArg, project: ProjectOption = None, org: O
             c = output.out()
             c.print(f"Added {host} to {proj}." if added.get("status") != ACTIVE else _status_line(added))
             if added.get("status") != ACTIVE:
-                _print_records(c, added)
+                zone = own_zone(api, slug, host)
+                if zone is not None:
+                    _in_own_zone(c, added, zone)
+                else:
+                    _print_records(c, added)
         if wait and added.get("status") != ACTIVE:
             added = wait_active(api, slug, proj, host, timeout=timeout)
             if not as_json:

@@ -31,21 +31,26 @@ def _url(p: ProjectViewer) -> str:
     return f"/orgs/{p.access.org.slug}/projects/{p.project.name}"
 
 
+# ?request=<id>: one request's lines only (a click on a line's request id), followed as the others.
+RequestFilter = Annotated[str | None, Query(alias="request", pattern=schemas.REQUEST_ID)]
+
+
 @router.get(LOGS)
-async def logs_page(request: Request, p: ProjectViewer, uow: Uow) -> Response:
-    page = await service.project_logs(uow, p.project, after=None, since=timedelta(hours=24), limit=PAGE_LINES)
+async def logs_page(request: Request, p: ProjectViewer, uow: Uow, only: RequestFilter = None) -> Response:
+    page = await service.project_logs(uow, p.project, after=None, since=timedelta(hours=24), limit=PAGE_LINES,
+                                      request=only)
     return await render.render(request, "workers/logs.html", title=f"{p.project.name}: logs", project=p.project.name,
                                org_slug=p.access.org.slug, lines=page.lines, cursor=page.next_cursor, url=_url(p),
-                               every=FOLLOW_SECONDS)
+                               every=FOLLOW_SECONDS, only=only)
 
 
 @router.get(LOGS + "/lines")
 async def new_lines(request: Request, p: ProjectViewer, uow: Uow,
-                    cursor: Annotated[int, Query(ge=0, le=2**62)] = 0) -> Response:
+                    cursor: Annotated[int, Query(ge=0, le=2**62)] = 0, only: RequestFilter = None) -> Response:
     """What came after `cursor` (the poller's htmx request): rows to add, and the poller again."""
-    page = await service.project_logs(uow, p.project, after=cursor, since=None, limit=1000)
+    page = await service.project_logs(uow, p.project, after=cursor, since=None, limit=1000, request=only)
     return await render.render_part(request, "workers/_follow.html", lines=page.lines, cursor=page.next_cursor,
-                                    url=_url(p), every=FOLLOW_SECONDS)
+                                    url=_url(p), every=FOLLOW_SECONDS, only=only)
 
 
 @router.get("/orgs/{orgSlug}/projects/{projectName}/traffic-chart")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 
 from svc.db import dialect_insert
 from svc.kit.store_session import StoreSession
@@ -10,12 +10,16 @@ from svc.models import Deployment, LogLine, Project, ProjectState, TrafficMinute
 
 
 async def lines(session: StoreSession, project_id: str, *, after: int | None, since: datetime | None,
-                limit: int) -> list[LogLine]:
+                limit: int, request: str | None = None) -> list[LogLine]:
     """A project's lines in the order they were stored: those after `after` (a seq), or the last
-    `limit` since `since` (oldest first)."""
+    `limit` since `since` (oldest first); only one request's when `request` is given: its whole id,
+    or the end that follows a dash in it (what kit/ids.py short_request_id shows)."""
     stmt = select(LogLine).where(LogLine.project_id == project_id)
     if since is not None:
         stmt = stmt.where(LogLine.at >= since)
+    if request is not None:
+        stmt = stmt.where(or_(LogLine.request_id == request,
+                              LogLine.request_id.endswith("-" + request, autoescape=True)))
     if after is not None:
         rows = await session.scalars(stmt.where(LogLine.seq > after).order_by(LogLine.seq).limit(limit))
         return list(rows)

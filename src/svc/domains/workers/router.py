@@ -32,8 +32,12 @@ async def list_logs(
                                                                      "stored after it (`svc logs --follow`)")] = None,
     since: Annotated[str | None, Query(pattern=SINCE, description="only lines this recent: 30s, 10m, 2h, 7d")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    request: Annotated[str | None, Query(pattern=schemas.REQUEST_ID, description=(
+        "only the lines of one request (the edge's and its worker's): its whole id, or the end of it that "
+        "`svc logs` and the Logs tab show (what follows a dash in the id)"))] = None,
 ) -> schemas.LogPage:
-    return await service.project_logs(uow, p.project, after=cursor, since=parse_since(since), limit=limit)
+    return await service.project_logs(uow, p.project, after=cursor, since=parse_since(since), limit=limit,
+                                      request=request)
 
 
 @router.get("/v1/orgs/{orgSlug}/projects/{projectName}/traffic", response_model=schemas.Traffic,

@@ -10,6 +10,9 @@ from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 # A project's id in the runtime's routes (/v1/runtime/projects/{projectId}/...): every area's.
 RUNTIME_PROJECT_ID = r"^[A-Za-z0-9_-]{1,40}$"
+# `?request=` of the logs (API and dashboard): a request id as the edge and the runtime write them,
+# or the end of one that people are shown (kit/ids.py short_request_id).
+REQUEST_ID = r"^[A-Za-z0-9._:-]{1,64}$"
 
 
 class RuntimeWorker(ApiModel):

@@ -128,12 +128,13 @@ LONGEST_SINCE = timedelta(days=3650)
 
 
 async def project_logs(uow: UnitOfWork, project: Project, *, after: int | None, since: timedelta | None,
-                       limit: int) -> schemas.LogPage:
-    """A page of a project's log lines: the last `limit` (within `since`), or those after a cursor."""
+                       limit: int, request: str | None = None) -> schemas.LogPage:
+    """A page of a project's log lines: the last `limit` (within `since`), or those after a cursor;
+    of one request only when `request` names it (its id, or the end of it that people are shown)."""
     session = uow.session
     # A window longer than anything is kept means every kept line (and 999999d would not fit a date).
     start = utcnow() - min(since, LONGEST_SINCE) if since is not None else None
-    rows = await queries.lines(session, project.id, after=after, since=start, limit=limit)
+    rows = await queries.lines(session, project.id, after=after, since=start, limit=limit, request=request)
     cursor = rows[-1].seq if rows else (after if after is not None else await queries.last_seq(session, project.id))
     return schemas.LogPage(lines=[schemas.LogLineView.model_validate(row) for row in rows], next_cursor=str(cursor))
 
