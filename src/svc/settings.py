@@ -104,9 +104,10 @@ class Settings(BaseSettings):
     edge_host: str = "127.0.0.1"
     # The edge's http port (`svc serve --edge-port`).
     edge_port: int = 8081
-    # How people reach the edge (for redirects back to a project): its scheme.
-    edge_public_scheme: str = "http"
-    # How people reach the edge: its port (unset: SVC_EDGE_PORT).
+    # How people reach the edge (every printed project URL, redirects back to a project): its scheme
+    # (unset: https when the edge serves https with a certificate issuer, SVC_EDGE_TLS_PORT, else http).
+    edge_public_scheme: Literal["http", "https"] | None = None
+    # How people reach the edge: its port (unset: SVC_EDGE_TLS_PORT when the scheme is https, else SVC_EDGE_PORT).
     edge_public_port: int | None = None
     # The nginx the edge runs (a name on PATH or a path).
     nginx_binary: str = "nginx"
@@ -146,6 +147,10 @@ class Settings(BaseSettings):
     # The domains a CAA record names to allow the CA (comma-separated), for a CA whose directory does
     # not list them (its caaIdentities): svc reads CAA before ordering and says when it forbids.
     acme_caa_identities: str = ""
+    # Who signs the certificates: "acme" (the CA of SVC_ACME_DIRECTORY_URL) or "local" (a CA svc makes
+    # and keeps under SVC_DATA_DIR/tls/local-ca, for trying https on one machine: `make run`; never
+    # with an ACME directory); unset: acme when SVC_ACME_DIRECTORY_URL is set, else none.
+    tls_issuer: Literal["acme", "local"] | None = None
 
     # --- the projects' databases (adapters/database, docs/database.md) ---
     # Projects may be given a PostgreSQL database; false: none is.
@@ -361,11 +366,32 @@ class Settings(BaseSettings):
     def mail_dir(self) -> Path:
         return self.data_dir / "mail"
 
+    def certificate_issuer(self) -> Literal["acme", "local"] | None:
+        """Who signs svc's certificates (SVC_TLS_ISSUER, else acme when a directory is set); None: nobody."""
+        if self.tls_issuer is not None:
+            return self.tls_issuer
+        return "acme" if self.acme_directory_url else None
+
+    def edge_scheme(self) -> str:
+        """How people reach project hosts: SVC_EDGE_PUBLIC_SCHEME, else https when the edge serves it
+        (a TLS port and an issuer; over ACME, an app domain a public CA can prove), else http."""
+        if self.edge_public_scheme is not None:
+            return self.edge_public_scheme
+        issuer = self.certificate_issuer()
+        domain = self.app_domain.strip(".").lower()
+        provable = "." in domain and domain != "localhost" and not domain.endswith(".localhost")
+        on = self.edge_tls_port is not None and (issuer == "local" or (issuer == "acme" and provable))
+        return "https" if on else "http"
+
     def edge_url(self, host: str) -> str:
-        """The address people use for a project host, e.g. http://web-alice.localhost:8081."""
-        port = self.edge_public_port if self.edge_public_port is not None else self.edge_port
-        default = 443 if self.edge_public_scheme == "https" else 80
-        return f"{self.edge_public_scheme}://{host}" + ("" if port == default else f":{port}")
+        """The address people use for a project host, e.g. http://web-alice.localhost:8081 (https and
+        the TLS port once the edge serves https)."""
+        scheme = self.edge_scheme()
+        port = self.edge_public_port
+        if port is None:
+            port = self.edge_tls_port if scheme == "https" and self.edge_tls_port is not None else self.edge_port
+        default = 443 if scheme == "https" else 80
+        return f"{scheme}://{host}" + ("" if port == default else f":{port}")
 
     def is_operator(self, *, email: str | None, provider: str, subject: str) -> bool:
         """Whether a signed-in person is one of SVC_OPERATORS: by email (case-insensitive), or by

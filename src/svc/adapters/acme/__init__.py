@@ -1,9 +1,11 @@
-"""Certificates over ACME (port.py): the acme library's client (client.py), and pebble, the test CA
-svc can run through its supervisor (pebble.py)."""
+"""Certificates over ACME (port.py): the acme library's client (client.py), pebble, the test CA
+svc can run through its supervisor (pebble.py), and svc's local CA for trying https on one machine
+(local.py, SVC_TLS_ISSUER=local)."""
 
 from __future__ import annotations
 
 from svc.adapters.acme.client import AcmeClient
+from svc.adapters.acme.local import LocalCa, load_or_make
 from svc.adapters.acme.port import Acme, AcmeFactory
 from svc.settings import Settings
 
@@ -11,9 +13,17 @@ __all__ = ["acme_factory"]
 
 
 def acme_factory(settings: Settings) -> AcmeFactory | None:
-    """The ACME client of SVC_ACME_DIRECTORY_URL for a stored account key; None when it is unset."""
+    """The ACME client of SVC_ACME_DIRECTORY_URL for a stored account key; svc's local CA when
+    SVC_TLS_ISSUER=local and the edge serves https (SVC_EDGE_TLS_PORT); None: no certificates."""
+    issuer = settings.certificate_issuer()
+    if issuer == "local":
+        if settings.edge_tls_port is None:
+            return None
+        local = LocalCa(settings.data_dir, settings.app_domain)
+        load_or_make(settings.data_dir, settings.app_domain)  # at start: people trust it before the first order
+        return lambda _account_key_pem: local
     url = settings.acme_directory_url
-    if not url:
+    if issuer is None or not url:
         return None
 
     # One client per account key for the process: it reads the directory and finds the account

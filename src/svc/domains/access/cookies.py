@@ -71,4 +71,4 @@ def new_claims(*, project: str, host: str, mode: str, subject: str, generation: 
 def set_access_cookie(response: Response, value: str, settings: Settings) -> None:
     """Host-only (no Domain attribute), so a cookie for one project never reaches another."""
     response.set_cookie(COOKIE_NAME, value, max_age=int(COOKIE_TTL.total_seconds()), path="/", httponly=True,
-                        samesite="lax", secure=settings.edge_public_scheme == "https")
+                        samesite="lax", secure=settings.edge_scheme() == "https")

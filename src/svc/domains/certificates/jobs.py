@@ -20,8 +20,16 @@ from svc.uow import Tx, UnitOfWork, use_case
 ORDER_LEASE = service.ORDER_LEASE
 
 
+# svc's local CA signs at once: its cycle runs this often at least, so that a project just made has
+# its default hostname's certificate (where each has its own) within seconds.
+LOCAL_CHECK_SECONDS = 2.0
+
+
 def register(registry: JobRegistry, settings: Settings) -> None:
-    registry.cycle(CertificateJob.cycle, CertificateSettings().certificate_check_seconds, cycle)
+    seconds = CertificateSettings().certificate_check_seconds
+    if settings.certificate_issuer() == "local":
+        seconds = min(seconds, LOCAL_CHECK_SECONDS)
+    registry.cycle(CertificateJob.cycle, seconds, cycle)
     registry.handler(CertificateJob.issue, issue)
     registry.handler(CertificateJob.ocsp, staple)
 
@@ -70,13 +78,16 @@ async def staple(run: JobRun) -> None:
 
 async def converge(uow: UnitOfWork) -> int:
     """Rows for the names svc should hold, none for the others, an order for each missing or due
-    one; how many orders it asked for."""
+    one; how many orders it asked for. (svc's local CA where the app domain is bare: each default
+    hostname's own instead of the wildcard.)"""
     ctx = uow.ctx
     if ctx.adapters.acme is None:
         return 0
     session = uow.session
     now = utcnow()
     wanted = {host: CertificateKind.host for host in await queries.active_custom_hosts(session)}
+    if service.default_hosts_own(ctx.settings):
+        wanted.update({host: CertificateKind.default for host in await queries.default_hosts(session)})
     wildcard = service.wildcard_name(ctx.settings)
     if wildcard is not None:
         wanted[wildcard] = CertificateKind.wildcard

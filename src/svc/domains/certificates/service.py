@@ -49,11 +49,20 @@ WARN_GRACE = timedelta(hours=1)
 
 
 def wildcard_name(settings: Settings) -> str | None:
-    """`*.<SVC_APP_DOMAIN>`, or None where no public CA could prove it (localhost, a bare name)."""
+    """`*.<SVC_APP_DOMAIN>`, or None: a bare name (`*.localhost`: no TLS client takes a wildcard one
+    label under the root), or over ACME a name no public CA could prove (under localhost)."""
     domain = settings.app_domain.strip(".").lower()
-    if "." not in domain or domain == "localhost" or domain.endswith(".localhost"):
+    if "." not in domain:
+        return None
+    if settings.certificate_issuer() != "local" and (domain == "localhost" or domain.endswith(".localhost")):
         return None
     return f"*.{domain}"
+
+
+def default_hosts_own(settings: Settings) -> bool:
+    """Each project's default hostname gets a certificate of its own: svc's local CA where the app
+    domain has no wildcard a client takes (`localhost`, `make run`'s)."""
+    return settings.certificate_issuer() == "local" and wildcard_name(settings) is None
 
 
 def console_name(settings: Settings) -> str | None:
@@ -74,8 +83,10 @@ async def acme_for(ctx: AppContext) -> Acme | None:
     """The ACME client with the account's key (made and sealed on first use); None: ACME is off."""
     make = ctx.adapters.acme
     url = ctx.settings.acme_directory_url
-    if make is None or url is None:
+    if make is None:
         return None
+    if url is None or ctx.settings.certificate_issuer() == "local":
+        return make(None)  # svc's local CA: no account
     async with unit_of_work(ctx, Tx.READ) as uow:
         row = await queries.account(uow.session, url)
         if row is not None:
@@ -93,8 +104,8 @@ async def acme_for(ctx: AppContext) -> Acme | None:
 async def caa_refusal(ctx: AppContext, acme: Acme, name: str) -> str | None:
     """Why the CAA records of `name` forbid svc's CA (caa.py), read before ordering; None: go on."""
     resolver = ctx.adapters.resolver
-    if resolver is None:
-        return None
+    if resolver is None or ctx.settings.certificate_issuer() == "local":
+        return None  # svc's local CA: no CAA names it
     identities = [i.strip().lower() for i in ctx.settings.acme_caa_identities.split(",") if i.strip()]
     try:
         identities += [i for i in await acme.caa_identities() if i not in identities]
@@ -309,28 +320,32 @@ def _view(row: Certificate) -> CertificateView:
 async def for_hosts(session: StoreSession, settings: Settings, hosts: list[tuple[str, str]]) -> \
         dict[str, CertificateView]:
     """The certificate each of (host, kind) is served with, where svc holds one: a default
-    hostname's is the app domain's wildcard, a custom one's its own."""
-    wildcard = wildcard_name(settings)
-    names = {host for host, kind in hosts if kind != "default"} | ({wildcard} if wildcard else set())
+    hostname's is the app domain's wildcard (its own where default_hosts_own), a custom one's its own."""
+    wildcard = None if default_hosts_own(settings) else wildcard_name(settings)
+    names = {host for host, kind in hosts if kind != "default" or wildcard is None}
+    names |= {wildcard} if wildcard else set()
     rows = {row.name: row for row in await queries.named(session, sorted(names))}
     found: dict[str, CertificateView] = {}
     for host, kind in hosts:
-        row = rows.get(wildcard or "") if kind == "default" else rows.get(host)
+        row = rows.get(wildcard) if kind == "default" and wildcard else rows.get(host)
         if row is not None:
             found[host] = _view(row)
     return found
 
 
-async def order_now(uow: UnitOfWork, hosts: list[str]) -> None:
-    """Hostnames just turned active: their certificates are ordered now, not at the next check
-    (when svc gets certificates at all)."""
+async def order_now(uow: UnitOfWork, hosts: list[str], kind: CertificateKind = CertificateKind.host) -> None:
+    """Hostnames just turned active (or default hostnames just made, where each has its own
+    certificate): their certificates are ordered now, not at the next check (when svc gets
+    certificates at all)."""
     if uow.ctx.adapters.acme is None or not hosts:
         return
+    if kind == CertificateKind.default and not default_hosts_own(uow.ctx.settings):
+        return  # the wildcard covers them
     now = utcnow()
     for host in hosts:
         row = await queries.certificate(uow.session, host)
         if row is None:
-            uow.session.add(Certificate(name=host, kind=CertificateKind.host, status=CertificateStatus.issuing,
+            uow.session.add(Certificate(name=host, kind=kind, status=CertificateStatus.issuing,
                                         failures=0, created_at=now, updated_at=now, renew_at=now + ORDER_LEASE))
         elif row.renew_at is None or row.renew_at > now + ORDER_LEASE:
             continue  # held and not due, or backing off after a failure: nothing to order now
