@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cli.conftest import Cli, running_server, uniq
+from tests.cli.conftest import SVC, Cli, clean_env, running_server, uniq
 from tests.cli.test_repos import git
 from tests.support.ports import free_port
 from tests.support.wait import WAIT_SECONDS
@@ -140,3 +140,17 @@ def _edge_port(log: str) -> int:
     found = re.search(r"edge: .*\(nginx \S+ on 127\.0\.0\.1:(\d+)", log)
     assert found is not None, log[:3000]
     return int(found[1])
+
+
+def test_the_local_ca_is_never_used_beside_an_acme_directory(tmp_path: Path) -> None:
+    """Both set: `svc serve` stops before it starts anything, in one line naming both settings."""
+    env = clean_env() | {"SVC_DATA_DIR": str(tmp_path / "data"), "SVC_TLS_ISSUER": "local",
+                         "SVC_ACME_DIRECTORY_URL": "https://acme-v02.api.letsencrypt.org/directory",
+                         "SVC_EDGE_TLS_PORT": str(free_port())}
+    done = subprocess.run([SVC, "serve", "--port", str(free_port()), "--edge-port", str(free_port())], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode != 0
+    assert ("SVC_TLS_ISSUER=local and SVC_ACME_DIRECTORY_URL are both set: svc's local CA is for trying https on "
+            "one machine and is never used where an ACME CA is configured") in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert not (tmp_path / "data" / "tls").exists()  # no CA was made
