@@ -33,7 +33,7 @@ def _handshake(tmp: Path, root: Path, fullchain: str, key: str, host: str) -> No
     server = server_ctx.wrap_bio(s_in, s_out, server_side=True)
     for _ in range(10):
         done = 0
-        for side, inbox, outbox, peer_in in ((client, c_in, c_out, s_in), (server, s_in, s_out, c_in)):
+        for side, outbox, peer_in in ((client, c_out, s_in), (server, s_out, c_in)):
             try:
                 side.do_handshake()
                 done += 1
