@@ -7,21 +7,20 @@ custom hostname are fetched over https verified against that CA alone, and every
 from __future__ import annotations
 
 import json
-import shutil
 import ssl
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.cli.conftest import SVC, Cli, clean_env, running_server, uniq
 from tests.cli.test_repos import git
+from tests.support.components import CERTUTIL
 from tests.support.ports import free_port
 from tests.support.wait import WAIT_SECONDS
 
-pytestmark = pytest.mark.skipif(shutil.which("certutil") is None, reason="certutil (libnss3-tools) is missing")
+pytestmark = CERTUTIL
 
 
 def _https(tls_port: int, host: str, root: Path) -> httpx.Response:

@@ -20,12 +20,13 @@ from playwright.async_api import Browser, Error, expect
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.support.bundles import site
+from tests.support.components import CERTUTIL
 from tests.support.ports import free_port
 from tests.support.serve import Server, svc_serve
 from tests.support.wait import until
 from tests.web.conftest import sign_in
 
-pytestmark = pytest.mark.skipif(not Path("/usr/bin/certutil").exists(), reason="certutil (libnss3-tools) is missing")
+pytestmark = CERTUTIL
 
 
 @pytest.fixture

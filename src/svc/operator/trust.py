@@ -105,10 +105,11 @@ def trust(
     SVC_DATA_DIR/tls/local-ca) where curl and Chromium look: the system store and ~/.pki/nssdb. Its
     name constraints let it sign only local names (localhost, test, ...) and the app domain."""
     settings = Settings()
-    root = root_path(settings.data_dir)
+    data_dir = settings.data_dir.resolve()
+    root = root_path(data_dir)
     if not root.exists():
         message = (f"No local CA at {root}: svc makes it when it starts with SVC_TLS_ISSUER=local and an https port "
-                   f"(make run EDGE_TLS_PORT=8443), with this SVC_DATA_DIR ({settings.data_dir})")
+                   f"(make run EDGE_TLS_PORT=8443), with this SVC_DATA_DIR ({data_dir})")
         typer.echo(f"error: {message} (not_found)", err=True)  # as every command's error, --json or not
         raise typer.Exit(1)
     cert = x509.load_pem_x509_certificate(root.read_bytes())

@@ -5,9 +5,9 @@ the due ones, and tells of those nearing expiry without a renewal; and one order
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from svc.adapters.acme.port import AcmeError, AcmeErrorKind
+from svc.adapters.acme.port import AcmeError, AcmeErrorKind, Method
 from svc.domains.certificates import ocsp, queries, service
 from svc.domains.certificates.kinds import CertificateJob
 from svc.domains.certificates.settings import CertificateSettings
@@ -18,6 +18,7 @@ from svc.settings import Settings
 from svc.uow import Tx, UnitOfWork, use_case
 
 ORDER_LEASE = service.ORDER_LEASE
+NAMESERVER_WAIT = timedelta(seconds=1)
 
 
 # svc's local CA signs at once: its cycle runs this often at least, so that a project just made has
@@ -120,6 +121,12 @@ async def issue(run: JobRun) -> None:
     if row.kind == CertificateKind.host and not await queries.is_active_custom_host(run.session, name):
         return  # the hostname is not active (any more): no order for it, ever
     method = service.method_of(row)
+    if method is Method.dns01 and run.ctx.adapters.nameserver is None and "nameserver" not in run.ctx.adapters.off:
+        # svc's own nameserver is still starting (the job worker runs while the components start):
+        # the order waits for it, with no failure counted (a failure would back off for 5 minutes).
+        await run.uow.begin_write()
+        run.uow.enqueue(CertificateJob.issue, {"name": name}, run_at=utcnow() + NAMESERVER_WAIT)
+        return
     await run.uow.close_reads()
     acme = await service.acme_for(run.ctx)
     if acme is None:
