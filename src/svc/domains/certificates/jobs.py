@@ -28,7 +28,7 @@ LOCAL_CHECK_SECONDS = 2.0
 
 def register(registry: JobRegistry, settings: Settings) -> None:
     seconds = CertificateSettings().certificate_check_seconds
-    if settings.certificate_issuer() == "local":
+    if settings.certificate_issuer() == "local" and settings.edge_tls_port is not None:
         seconds = min(seconds, LOCAL_CHECK_SECONDS)
     registry.cycle(CertificateJob.cycle, seconds, cycle)
     registry.handler(CertificateJob.issue, issue)
