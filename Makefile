@@ -7,6 +7,8 @@ export SVC_ENABLE_DEV_AUTH ?= true
 HOST ?= 127.0.0.1
 PORT ?= 8080
 EDGE_PORT ?= 8081
+# The edge's https port (`make run EDGE_TLS_PORT=8443`); empty: http only (docs/tls.md).
+EDGE_TLS_PORT ?=
 export SVC_PUBLIC_URL ?= http://localhost:$(PORT)
 # pytest-xdist workers for `make unit`: one per core of the 2-core machines it runs on.
 TEST_WORKERS ?= 2
@@ -31,8 +33,11 @@ run: export SVC_REGISTRAR ?= fake
 run: export SVC_BILLING ?= fake
 # And git over SSH beside git over HTTPS (ssh://git@localhost:2222/<org>/<project>/<repo>.git).
 run: export SVC_SSH_PORT ?= 2222
+# And https, once EDGE_TLS_PORT is given, from a local CA svc makes (`svc certs trust` trusts it), unless
+# an ACME directory is set.
+run: export SVC_TLS_ISSUER ?= $(if $(SVC_ACME_DIRECTORY_URL),acme,local)
 run: setup
-	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT)
+	$(BIN)/svc serve --host $(HOST) --port $(PORT) --edge-port $(EDGE_PORT) $(if $(EDGE_TLS_PORT),--edge-tls-port $(EDGE_TLS_PORT))
 
 # deptry: src imports only what [project].dependencies declares, and uses all of it (pyproject.toml);
 # tests and benches may import the dev group too, and need not use every dependency.

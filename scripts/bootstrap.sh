@@ -25,8 +25,9 @@ trap 'status=$?; [ "$status" = 0 ] || [ -z "$step_name" ] ||
 # Debian packages svc needs at run, test or bench time (the edge server and its Lua module, which
 # holds the edge's routing table, the browser the tests drive, the load generator of bench/, the
 # authoritative nameserver with its sqlite backend and dig, git and the ssh client for git hosting and
-# its tests, fcgiwrap for bench/git.py's plain git http-backend peer; more join as their areas land).
-APT_PACKAGES=(git openssh-client fcgiwrap nginx-light libnginx-mod-http-lua nginx-dev gcc libc6-dev make zlib1g-dev libssl-dev libpcre2-dev chromium wrk pdns-server pdns-backend-sqlite3 dnsutils postgresql pebble)
+# its tests, fcgiwrap for bench/git.py's plain git http-backend peer, certutil (libnss3-tools) for
+# `svc certs trust`; more join as their areas land).
+APT_PACKAGES=(git openssh-client libnss3-tools fcgiwrap nginx-light libnginx-mod-http-lua nginx-dev gcc libc6-dev make zlib1g-dev libssl-dev libpcre2-dev chromium wrk pdns-server pdns-backend-sqlite3 dnsutils postgresql pebble)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -52,6 +52,7 @@ SSH_KEYGEN = needs("ssh-keygen", shutil.which("ssh-keygen") is not None)
 SSH_CLIENTS = needs("git, ssh and ssh-keygen", all(shutil.which(b) for b in ("git", "ssh", "ssh-keygen")))
 PLAYWRIGHT = needs("playwright", importlib.util.find_spec("playwright") is not None)
 CHROMIUM = needs("Debian's chromium", Path(CHROMIUM_BINARY).exists())
+CERTUTIL = needs("certutil (libnss3-tools)", shutil.which("certutil") is not None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

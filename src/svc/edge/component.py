@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import EdgeSettings, edge_url
 from svc.domains.certificates.service import EdgeCertificates
 from svc.domains.deployments.service import site_of
 from svc.domains.projects.service import ProjectRoutes
@@ -74,7 +74,7 @@ def _banner(config: Config, launch: Launch) -> list[Line]:
     if nginx is None:
         return [Line("edge", f"OFF - nginx ({settings.nginx_binary}) was not found, so deployments are not served. "
                              f"To serve them, {INSTALL_HINT}.", alarm=True)]
-    sample = settings.edge_url(f"<project>-<org>.{config.settings.app_domain}")
+    sample = edge_url(config, f"<project>-<org>.{config.settings.app_domain}")
     where = host_port(local_address(settings.edge_host), settings.edge_port)
     return [Line("edge", f"{sample}/  (nginx {nginx} on {where}; log in {config.settings.data_dir / 'edge'})")]
 

@@ -27,7 +27,7 @@ class Certificate(Base):
     __tablename__ = "certificates"
 
     name: Mapped[str] = mapped_column(String(253), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(16))  # wildcard | host | console
+    kind: Mapped[str] = mapped_column(String(16))  # wildcard | host | console | default (local CA)
     status: Mapped[str] = mapped_column(String(16))  # issuing | active | failed
     fullchain: Mapped[str | None] = mapped_column(Text)
     sealed_key: Mapped[bytes | None]

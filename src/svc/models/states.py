@@ -134,6 +134,7 @@ class CertificateKind(StrEnum):
     wildcard = "wildcard"  # *.<SVC_APP_DOMAIN>, by DNS-01 on svc's own nameserver
     host = "host"  # an active custom hostname, by HTTP-01 at the edge
     console = "console"  # SVC_PUBLIC_URL's host (the edge fronts the dashboard there), by HTTP-01
+    default = "default"  # a project's default hostname, its own from svc's local CA (app domain localhost)
 
 
 class DnssecState(StrEnum):

@@ -5,6 +5,8 @@ so only someone who can read the server's settings can run them. Loaded only whe
     svc admin plan ORG pro|free     set an org's plan (self-hosted instances without billing)
     svc certs list                  the TLS certificates svc holds, their expiry and renewal
                                     (also `svc admin certs list`)
+    svc certs trust                 trust svc's local CA (SVC_TLS_ISSUER=local) where curl and
+                                    Chromium look
     svc admin billing events        the billing webhooks received, with what became of each
     svc admin billing replay ID     apply a kept delivery again
     svc admin billing reconcile ORG compare an org with the billing provider and repair a drift
@@ -34,6 +36,7 @@ from svc.domains.orgs import service as orgs
 from svc.errors import AppError
 from svc.kit import money
 from svc.models import Plan
+from svc.operator import trust
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 
@@ -102,7 +105,8 @@ def certs(as_json: Annotated[bool, typer.Option("--json", help="Print them as JS
         print(json.dumps({"certificates": [r.model_dump(mode="json", by_alias=True) for r in rows]}))
         return
     if not rows:
-        out.print("No certificates: svc orders them when SVC_ACME_DIRECTORY_URL is set (docs/tls.md).",
+        out.print("No certificates: svc gets them when the edge serves https (SVC_EDGE_TLS_PORT) with an issuer: "
+                  "SVC_ACME_DIRECTORY_URL, or SVC_TLS_ISSUER=local (docs/tls.md).",
                   markup=False, highlight=False)
         return
     from rich.table import Table
@@ -112,6 +116,9 @@ def certs(as_json: Annotated[bool, typer.Option("--json", help="Print them as JS
         table.add_row(r.name, r.kind, r.status, f"{r.not_after:%Y-%m-%d %H:%M}" if r.not_after else "-",
                       f"{r.renew_at:%Y-%m-%d %H:%M}" if r.renew_at else "-", r.last_error or "")
     out.print(table)
+
+
+certs_app.command("trust")(trust.trust)
 
 
 async def _certificates(settings: Settings) -> list[CertificateSummary]:

@@ -1,9 +1,11 @@
-"""Certificates over ACME (port.py): the acme library's client (client.py), and pebble, the test CA
-svc can run through its supervisor (pebble.py)."""
+"""Certificates over ACME (port.py): the acme library's client (client.py), pebble, the test CA
+svc can run through its supervisor (pebble.py), and svc's local CA for trying https on one machine
+(local.py, SVC_TLS_ISSUER=local)."""
 
 from __future__ import annotations
 
 from svc.adapters.acme.client import AcmeClient
+from svc.adapters.acme.local import LocalCa, load_or_make
 from svc.adapters.acme.port import Acme, AcmeFactory
 from svc.adapters.acme.settings import AcmeSettings
 from svc.settings import Config
@@ -11,11 +13,20 @@ from svc.settings import Config
 __all__ = ["acme_factory"]
 
 
-def acme_factory(config: Config) -> AcmeFactory | None:
-    """The ACME client of SVC_ACME_DIRECTORY_URL for a stored account key; None when it is unset."""
+def acme_factory(config: Config, *, edge_serves_https: bool) -> AcmeFactory | None:
+    """The ACME client of SVC_ACME_DIRECTORY_URL for a stored account key; svc's local CA when
+    SVC_TLS_ISSUER=local and the edge serves https (SVC_EDGE_TLS_PORT); None: no certificates."""
     settings = config.settings_of(AcmeSettings)
+    issuer = settings.certificate_issuer()
+    if issuer == "local":
+        if not edge_serves_https:
+            return None
+        data_dir, app_domain = config.settings.data_dir, config.settings.app_domain
+        local = LocalCa(data_dir, app_domain)
+        load_or_make(data_dir, app_domain)  # at start: people trust it before the first order
+        return lambda _account_key_pem: local
     url = settings.acme_directory_url
-    if not url:
+    if issuer is None or not url:
         return None
 
     # One client per account key for the process: it reads the directory and finds the account

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from svc.settings import ComponentSettings
+from svc.adapters.acme.settings import AcmeSettings
+from svc.settings import ComponentSettings, Config
 
 
 class EdgeSettings(ComponentSettings):
@@ -14,9 +17,10 @@ class EdgeSettings(ComponentSettings):
     edge_host: str = "127.0.0.1"
     # The edge's http port (`svc serve --edge-port`).
     edge_port: int = 8081
-    # How people reach the edge (for redirects back to a project): its scheme.
-    edge_public_scheme: str = "http"
-    # How people reach the edge: its port (unset: SVC_EDGE_PORT).
+    # How people reach the edge (every printed project URL, redirects back to a project): its scheme
+    # (unset: https when the edge serves https with a certificate issuer, SVC_EDGE_TLS_PORT, else http).
+    edge_public_scheme: Literal["http", "https"] | None = None
+    # How people reach the edge: its port (unset: SVC_EDGE_TLS_PORT when the scheme is https, else SVC_EDGE_PORT).
     edge_public_port: int | None = None
     # The nginx the edge runs (a name on PATH or a path).
     nginx_binary: str = "nginx"
@@ -34,8 +38,28 @@ class EdgeSettings(ComponentSettings):
     # when https is there to stay.
     edge_hsts_seconds: int = Field(default=0, ge=0, le=63072000)
 
-    def edge_url(self, host: str) -> str:
-        """The address people use for a project host, e.g. http://web-alice.localhost:8081."""
-        port = self.edge_public_port if self.edge_public_port is not None else self.edge_port
-        default = 443 if self.edge_public_scheme == "https" else 80
-        return f"{self.edge_public_scheme}://{host}" + ("" if port == default else f":{port}")
+
+
+def edge_scheme(config: Config) -> str:
+    """How people reach project hosts: SVC_EDGE_PUBLIC_SCHEME, else https when the edge serves it
+    (a TLS port and an issuer; over ACME, an app domain a public CA can prove), else http."""
+    edge = config.settings_of(EdgeSettings)
+    if edge.edge_public_scheme is not None:
+        return edge.edge_public_scheme
+    issuer = config.settings_of(AcmeSettings).certificate_issuer()
+    domain = config.settings.app_domain.strip(".").lower()
+    provable = "." in domain and domain != "localhost" and not domain.endswith(".localhost")
+    on = edge.edge_tls_port is not None and (issuer == "local" or (issuer == "acme" and provable))
+    return "https" if on else "http"
+
+
+def edge_url(config: Config, host: str) -> str:
+    """The address people use for a project host, e.g. http://web-alice.localhost:8081 (https and
+    the TLS port once the edge serves https)."""
+    edge = config.settings_of(EdgeSettings)
+    scheme = edge_scheme(config)
+    port = edge.edge_public_port
+    if port is None:
+        port = edge.edge_tls_port if scheme == "https" and edge.edge_tls_port is not None else edge.edge_port
+    default = 443 if scheme == "https" else 80
+    return f"{scheme}://{host}" + ("" if port == default else f":{port}")

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from starlette.responses import Response
 
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_scheme
 from svc.kit.crypto import Keyring
 from svc.settings import Config
 
@@ -72,4 +72,4 @@ def new_claims(*, project: str, host: str, mode: str, subject: str, generation: 
 def set_access_cookie(response: Response, value: str, config: Config) -> None:
     """Host-only (no Domain attribute), so a cookie for one project never reaches another."""
     response.set_cookie(COOKIE_NAME, value, max_age=int(COOKIE_TTL.total_seconds()), path="/", httponly=True,
-                        samesite="lax", secure=config.settings_of(EdgeSettings).edge_public_scheme == "https")
+                        samesite="lax", secure=edge_scheme(config) == "https")

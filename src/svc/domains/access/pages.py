@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import Request, Response
 
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.auth.projects import ProjectAccess
 from svc.deps import Ctx, Uow
 from svc.domains.access import schemas, service
@@ -37,7 +37,7 @@ SAID = {
 def _values(p: ProjectAccess, ctx: Ctx) -> dict[str, Any]:
     org = p.access.org
     return {"project": p.project.name, "policy": schemas.AccessPolicy.of(p.project), "role": p.access.role,
-            "site_url": ctx.settings_of(EdgeSettings).edge_url(default_hostname(ctx.config, org, p.project.name)),
+            "site_url": edge_url(ctx.config, default_hostname(ctx.config, org, p.project.name)),
             "header": BYPASS_HEADER, "page_url": f"/orgs/{org.slug}/projects/{p.project.name}/access"}
 
 

@@ -17,7 +17,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from svc.adapters.edge.port import Route
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.auth.caller import Principal
 from svc.auth.roles import OrgAccess
 from svc.domains.access import cookies, errors, queries
@@ -126,7 +126,7 @@ async def authorize(uow: UnitOfWork, principal: Principal, *, to: str, next_path
     await queries.add_grant(session, AccessGrant(code_hash=token_hash(code), host=host, user_id=principal.user.id,
                                                  next_path=path, created_at=now, expires_at=now + GRANT_TTL), now)
     log.info("access authorized: host=%s user=%s", host, principal.user.id)
-    return f"{config.settings_of(EdgeSettings).edge_url(host)}/__svc/callback?code={code}&next={quote(path, safe='/')}"
+    return f"{edge_url(config, host)}/__svc/callback?code={code}&next={quote(path, safe='/')}"
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def login_url(config: Config, route: Route, uri: str | None) -> str:
     """Where the edge sends a browser the check refused."""
     path = safe_next(uri) or "/"
     if route.access_mode == AccessMode.password:
-        return f"{config.settings_of(EdgeSettings).edge_url(route.host)}/__svc/password?next={quote(path, safe='/')}"
+        return f"{edge_url(config, route.host)}/__svc/password?next={quote(path, safe='/')}"
     return (f"{config.settings.public_url}/access/authorize?to={quote(route.host, safe='')}"
             f"&next={quote(path, safe='/')}")
 

@@ -5,9 +5,11 @@ the due ones, and tells of those nearing expiry without a renewal; and one order
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from svc.adapters.acme.port import AcmeError, AcmeErrorKind
+from svc.adapters.acme.port import AcmeError, AcmeErrorKind, Method
+from svc.adapters.acme.settings import AcmeSettings
+from svc.adapters.edge.settings import EdgeSettings
 from svc.domains.certificates import ocsp, queries, service
 from svc.domains.certificates.kinds import CertificateJob
 from svc.domains.certificates.settings import CertificateSettings
@@ -18,10 +20,20 @@ from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 ORDER_LEASE = service.ORDER_LEASE
+NAMESERVER_WAIT = timedelta(seconds=1)
+
+
+# svc's local CA signs at once: its cycle runs this often at least, so that a project just made has
+# its default hostname's certificate (where each has its own) within seconds.
+LOCAL_CHECK_SECONDS = 2.0
 
 
 def register(registry: JobRegistry, config: Config) -> None:
-    registry.cycle(CertificateJob.cycle, CertificateSettings().certificate_check_seconds, cycle)
+    seconds = CertificateSettings().certificate_check_seconds
+    if config.settings_of(AcmeSettings).certificate_issuer() == "local" and \
+            config.settings_of(EdgeSettings).edge_tls_port is not None:
+        seconds = min(seconds, LOCAL_CHECK_SECONDS)
+    registry.cycle(CertificateJob.cycle, seconds, cycle)
     registry.handler(CertificateJob.issue, issue)
     registry.handler(CertificateJob.ocsp, staple)
 
@@ -70,17 +82,20 @@ async def staple(run: JobRun) -> None:
 
 async def converge(uow: UnitOfWork) -> int:
     """Rows for the names svc should hold, none for the others, an order for each missing or due
-    one; how many orders it asked for."""
+    one; how many orders it asked for. (svc's local CA where the app domain is bare: each default
+    hostname's own instead of the wildcard.)"""
     ctx = uow.ctx
     if ctx.adapters.acme is None:
         return 0
     session = uow.session
     now = utcnow()
     wanted = {host: CertificateKind.host for host in await queries.active_custom_hosts(session)}
-    wildcard = service.wildcard_name(ctx.settings)
+    if service.default_hosts_own(ctx.config):
+        wanted.update({host: CertificateKind.default for host in await queries.default_hosts(session)})
+    wildcard = service.wildcard_name(ctx.config)
     if wildcard is not None:
         wanted[wildcard] = CertificateKind.wildcard
-    console = service.console_name(ctx.settings)
+    console = service.console_name(ctx.config)
     if console is not None:
         wanted[console] = CertificateKind.console
     held = {row.name: row for row in await queries.certificates(session)}
@@ -109,6 +124,12 @@ async def issue(run: JobRun) -> None:
     if row.kind == CertificateKind.host and not await queries.is_active_custom_host(run.session, name):
         return  # the hostname is not active (any more): no order for it, ever
     method = service.method_of(row)
+    if method is Method.dns01 and run.ctx.adapters.nameserver is None and "nameserver" not in run.ctx.adapters.off:
+        # svc's own nameserver is still starting (the job worker runs while the components start):
+        # the order waits for it, with no failure counted (a failure would back off for 5 minutes).
+        await run.uow.begin_write()
+        run.uow.enqueue(CertificateJob.issue, {"name": name}, run_at=utcnow() + NAMESERVER_WAIT)
+        return
     await run.uow.close_reads()
     acme = await service.acme_for(run.ctx)
     if acme is None:

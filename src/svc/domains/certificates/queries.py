@@ -27,6 +27,10 @@ async def active_custom_hosts(session: StoreSession) -> list[str]:
         Hostname.kind == HostnameKind.custom, Hostname.status == HostnameStatus.active))).all())
 
 
+async def default_hosts(session: StoreSession) -> list[str]:
+    return list((await session.scalars(select(Hostname.host).where(Hostname.kind == HostnameKind.default))).all())
+
+
 async def is_active_custom_host(session: StoreSession, host: str) -> bool:
     row = await session.get(Hostname, host)
     return row is not None and row.kind == HostnameKind.custom and row.status == HostnameStatus.active

@@ -18,6 +18,7 @@ class CertificateSummary(CertificateView):
     """A certificate as an operator lists it (svc admin certs): no key, no chain."""
 
     name: str
-    kind: str = Field(description="wildcard (the app domain's) or host (a custom hostname's)")
+    kind: str = Field(description="wildcard (the app domain's), host (a custom hostname's), console "
+                                  "(SVC_PUBLIC_URL's) or default (a default hostname's own, from svc's local CA)")
     renew_at: Timestamp | None = Field(description="When svc orders it again (renewal, or a retry after a failure)")
     failures: int = Field(description="Failed orders in a row")

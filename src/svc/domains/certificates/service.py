@@ -30,7 +30,7 @@ from svc.domains.notifications import service as notifications
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import AcmeAccount, AcmeChallenge, Certificate, CertificateKind, CertificateStatus
-from svc.settings import Settings
+from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, unit_of_work
 
 log = logging.getLogger("svc.certificates")
@@ -50,19 +50,29 @@ WARN_BEFORE = (timedelta(days=14), timedelta(days=7), timedelta(days=1), timedel
 WARN_GRACE = timedelta(hours=1)
 
 
-def wildcard_name(settings: Settings) -> str | None:
-    """`*.<SVC_APP_DOMAIN>`, or None where no public CA could prove it (localhost, a bare name)."""
-    domain = settings.app_domain.strip(".").lower()
-    if "." not in domain or domain == "localhost" or domain.endswith(".localhost"):
+def wildcard_name(config: Config) -> str | None:
+    """`*.<SVC_APP_DOMAIN>`, or None: a bare name (`*.localhost`: no TLS client takes a wildcard one
+    label under the root), or over ACME a name no public CA could prove (under localhost)."""
+    domain = config.settings.app_domain.strip(".").lower()
+    if "." not in domain:
+        return None
+    local = config.settings_of(AcmeSettings).certificate_issuer() == "local"
+    if not local and (domain == "localhost" or domain.endswith(".localhost")):
         return None
     return f"*.{domain}"
 
 
-def console_name(settings: Settings) -> str | None:
+def default_hosts_own(config: Config) -> bool:
+    """Each project's default hostname gets a certificate of its own: svc's local CA where the app
+    domain has no wildcard a client takes (`localhost`, `make run`'s)."""
+    return config.settings_of(AcmeSettings).certificate_issuer() == "local" and wildcard_name(config) is None
+
+
+def console_name(config: Config) -> str | None:
     """SVC_PUBLIC_URL's host when it needs a certificate of its own (the edge fronts the dashboard
     there, and the app domain's wildcard does not cover it)."""
-    host = settings.console_host()
-    wildcard = wildcard_name(settings)
+    host = config.settings.console_host()
+    wildcard = wildcard_name(config)
     if host is None or (wildcard is not None and host.partition(".")[2] == wildcard[2:]):
         return None
     return host
@@ -76,8 +86,10 @@ async def acme_for(ctx: AppContext) -> Acme | None:
     """The ACME client with the account's key (made and sealed on first use); None: ACME is off."""
     make = ctx.adapters.acme
     url = ctx.settings_of(AcmeSettings).acme_directory_url
-    if make is None or url is None:
+    if make is None:
         return None
+    if url is None or ctx.settings_of(AcmeSettings).certificate_issuer() == "local":
+        return make(None)  # svc's local CA: no account
     async with unit_of_work(ctx, Tx.READ) as uow:
         row = await queries.account(uow.session, url)
         if row is not None:
@@ -95,8 +107,8 @@ async def acme_for(ctx: AppContext) -> Acme | None:
 async def caa_refusal(ctx: AppContext, acme: Acme, name: str) -> str | None:
     """Why the CAA records of `name` forbid svc's CA (caa.py), read before ordering; None: go on."""
     resolver = ctx.adapters.resolver
-    if resolver is None:
-        return None
+    if resolver is None or ctx.settings_of(AcmeSettings).certificate_issuer() == "local":
+        return None  # svc's local CA: no CAA names it
     identities = [i.strip().lower() for i in ctx.settings_of(AcmeSettings).acme_caa_identities.split(",") if i.strip()]
     try:
         identities += [i for i in await acme.caa_identities() if i not in identities]
@@ -309,31 +321,35 @@ def _view(row: Certificate) -> CertificateView:
     return CertificateView(status=row.status, not_after=row.not_after, issuer=row.issuer, last_error=row.last_error)
 
 
-async def for_hosts(session: StoreSession, settings: Settings, hosts: list[tuple[str, str]]) -> \
+async def for_hosts(session: StoreSession, config: Config, hosts: list[tuple[str, str]]) -> \
         dict[str, CertificateView]:
     """The certificate each of (host, kind) is served with, where svc holds one: a default
-    hostname's is the app domain's wildcard, a custom one's its own."""
-    wildcard = wildcard_name(settings)
-    names = {host for host, kind in hosts if kind != "default"} | ({wildcard} if wildcard else set())
+    hostname's is the app domain's wildcard (its own where default_hosts_own), a custom one's its own."""
+    wildcard = None if default_hosts_own(config) else wildcard_name(config)
+    names = {host for host, kind in hosts if kind != "default" or wildcard is None}
+    names |= {wildcard} if wildcard else set()
     rows = {row.name: row for row in await queries.named(session, sorted(names))}
     found: dict[str, CertificateView] = {}
     for host, kind in hosts:
-        row = rows.get(wildcard or "") if kind == "default" else rows.get(host)
+        row = rows.get(wildcard) if kind == "default" and wildcard else rows.get(host)
         if row is not None:
             found[host] = _view(row)
     return found
 
 
-async def order_now(uow: UnitOfWork, hosts: list[str]) -> None:
-    """Hostnames just turned active: their certificates are ordered now, not at the next check
-    (when svc gets certificates at all)."""
+async def order_now(uow: UnitOfWork, hosts: list[str], kind: CertificateKind = CertificateKind.host) -> None:
+    """Hostnames just turned active (or default hostnames just made, where each has its own
+    certificate): their certificates are ordered now, not at the next check (when svc gets
+    certificates at all)."""
     if uow.ctx.adapters.acme is None or not hosts:
         return
+    if kind == CertificateKind.default and not default_hosts_own(uow.ctx.config):
+        return  # the wildcard covers them
     now = utcnow()
     for host in hosts:
         row = await queries.certificate(uow.session, host)
         if row is None:
-            uow.session.add(Certificate(name=host, kind=CertificateKind.host, status=CertificateStatus.issuing,
+            uow.session.add(Certificate(name=host, kind=kind, status=CertificateStatus.issuing,
                                         failures=0, created_at=now, updated_at=now, renew_at=now + ORDER_LEASE))
         elif row.renew_at is None or row.renew_at > now + ORDER_LEASE:
             continue  # held and not due, or backing off after a failure: nothing to order now

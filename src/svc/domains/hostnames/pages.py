@@ -21,7 +21,7 @@ from urllib.parse import quote
 from fastapi import Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.auth.projects import ProjectAccess
 from svc.deps import Ctx, Uow
 from svc.domains.hostnames import errors, schemas, service
@@ -80,7 +80,7 @@ def _card(p: ProjectAccess, config: Config, h: schemas.Hostname) -> dict[str, An
     return {"host": h.host, "unicode": unicode_spelling(h.host), "kind": h.kind, "status": h.status,
             "status_words": STATUS_WORDS.get(h.status, h.status), "pending": pending,
             "is_default": h.kind == "default", "last_error": h.last_error, "verification": h.verification,
-            "cname_target": h.cname_target, "edge_url": config.settings_of(EdgeSettings).edge_url(h.host),
+            "cname_target": h.cname_target, "edge_url": edge_url(config, h.host),
             "key": render.element_id("host", h.host), "url": _host_url(p, h.host), "seen": _seen(h),
             "https": _https(h),
             # Polls itself while ownership is unproven or its certificate is being ordered.

@@ -53,15 +53,14 @@ def view(row: Hostname, config: Config, certificate: CertificateView | None = No
 
 async def _viewed(uow: UnitOfWork, row: Hostname) -> schemas.Hostname:
     """One hostname as the API shows it, with the certificate it is served with."""
-    found = await certificates.for_hosts(uow.session, uow.ctx.settings, [(row.host, row.kind)])
+    found = await certificates.for_hosts(uow.session, uow.ctx.config, [(row.host, row.kind)])
     return view(row, uow.ctx.config, found.get(row.host))
 
 
 async def list_hostnames(uow: UnitOfWork, project: Project) -> schemas.HostnameList:
-    settings = uow.ctx.settings
     config = uow.ctx.config
     rows = await queries.of_project(uow.session, project.id)
-    found = await certificates.for_hosts(uow.session, settings, [(r.host, r.kind) for r in rows])
+    found = await certificates.for_hosts(uow.session, config, [(r.host, r.kind) for r in rows])
     return schemas.HostnameList(hostnames=[view(r, config, found.get(r.host)) for r in rows])
 
 

@@ -5,7 +5,7 @@ from typing import Annotated
 from pydantic import Field, StringConstraints
 
 from svc import models
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.domains.notifications.schemas import Notification
 from svc.domains.orgs.schemas import User as UserView
 from svc.kit.api import ApiInput, ApiModel, Timestamp
@@ -74,7 +74,7 @@ class Project(ApiModel):
 
     @classmethod
     def of(cls, project: models.Project, org: models.Org, host: str, config: Config) -> Project:
-        url = config.settings_of(EdgeSettings).edge_url(host)
+        url = edge_url(config, host)
         return cls(id=project.id, name=project.name, org=org.slug, hostname=host, url=url,
                    created_at=project.created_at)
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 
 from svc.adapters.edge.port import Edge, EdgeChange, Route
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.auth.projects import OperationInFlight, project_by_name
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
@@ -222,7 +222,7 @@ async def live_deployment(uow: UnitOfWork, project: Project) -> tuple[schemas.De
 
 
 async def summaries(uow: UnitOfWork, org: Org, config: Config) -> list[ProjectSummary]:
-    return [ProjectSummary(name, state, host, config.settings_of(EdgeSettings).edge_url(host), version, since)
+    return [ProjectSummary(name, state, host, edge_url(config, host), version, since)
             for name, state, host, _, version, since in await queries.summaries_of_org(uow.session, org.id)]
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.adapters.git.port import (
     ZERO_ID,
     ArchiveTooLarge,
@@ -223,7 +223,7 @@ class Gatekeeper:
             log.exception("a push's deployment failed")
             return [f"svc: {short} was not deployed: an internal error stopped it (the push itself is kept)"]
         return [f"svc: deployed {short} to {org_slug}/{project_name} as version {made.version}",
-                f"svc: live at {self.ctx.settings_of(EdgeSettings).edge_url(host)}"]
+                f"svc: live at {edge_url(self.ctx.config, host)}"]
 
     @staticmethod
     async def _deployer(session: StoreSession, pusher: Pusher, repo: Repo) -> tuple[OrgAccess, Project]:
