@@ -151,6 +151,12 @@ class ThreadedRegistrar:
     def domains(self) -> list[dict[str, Any]]:
         return self._call(self.fake.domains)
 
+    def calls(self, step: str | None = None) -> list[dict[str, Any]]:
+        return self._call(lambda: self.fake.calls(step))
+
+    def taken(self, name: str) -> None:
+        self._call(lambda: self.fake.taken(name))
+
     def charges(self, name: str) -> tuple[int, int]:
         """(cents charged, cents refunded) for `name` in the ledger."""
         lines = [e for e in self.ledger() if e["name"] == name]
