@@ -151,6 +151,9 @@ class ThreadedRegistrar:
     def domains(self) -> list[dict[str, Any]]:
         return self._call(self.fake.domains)
 
+    def ds(self, name: str) -> list[str]:
+        return self._call(lambda: self.fake.ds(name))
+
     def calls(self, step: str | None = None) -> list[dict[str, Any]]:
         return self._call(lambda: self.fake.calls(step))
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.cli.conftest import Cli, ThreadedRegistrar, uniq
 from tests.support.pdns import PDNS_REQUIRED
+from tests.support.wait import until_sync
 
 pytestmark = PDNS_REQUIRED
 
@@ -58,6 +59,33 @@ def test_search_a_word_under_the_registrars_tlds(me: tuple[Cli, str],
     assert "names[1]" in two.err and "one word at a time" in two.err
     bad = cli.fails("bad_request", "domains", "check", "no spaces", *org)
     assert "names[0]" in bad.err and "top-level domains" not in bad.err
+
+
+def test_dnssec_on_a_bought_domain_sends_the_ds_itself(me: tuple[Cli, str],
+                                                        domains_server: tuple[str, ThreadedRegistrar]) -> None:
+    cli, slug = me
+    registrar = domains_server[1]
+    org = ("--org", slug)
+    name = f"{uniq('signed')}.com"
+    cli.ok("domains", "buy", name, *CONTACT, "--yes", *org)
+
+    on = cli.ok("dns", "dnssec", "on", name, "--wait", *org)
+    assert "svc bought it, so svc sends them to the registrar itself" in on.err and "Nothing to register" in on.err
+    ds = [line for line in on.out.splitlines() if re.fullmatch(r"\d+ 13 2 [0-9a-fA-F]{64}", line)]
+    assert len(ds) == 1 and registrar.ds(name) == [ds[0].upper()]  # --wait waited for the registrar
+
+    def at_registrar() -> str:
+        zone = next(z for z in cli.ok("dns", "zones", "list", *org, "--json").json()["zones"]
+                    if z["name"] == f"{name}.")
+        return str(zone["registrarDs"])
+    assert at_registrar() in ("sent", "published")
+    listed = cli.ok("dns", "zones", "list", *org)
+    assert re.search(rf"^{re.escape(name)}\s.*\b(sent|published)\b", listed.out, re.MULTILINE), listed.out
+    cli.fails("ds_managed", "dns", "dnssec", "ds", name, "--clear", *org)
+
+    off = cli.ok("dns", "dnssec", "off", name, *org)
+    assert "svc removes the DS at the registrar first" in off.err, off.err
+    until_sync(lambda: registrar.ds(name) == [] and at_registrar() == "none", what="the DS gone from the registrar")
 
 
 def test_check_buy_and_manage(me: tuple[Cli, str], domains_server: tuple[str, ThreadedRegistrar]) -> None:

@@ -1,8 +1,9 @@
 """The domains pages in a real browser, against the package's `svc serve` with its fake registrar:
 a search with prices (a bare word under the registrar's TLDs, full names), the purchase (the price,
 the contact, the email disclosure, a refusal in words, then the steps), the domain's page with its
-history, the registrar's actions (auth code shown once, lock, auto-renew with its caveat), an
-import; a viewer may look, not change."""
+history, the registrar's actions (auth code shown once, lock, auto-renew with its caveat), DNSSEC
+on the bought domain (its DS sent to the registrar by svc, then served by the parent), an import;
+a viewer may look, not change."""
 
 from __future__ import annotations
 
@@ -63,6 +64,19 @@ async def test_search_buy_manage_import(server: Server, contexts, http) -> None:
     await page.get_by_role("button", name="Turn auto-renew off").click()
     await expect(page.locator("p.notice[role=status]")).to_contain_text("registrar-side auto-renew stays on")
     await look(page, "domain")
+
+    # DNSSEC on the bought domain: svc sends the DS to the registrar itself (no DS to copy or record),
+    # and the DS block follows it until the parent serves it.
+    await page.get_by_role("link", name="Its zone, records and DNSSEC").click()
+    await page.get_by_role("button", name="Enable DNSSEC").click()
+    await expect(page.get_by_role("status").first).to_contain_text("svc sends its DS records to the registrar")
+    await expect(page.locator(".dnssec-state")).to_contain_text("nothing to register")
+    await expect(page.locator(".registrar-ds")).to_contain_text("published: the parent zone serves them",
+                                                                timeout=60_000)
+    await page.reload()
+    await expect(page.locator(".dnssec-state")).to_contain_text("active")
+    await expect(page.get_by_label("DS records, one per line")).to_have_count(0)
+    await look(page, "domain-dnssec")
 
     await page.goto(f"{server.api}/orgs/dora/domains")
     await page.get_by_label("Domain registered elsewhere").fill("dora-elsewhere.org")

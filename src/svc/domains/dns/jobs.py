@@ -42,13 +42,14 @@ from svc.adapters.nameserver.port import (
     RRsetData,
     ZoneState,
 )
-from svc.domains.dns import delegation, queries, records
+from svc.adapters.resolver.port import Lookup
+from svc.domains.dns import delegation, queries, records, registrar_ds
 from svc.domains.dns.changes import enqueue_sync, zone_changed
 from svc.domains.dns.kinds import DnsJob
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import DnssecState, Zone
+from svc.models import Zone
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work, use_case
 
@@ -73,6 +74,7 @@ def register(registry: JobRegistry, settings: Settings) -> None:
     registry.handler(DnsJob.sync, sync)
     registry.cycle(DnsJob.reconcile, RECONCILE_SECONDS, reconcile)
     registry.cycle(DnsJob.delegation, DELEGATION_SECONDS, check_delegations)
+    registry.handler(DnsJob.registrar_ds, registrar_ds.run_job)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the public DNS is asked with nothing of the store held
@@ -92,20 +94,32 @@ async def check_delegations(run: JobRun) -> None:
         due = await queries.delegation_due(run.session, before, DELEGATION_BATCH)
     if not due:
         return
+    # A bought domain's DS sent to (or removed at) the registrar: is the parent serving it?
+    watched = {z.id for z in await queries.zones_by_ids(run.session, [i for i, _ in due]) if registrar_ds.watched(z)}
     await run.uow.close_reads()
     at_once = asyncio.Semaphore(DELEGATION_AT_ONCE)
     ours = settings.nameserver_names
+    trusted = settings.trust_own_zones
 
     async def one(name: str) -> delegation.Seen:
         async with at_once:
-            return await delegation.check(resolver, name, ours, trusted=settings.trust_own_zones)
+            return await delegation.check(resolver, name, ours, trusted=trusted)
+
+    async def parent_ds(zone_id: str, name: str) -> Lookup | None:
+        if trusted or zone_id not in watched:
+            return None
+        async with at_once:
+            return await resolver.ds(name)
 
     seen = await asyncio.gather(*(one(name) for _, name in due))
+    ds_seen = await asyncio.gather(*(parent_ds(i, name) for i, name in due))
     session = await run.uow.begin_write()
-    for (checked_id, _), found in zip(due, seen, strict=True):
+    for (checked_id, _), found, ds_found in zip(due, seen, ds_seen, strict=True):
         zone = await queries.zone_for_update(session, checked_id)
         if zone is not None:  # deleted meanwhile: nothing to record
             delegation.note(zone, found)
+            if checked_id in watched and registrar_ds.watched(zone):
+                registrar_ds.parent_seen(run.uow, zone, ds_found)  # None: trusted, no public DNS to ask
     await session.flush()
 
 
@@ -133,7 +147,7 @@ async def desired_of(session: StoreSession, zone: Zone) -> Desired:
     sets = {(n, t): _data(n, t, ttl, recs) for n, t, ttl, recs in await queries.contents(session, zone.id)
             if t not in NAMESERVER_OWN}
     return Desired(name=zone.name, zone_id=zone.id, generation=zone.generation,
-                   dnssec=zone.dnssec != DnssecState.off, rrsets=sets)
+                   dnssec=registrar_ds.signed(zone), rrsets=sets)
 
 
 async def desired(session: StoreSession, name: str) -> Desired | None:

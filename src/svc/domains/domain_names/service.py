@@ -217,6 +217,7 @@ async def _gone(ctx: AppContext, domain_id: str) -> errors.TransferredOut:
             domain.updated_at = utcnow()
             note(uow.session, domain.id, "transferred_out", "The registrar's account no longer holds it: transferred "
                                                             "to another registrar")
+            await dns.registrar_released(uow, domain.name)  # its DS is its owner's business now
     return errors.TransferredOut()
 
 
