@@ -25,7 +25,10 @@ which zones svc made. A zone deleted in svc is removed by its own sync job, retr
 
 `dns.delegation` (a cycle, and a job a new zone's first sync enqueues, once svc serves it): asks the
 public DNS whether it delegates a zone to svc's nameservers (delegation.py), for the zones checked
-longest ago.
+longest ago; for a bought domain whose DS svc sent to (or removed at) the registrar, also whether
+the parent serves it (registrar_ds.py).
+
+`dns.registrar_ds` (registrar_ds.py): a bought domain's DS set at the registrar, or removed there.
 """
 
 from __future__ import annotations
