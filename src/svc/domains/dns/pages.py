@@ -63,8 +63,10 @@ REGISTRAR_DS_SAID = {
     RegistrarDs.removing: "svc is removing them at the registrar; the zone stays signed meanwhile.",
     RegistrarDs.withdrawn: "removed at the registrar; the zone stays signed until the parent zone stops serving them.",
 }
-# The states that move by themselves: the DS block polls while the zone is in one.
+# The states that move by themselves: the DS block polls while the zone is in one, every second
+# while the job works, every ten while the parent is waited for (the delegation check's pace).
 REGISTRAR_DS_MOVING = frozenset({RegistrarDs.sending, RegistrarDs.sent, RegistrarDs.removing, RegistrarDs.withdrawn})
+REGISTRAR_DS_SLOW = frozenset({RegistrarDs.sent, RegistrarDs.withdrawn})
 
 # How the forms name their fields in an error ("records" is the textarea of records, one per line).
 # A zone page shows this many record sets at most (a filter by name finds the others).
@@ -171,6 +173,9 @@ def _zone_values(access: OrgAccess, detail: schemas.ZoneDetail, *, q: str = "",
     if at_registrar is not None and state is not DnssecState.off:
         said = ("On: the nameserver signs every answer. svc bought this domain, so it sends the DS records to the "
                 "registrar itself: nothing to register.")
+    elif at_registrar in (RegistrarDs.removing, RegistrarDs.withdrawn):
+        said = ("Turning off: svc removes the DS records at the registrar first, and the nameserver signs until the "
+                "parent zone no longer serves them.")
     return {**_form_values(access, detail.name), "zone": detail, "zone_bare": _bare(detail.name),
             "zone_unicode": unicode_spelling(detail.name), "rows": rows, "q": q.strip(), "matching": len(chosen),
             "total": len(detail.rrsets), "dnssec_said": said,
@@ -178,7 +183,8 @@ def _zone_values(access: OrgAccess, detail: schemas.ZoneDetail, *, q: str = "",
             # The DS block polls itself until the nameserver has signed the zone (or can be asked), and
             # while a bought domain's DS moves at the registrar.
             "ds_polling": ((state is not DnssecState.off and not detail.ds_records)
-                           or at_registrar in REGISTRAR_DS_MOVING)}
+                           or at_registrar in REGISTRAR_DS_MOVING),
+            "ds_poll_seconds": 10 if at_registrar in REGISTRAR_DS_SLOW and detail.ds_records else 1}
 
 
 async def _zone_page(request: Request, access: OrgAccess, uow: UnitOfWork, zone: str, *, status: int = 200,
