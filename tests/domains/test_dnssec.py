@@ -6,14 +6,19 @@ serves it" is the trusted local run's (SVC_TRUST_OWN_ZONES: no public DNS to ask
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dns.rdatatype
 from sqlalchemy import func, select
 
+from svc.adapters.nameserver.port import RRsetData
 from svc.adapters.registrar import FakeRegistrar
 from svc.models import Job, JobStatus
-from tests.domains.conftest import CONTACT
+from svc.settings import Settings
+from tests.domains.conftest import CONTACT, domains_svc
 from tests.support.api import Svc, assert_error
 from tests.support.pdns import Pdns
+from tests.support.public_dns import running_public_dns
 from tests.support.team import make_team
 from tests.support.wait import until
 
@@ -75,3 +80,47 @@ async def test_the_ds_goes_to_the_registrar_and_leaves_it_first(dsvc: Svc, regis
     assert (await alice.get(zone)).json()["registrarDs"] == "none"
     # The registrar's DS calls: set (the DS), the removal held and let go, the removal again.
     assert [c["status"] for c in registrar.calls("ds")][-2:] == [503, 200]
+
+
+async def test_the_parent_decides_when_the_public_dns_is_asked(dns_settings: Settings, pdns: Pdns,
+                                                              registrar: FakeRegistrar, tmp_path: Path) -> None:
+    """Not trusted (a shared server): `published` only once the parent serves the DS, and, turned
+    off, the zone stays signed while the parent still serves it: gone from the registrar is not enough."""
+    async with running_public_dns(tmp_path / "public") as public:
+        settings = dns_settings.model_copy(update={"trust_own_zones": False, "dns_resolver": public.address})
+        async with domains_svc(settings, pdns, registrar, registrar_timeout=2.0) as svc:
+            name = "parent-shop.example"
+            registrar.set_price(name, price_cents=900, renewal_cents=900, available=True)
+            await public.delegate(f"{name}.", list(settings.nameserver_names))
+            t = await make_team(svc)
+            alice = t.alice.client
+            assert (await alice.post(D, json={"name": name, "contact": CONTACT})).status_code == 201
+            zone = f"{Z}/{name}"
+            assert (await alice.post(f"{zone}/dnssec", json={"enabled": True})).status_code == 200
+
+            async def state(wanted: str) -> dict | None:
+                body = (await alice.get(zone)).json()
+                return body if body["registrarDs"] == wanted else None
+            sent = await until(lambda: state("sent"), what="the DS at the registrar")
+            assert sent["dnssec"] == "ds_pending" and registrar.ds(name)
+            # The registry publishes it in the parent; "Check now" (any member) sees it.
+            ds = RRsetData(name=f"{name}.", type="DS", ttl=60, records=tuple(sent["ds"]))
+            await public.pdns.nameserver.apply("example.", replace=[ds], delete=[])
+            checked = await t.bob.client.post(f"{zone}/delegation")
+            assert checked.status_code == 200 and checked.json()["registrarDs"] == "published"
+            assert checked.json()["dnssec"] == "active"
+
+            assert (await alice.post(f"{zone}/dnssec", json={"enabled": False})).status_code == 200
+            await until(lambda: state("withdrawn"), what="the DS removed at the registrar")
+            assert registrar.ds(name) == []
+            # The parent still serves the old DS: the zone stays signed, whatever is checked.
+            assert (await t.bob.client.post(f"{zone}/delegation")).json()["registrarDs"] == "withdrawn"
+            await until(lambda: _syncs_done(svc), what="the zone's syncs")
+            assert await _signed(pdns, f"{name}.")
+            # The parent drops it: now, and only now, the zone is unsigned.
+            await public.pdns.nameserver.apply("example.", replace=[], delete=[(f"{name}.", "DS")])
+            assert (await t.bob.client.post(f"{zone}/delegation")).json()["registrarDs"] == "none"
+
+            async def unsigned() -> bool:
+                return not await _signed(pdns, f"{name}.")
+            await until(unsigned, what="the zone unsigned once the parent serves no DS")

@@ -462,18 +462,23 @@ async def unlink_host(uow: UnitOfWork, org_id: str, host: str) -> bool:
 @use_case(Tx.READ_THEN_WRITE)  # the public DNS is asked with nothing of the store held
 async def check_delegation(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.Zone:
     """Ask the public DNS now whether it delegates the zone to svc's nameservers (the cycle does it
-    every SVC_DELEGATION_RECHECK_SECONDS)."""
+    every SVC_DELEGATION_RECHECK_SECONDS), and, for a bought domain whose DS svc sent to (or removed
+    at) the registrar, whether the parent serves it."""
     nameserver(uow.ctx)
     zone = await _zone(uow.session, access, name)
+    watched = registrar_ds.watched(zone)  # a bought domain's DS: does the parent serve it (or still)?
     await uow.close_reads()
     settings = uow.ctx.settings
-    seen = await delegation.check(resolver(uow.ctx), zone.name, nameservers(settings),
-                                  trusted=settings.trust_own_zones)
+    trusted = settings.trust_own_zones
+    seen = await delegation.check(resolver(uow.ctx), zone.name, nameservers(settings), trusted=trusted)
+    parent_ds = await resolver(uow.ctx).ds(zone.name) if watched and not trusted else None
     session = await uow.begin_write()
     current = await queries.zone_for_update(session, zone.id)
     if current is None:
         raise errors.ZoneNotFound(details={"zone": zone.name})
     delegation.note(current, seen)
+    if watched and registrar_ds.watched(current):
+        registrar_ds.parent_seen(uow, current, parent_ds)
     await session.flush()
     return schemas.Zone.of(current, nameservers(settings))
 
