@@ -196,12 +196,16 @@ def list_zones(ctx: typer.Context, org: OrgOption = None, as_json: JsonFlag = Fa
         data = api.get(_zones_path(slug))
 
     def render(c: Console) -> None:
+        zones = data.get("zones") or []
+        # A domain bought through svc: where its DS stands at the registrar (a column only when one is).
+        bought = any(z.get("registrarDs") for z in zones)
         rows = ([shown(z.get("name")), _delegated(z), z.get("dnssec"), len(z.get("ds") or []),
-                 z.get("registrarDs") or "by its owner",
+                 *([z.get("registrarDs") or "by its owner"] if bought else []),
                  ", ".join(shown(n) for n in z.get("nameservers") or []), output.when(z.get("createdAt"))]
-                for z in data.get("zones") or [])
-        c.print(output.table(["ZONE", "DELEGATED", "DNSSEC", "DS RECORDED", "DS AT REGISTRAR", "NAMESERVERS",
-                              "CREATED"], rows, empty=f"No DNS zones in {slug}.", shrink={"NAMESERVERS": 16},
+                for z in zones)
+        columns = ["ZONE", "DELEGATED", "DNSSEC", "DS RECORDED", *(["DS AT REGISTRAR"] if bought else []),
+                   "NAMESERVERS", "CREATED"]
+        c.print(output.table(columns, rows, empty=f"No DNS zones in {slug}.", shrink={"NAMESERVERS": 16},
                              optional=["DS RECORDED", "DS AT REGISTRAR"]))
 
     output.emit(as_json, data, render)
