@@ -17,6 +17,7 @@ from sqlalchemy import select
 
 from svc.adapters.acme.pebble import Pebble
 from svc.adapters.nameserver.port import RRsetData
+from svc.adapters.nameserver.settings import NameserverSettings
 from svc.adapters.resolver.dns import DnsResolver
 from svc.adapters.resolver.port import Lookup, Outcome
 from svc.app import default_adapters
@@ -148,7 +149,7 @@ async def test_a_caa_record_that_forbids_the_ca_is_read_before_ordering(dns_sett
     adapters.nameserver = pdns.nameserver
     adapters.resolver = DnsResolver.at("127.0.0.1", pdns.port)
     zone = "caa-shop.test."
-    await pdns.nameserver.ensure_zone(zone, nameservers=settings.nameserver_names)
+    await pdns.nameserver.ensure_zone(zone, nameservers=settings.settings_of(NameserverSettings).nameserver_names)
     try:
         await pdns.nameserver.apply(zone, replace=[RRsetData(zone, "CAA", 60, ('0 issue "letsencrypt.org"',))],
                                     delete=[])

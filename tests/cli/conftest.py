@@ -151,6 +151,15 @@ class ThreadedRegistrar:
     def domains(self) -> list[dict[str, Any]]:
         return self._call(self.fake.domains)
 
+    def ds(self, name: str) -> list[str]:
+        return self._call(lambda: self.fake.ds(name))
+
+    def calls(self, step: str | None = None) -> list[dict[str, Any]]:
+        return self._call(lambda: self.fake.calls(step))
+
+    def taken(self, name: str) -> None:
+        self._call(lambda: self.fake.taken(name))
+
     def charges(self, name: str) -> tuple[int, int]:
         """(cents charged, cents refunded) for `name` in the ledger."""
         lines = [e for e in self.ledger() if e["name"] == name]
@@ -175,7 +184,7 @@ async def domains_server(pdns: Pdns, tmp_path_factory: pytest.TempPathFactory) \
     registrar = ThreadedRegistrar()
     managed = pdns.running.managed
     settings = {"pdns_api_url": managed.api_url, "pdns_api_key": managed.api_key(),
-                "nameservers": pdns.settings.nameservers, "hostmaster": pdns.settings.hostmaster,
+                "nameservers": pdns.names.nameservers, "hostmaster": pdns.names.hostmaster,
                 "registrar": "fake", "registrar_url": registrar.url, "registrar_timeout_seconds": "1"}
     try:
         with running_server(tmp_path_factory.mktemp("svc-domains"), **settings) as url:

@@ -26,7 +26,7 @@ async def dns_server(pdns: Pdns, tmp_path_factory: pytest.TempPathFactory) -> As
     await clear_zones(pdns)
     managed = pdns.running.managed
     settings = {"pdns_api_url": managed.api_url, "pdns_api_key": managed.api_key(),
-                "nameservers": pdns.settings.nameservers, "hostmaster": pdns.settings.hostmaster}
+                "nameservers": pdns.names.nameservers, "hostmaster": pdns.names.hostmaster}
     with running_server(tmp_path_factory.mktemp("svc-dns"), **settings) as url:
         yield url
 

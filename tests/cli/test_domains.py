@@ -12,6 +12,7 @@ import pytest
 
 from tests.cli.conftest import Cli, ThreadedRegistrar, uniq
 from tests.support.pdns import PDNS_REQUIRED
+from tests.support.wait import until_sync
 
 pytestmark = PDNS_REQUIRED
 
@@ -27,6 +28,64 @@ def me(domains_server: tuple[str, ThreadedRegistrar], tmp_path: Path) -> tuple[C
     slug = uniq("dom")
     cli.ok("orgs", "create", slug)
     return cli, slug
+
+
+def test_search_a_word_under_the_registrars_tlds(me: tuple[Cli, str],
+                                                 domains_server: tuple[str, ThreadedRegistrar]) -> None:
+    cli, slug = me
+    registrar = domains_server[1]
+    org = ("--org", slug)
+    word = uniq("acme")
+    registrar.taken(f"{word}.net")
+    checks = len(registrar.calls("check"))
+
+    found = cli.ok("domains", "search", word.upper(), *org)
+    table = {line.split()[0]: line.split()[1:] for line in found.out.splitlines() if line.startswith(word)}
+    # The registrar's TLDs, the usual ones first, each priced; a name somebody holds is not for sale.
+    assert list(table)[:6] == [f"{word}.{tld}" for tld in ("com", "net", "org", "io", "dev", "app")], found.out
+    assert table[f"{word}.com"] == ["yes", "$12.00", "$14.00/year"]
+    assert table[f"{word}.io"] == ["yes", "$39.00", "$39.00/year"]
+    assert table[f"{word}.net"][0] == "no"
+    assert "svc domains buy NAME" in found.out
+    assert len(registrar.calls("check")) == checks + 1  # one check call for the whole search
+
+    # check and search are one command; --json gives the API's answer; a full name still works beside it.
+    results = cli.ok("domains", "check", word, f"{word}-other.dev", *org, "--json").json()["results"]
+    assert [r["name"] for r in results][-1] == f"{word}-other.dev"
+    assert {"name": f"{word}.dev", "available": True, "priceCents": 1500, "renewalCents": 1700} in results
+    assert len(results) <= 11
+    # One word a request (each costs up to ten registrar checks); a bad word is refused in words.
+    two = cli.fails("bad_request", "domains", "check", word, "other", *org)
+    assert "names[1]" in two.err and "one word at a time" in two.err
+    bad = cli.fails("bad_request", "domains", "check", "no spaces", *org)
+    assert "names[0]" in bad.err and "top-level domains" not in bad.err
+
+
+def test_dnssec_on_a_bought_domain_sends_the_ds_itself(me: tuple[Cli, str],
+                                                        domains_server: tuple[str, ThreadedRegistrar]) -> None:
+    cli, slug = me
+    registrar = domains_server[1]
+    org = ("--org", slug)
+    name = f"{uniq('signed')}.com"
+    cli.ok("domains", "buy", name, *CONTACT, "--yes", *org)
+
+    on = cli.ok("dns", "dnssec", "on", name, "--wait", *org)
+    assert "svc bought it, so svc sends them to the registrar itself" in on.err and "Nothing to register" in on.err
+    ds = [line for line in on.out.splitlines() if re.fullmatch(r"\d+ 13 2 [0-9a-fA-F]{64}", line)]
+    assert len(ds) == 1 and registrar.ds(name) == [ds[0].upper()]  # --wait waited for the registrar
+
+    def at_registrar() -> str:
+        zone = next(z for z in cli.ok("dns", "zones", "list", *org, "--json").json()["zones"]
+                    if z["name"] == f"{name}.")
+        return str(zone["registrarDs"])
+    assert at_registrar() in ("sent", "published")
+    listed = cli.ok("dns", "zones", "list", *org)
+    assert re.search(rf"^{re.escape(name)}\s.*\b(sent|published)\b", listed.out, re.MULTILINE), listed.out
+    cli.fails("ds_managed", "dns", "dnssec", "ds", name, "--clear", *org)
+
+    off = cli.ok("dns", "dnssec", "off", name, *org)
+    assert "svc removes the DS at the registrar first" in off.err, off.err
+    until_sync(lambda: registrar.ds(name) == [] and at_registrar() == "none", what="the DS gone from the registrar")
 
 
 def test_check_buy_and_manage(me: tuple[Cli, str], domains_server: tuple[str, ThreadedRegistrar]) -> None:

@@ -23,8 +23,8 @@ from tests.support.wait import WAIT_SECONDS
 
 Z = "/v1/orgs/acme/dns/zones"
 ZONE = f"{Z}/example.com"
-ZONE_FIELDS = {"name", "dnssec", "ds", "nameservers", "delegated", "delegationCheckedAt", "delegationSeen",
-               "createdAt"}
+ZONE_FIELDS = {"name", "dnssec", "ds", "registrarDs", "nameservers", "delegated", "delegationCheckedAt",
+               "delegationSeen", "createdAt"}
 
 
 async def _team(svc: Svc) -> Team:

@@ -25,6 +25,7 @@ from svc.adapters.nameserver import (
 )
 from svc.adapters.nameserver.port import NameserverUnavailable, RRsetData
 from svc.adapters.nameserver.process import ManagedPowerDns, NameserverPortInUse, PdnsLayout
+from svc.adapters.nameserver.settings import NameserverSettings
 from svc.app import create_app
 from svc.settings import Settings
 from svc.supervisor import Port, telling_line
@@ -142,7 +143,7 @@ async def test_create_app_runs_the_managed_nameserver(tmp_path: Path) -> None:
         ns = app.state.ctx.adapters.nameserver
         assert isinstance(ns, PowerDnsNameserver)
         assert ns.description == f"PowerDNS (managed, DNS on 127.0.0.1:{settings.dns_port})"
-        await ns.ensure_zone("app.test.", nameservers=settings.nameserver_names)
+        await ns.ensure_zone("app.test.", nameservers=settings.settings_of(NameserverSettings).nameserver_names)
         assert "app.test." in await ns.zone_names()
     assert app.state.ctx.adapters.nameserver is None
     with pytest.raises(NameserverUnavailable, match="closed"):

@@ -423,3 +423,31 @@ async def test_a_lost_renewal_resent_by_another_client_renews_once_under_any_key
     assert renewed.expires_at == registration.expires_at + YEAR
     await control.release()
     assert _paid(await control.ledger(), "lost.org") == 1000 + 1200
+
+
+# --- the TLDs a search expands a word over, and the DS records sent to the registry ---
+
+async def test_tlds_are_the_ones_the_registrar_sells(registrar: Registrar) -> None:
+    tlds = await registrar.tlds()
+    assert {"com", "dev", "io", "org"} <= set(tlds)
+    assert all(t == t.lower() and not t.startswith(".") for t in tlds)
+    quotes = await registrar.check([f"tld-contract-{uuid.uuid4().hex[:8]}.{tld}" for tld in tlds])
+    assert all(q.available and q.price_cents for q in quotes)  # every TLD listed is for sale
+
+
+DS_A = "2371 13 2 684A1F049D7D082B7F98691657DA5A65764913DF7F065F6F8C36EDF62D66CA03"
+DS_B = "44620 8 2 C1F6E04A5A61FBF65BF9DC8294C363CF11C89E802D926BDAB79C55D27BEFA94F"
+
+
+async def test_ds_records_become_exactly_what_is_sent(registrar: Registrar, contact: Contact) -> None:
+    name = f"ds-contract-{uuid.uuid4().hex[:8]}.com"
+    await _register(registrar, contact, name)
+    assert await registrar.set_ds(name, [DS_A.lower()]) == [DS_A]  # the digest's case is forgiven
+    assert await registrar.set_ds(name, [DS_A, DS_B]) == [DS_A, DS_B]
+    assert await registrar.set_ds(name, [DS_B]) == [DS_B]  # a resend of the same is the same
+    assert await registrar.set_ds(name, [DS_B]) == [DS_B]
+    assert await registrar.set_ds(name, []) == []
+    with pytest.raises(NotInAccount):
+        await registrar.set_ds(f"not-ours-{uuid.uuid4().hex[:8]}.com", [DS_A])
+    with pytest.raises(RegistrarRejected):
+        await registrar.set_ds(name, ["not a ds record"])

@@ -109,7 +109,7 @@ async def test_the_registration_keeps_its_contact(fake: FakeRegistrar, http: htt
     again = await http.post("/v1/domains", json=body)
     assert again.status_code == 200 and again.json() == domain
     listed = (await http.get("/_fake/domains")).json()["domains"]
-    assert listed == [{**domain, "contact": CONTACT, "chargeId": charge["id"], "inAccount": True}]
+    assert listed == [{**domain, "contact": CONTACT, "chargeId": charge["id"], "inAccount": True, "ds": []}]
     assert fake.domains() == listed
     await http.post("/_fake/transferred-away", json={"name": "kept.org"})
     assert (await http.get("/v1/domains/kept.org")).status_code == 404

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from svc.adapters.nameserver.port import RRsetData
 from svc.adapters.resolver.dns import DnsResolver
 from svc.adapters.resolver.port import Outcome
 from tests.support.pdns import PDNS_REQUIRED
@@ -38,3 +39,16 @@ async def test_what_the_dns_delegates_a_zone_to(public: PublicDns) -> None:
     assert (await resolver.nameservers("www.bank.example")).outcome is Outcome.no_answer
     txt = await resolver.txt("_svc-verify.www.bank.example")
     assert txt.outcome is Outcome.found and txt.values == ("hello",)
+
+
+async def test_the_ds_the_parent_serves(public: PublicDns) -> None:
+    """What says a bought domain's DS reached the parent, or left it (domains/dns/registrar_ds.py)."""
+    resolver = DnsResolver.at(public.pdns.host, public.pdns.port)
+    await public.delegate("signed.example.", SVC_NS)
+    await public.delegate("plain.example.", SVC_NS)
+    digest = "684a1f049d7d082b7f98691657da5a65764913df7f065f6f8c36edf62d66ca03"
+    await public.pdns.nameserver.apply("example.", replace=[
+        RRsetData(name="signed.example.", type="DS", ttl=60, records=(f"2371 13 2 {digest}",))], delete=[])
+    found = await resolver.ds("signed.example")
+    assert found.outcome is Outcome.found and found.values == (f"2371 13 2 {digest.upper()}",)
+    assert (await resolver.ds("plain.example.")).outcome is Outcome.no_answer  # delegated, no DS

@@ -181,19 +181,20 @@ class DnsimpleDouble:
     def transport(self) -> httpx.MockTransport:
         async def handler(request: httpx.Request) -> httpx.Response:
             status, body, headers = await self.answer(request.method, request.url.path, request.headers,
-                                                      request.content)
+                                                      request.content, dict(request.url.params))
             return httpx.Response(status, content=_encode(body), headers=headers)
 
         return _TimedTransport(handler)
 
     async def _asgi(self, request: Request) -> Response:
         status, body, headers = await self.answer(request.method, request.url.path, request.headers,
-                                                  await request.body())
+                                                  await request.body(), dict(request.query_params))
         return Response(_encode(body), status_code=status, headers=headers)
 
     # --- the API ---
 
-    async def answer(self, method: str, path: str, headers: Any, body: bytes) -> Answer:
+    async def answer(self, method: str, path: str, headers: Any, body: bytes,
+                     query: dict[str, str] | None = None) -> Answer:
         self.requests.append((method, path))
         self._remaining = max(0, self._remaining - 1)
         prefix = f"/v2/{self.account_id}/"
@@ -207,7 +208,7 @@ class DnsimpleDouble:
             extra = {"X-RateLimit-Remaining": "0"} if status == 429 else {}
             payload = trap.body if trap.body is not None else {"message": FAILURES.get(status, "Server Error")}
         else:
-            status, payload, extra = self._route(method, path, headers, body)
+            status, payload, extra = self._route(method, path, headers, body, query or {})
             if trap is not None:  # held after the work: done, the answer lost to a client that gave up
                 await self._hold()
         reset = int((self._now() + timedelta(hours=1)).timestamp())
@@ -228,7 +229,7 @@ class DnsimpleDouble:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._release.wait(), HOLD_SECONDS)
 
-    def _route(self, method: str, path: str, headers: Any, raw: bytes) -> Answer:
+    def _route(self, method: str, path: str, headers: Any, raw: bytes, query: dict[str, str]) -> Answer:
         if headers.get("authorization") != f"Bearer {self.token}":
             return 401, {"message": "Authentication failed"}, {}
         try:
@@ -237,6 +238,8 @@ class DnsimpleDouble:
             return 400, {"message": "Invalid JSON body"}, {}
         if path == "/v2/whoami" and method == "GET":
             return 200, {"data": {"user": None, "account": {"id": int(self.account_id)}}}, {}
+        if path == "/v2/tlds" and method == "GET":
+            return self._tlds(query)
         prefix = f"/v2/{self.account_id}/"
         if not path.startswith(prefix):
             return 404, {"message": "Not Found"}, {}
@@ -246,6 +249,8 @@ class DnsimpleDouble:
         if m := re.fullmatch(r"contacts/(\d+)", rest):
             contact = self.contacts.get(int(m[1]))
             return (200, {"data": contact}, {}) if contact else (404, {"message": "Contact not found"}, {})
+        if m := re.fullmatch(r"domains/([^/]+)/ds_records(?:/(\d+))?", rest):
+            return self._ds_records(method, m[1], int(m[2]) if m[2] else None, body)
         if m := re.fullmatch(r"domains/([^/]+)", rest):
             self._advance(m[1])
             domain = self.domains.get(m[1])
@@ -304,6 +309,53 @@ class DnsimpleDouble:
     def _price(self, name: str) -> tuple[Decimal, Decimal] | None:
         tld = name.rsplit(".", 1)[-1]
         return self.prices.get(name) or self.prices.get(tld) or ((PRICES[tld],) * 2 if tld in PRICES else None)
+
+    # --- TLDs and DS records ---
+
+    def _tlds(self, query: dict[str, str]) -> Answer:
+        """The TLD list, paginated as DNSimple's listTlds fixture (per_page 30 unless asked, 100 at most)."""
+        names = sorted({*PRICES, *(k for k in self.prices if "." not in k)})
+        page, per_page = max(int(query.get("page", "1")), 1), min(max(int(query.get("per_page", "30")), 1), 100)
+        rows = [{"tld": tld, "tld_type": 1, "whois_privacy": True, "auto_renew_only": False, "idn": False,
+                 "minimum_registration": 1, "registration_enabled": True, "renewal_enabled": True,
+                 "transfer_enabled": True, "dnssec_interface_type": "ds"} for tld in names]
+        pages = max((len(rows) + per_page - 1) // per_page, 1)
+        return 200, {"data": rows[(page - 1) * per_page:page * per_page],
+                     "pagination": {"current_page": page, "per_page": per_page, "total_entries": len(rows),
+                                    "total_pages": pages}}, {}
+
+    def _ds_records(self, method: str, name: str, ident: int | None, body: Any) -> Answer:
+        domain = self.domains.get(name)
+        if domain is None:
+            return 404, {"message": f"Domain `{name}` not found"}, {}
+        held: list[dict[str, Any]] = domain.setdefault("ds_records", [])
+        if ident is None and method == "GET":
+            return 200, {"data": list(held), "pagination": {"current_page": 1, "per_page": 30,
+                                                            "total_entries": len(held), "total_pages": 1}}, {}
+        if ident is None and method == "POST":
+            body = body if isinstance(body, dict) else {}
+            errors = {key: ["can't be blank"] for key in ("algorithm", "digest", "digest_type", "keytag")
+                      if not str(body.get(key) or "").strip()}
+            if errors:
+                return 400, {"message": "Validation failed", "errors": errors}, {}
+            now = _stamp(self._now())
+            record = {"id": self._id(), "domain_id": domain["id"], "algorithm": str(body["algorithm"]),
+                      "digest": str(body["digest"]), "digest_type": str(body["digest_type"]),
+                      "keytag": str(body["keytag"]), "created_at": now, "updated_at": now}
+            held.append(record)
+            return 201, {"data": record}, {}
+        found = next((r for r in held if r["id"] == ident), None)
+        if found is None:
+            return 404, {"message": "Delegation signer record `0` not found"}, {}
+        if method == "DELETE":
+            held.remove(found)
+            return 204, None, {}
+        return 200, {"data": found}, {}
+
+    def ds(self, name: str) -> list[str]:
+        """The DS records held for a domain, as zone-file text."""
+        return [f"{r['keytag']} {r['algorithm']} {r['digest_type']} {r['digest'].upper()}"
+                for r in self.domains.get(name, {}).get("ds_records", [])]
 
     # --- check and prices ---
 

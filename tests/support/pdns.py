@@ -62,6 +62,11 @@ class Pdns:
         return self.running.nameserver
 
     @property
+    def names(self) -> NameserverSettings:
+        """The nameservers and hostmaster its zones are made with."""
+        return self.settings.settings_of(NameserverSettings)
+
+    @property
     def host(self) -> str:
         return self.settings.settings_of(NameserverSettings).dns_host
 

@@ -1,7 +1,9 @@
 """The domains pages in a real browser, against the package's `svc serve` with its fake registrar:
-a search with prices, the purchase (the price, the contact, the email disclosure, a refusal in
-words, then the steps), the domain's page with its history, the registrar's actions (auth code
-shown once, lock, auto-renew with its caveat), an import; a viewer may look, not change."""
+a search with prices (a bare word under the registrar's TLDs, full names), the purchase (the price,
+the contact, the email disclosure, a refusal in words, then the steps), the domain's page with its
+history, the registrar's actions (auth code shown once, lock, auto-renew with its caveat), DNSSEC
+on the bought domain (its DS sent to the registrar by svc, then served by the parent), an import;
+a viewer may look, not change."""
 
 from __future__ import annotations
 
@@ -15,6 +17,12 @@ async def test_search_buy_manage_import(server: Server, contexts, http) -> None:
     context = await contexts()
     page = await sign_in(context, server, "dora", next_path="/orgs/dora/domains")
     await expect(page.get_by_role("heading", name="Domain names", level=1)).to_be_visible()
+    # A bare word is searched under the registrar's TLDs, each with its price.
+    await page.get_by_label("Names").fill("dora-shop")
+    await page.get_by_role("button", name="Search").click()
+    results = page.locator("table.domain-results")
+    for name, price in (("dora-shop.com", "$12.00"), ("dora-shop.dev", "$15.00"), ("dora-shop.io", "$39.00")):
+        await expect(results.get_by_role("row", name=name)).to_contain_text(price)
     await page.get_by_label("Names").fill("dora-shop.com dora.pineapple")
     await page.get_by_role("button", name="Search").click()
     results = page.locator("table.domain-results")
@@ -56,6 +64,19 @@ async def test_search_buy_manage_import(server: Server, contexts, http) -> None:
     await page.get_by_role("button", name="Turn auto-renew off").click()
     await expect(page.locator("p.notice[role=status]")).to_contain_text("registrar-side auto-renew stays on")
     await look(page, "domain")
+
+    # DNSSEC on the bought domain: svc sends the DS to the registrar itself (no DS to copy or record),
+    # and the DS block follows it until the parent serves it.
+    await page.get_by_role("link", name="Its zone, records and DNSSEC").click()
+    await page.get_by_role("button", name="Enable DNSSEC").click()
+    await expect(page.get_by_role("status").first).to_contain_text("svc sends its DS records to the registrar")
+    await expect(page.locator(".dnssec-state")).to_contain_text("nothing to register")
+    await expect(page.locator(".registrar-ds")).to_contain_text("published: the parent zone serves them",
+                                                                timeout=60_000)
+    await page.reload()
+    await expect(page.locator(".dnssec-state")).to_contain_text("active")
+    await expect(page.get_by_label("DS records, one per line")).to_have_count(0)
+    await look(page, "domain-dnssec")
 
     await page.goto(f"{server.api}/orgs/dora/domains")
     await page.get_by_label("Domain registered elsewhere").fill("dora-elsewhere.org")

@@ -41,6 +41,9 @@ class Zone(Base):
     delegated: Mapped[bool | None] = mapped_column(default=None)
     delegation_checked_at: Mapped[datetime | None] = mapped_column(default=None)
     delegation_seen: Mapped[str | None] = mapped_column(String(500), default=None)
+    # A domain bought through svc: where its DS stands at the registrar, which svc feeds itself
+    # (states.RegistrarDs). None: registered elsewhere, the owner registers the DS (PUT ds).
+    registrar_ds: Mapped[str | None] = mapped_column(String(16), default=None)
 
 
 class RRset(Base):

@@ -138,13 +138,25 @@ class CertificateKind(StrEnum):
 
 
 class DnssecState(StrEnum):
-    """A zone's DNSSEC state (the spec's state table). `active` (the parent serves the DS) is
-    named by the contract but not reached yet: nothing checks the parent zone."""
+    """A zone's DNSSEC state (the spec's state table). `active`: the parent serves the DS, reached
+    by a domain bought through svc, whose DS svc sends the registrar itself (RegistrarDs)."""
 
     off = "off"
     signing = "signing"
     ds_pending = "ds_pending"
     active = "active"
+
+
+class RegistrarDs(StrEnum):
+    """The DS of a zone whose domain svc bought, at the registrar (None on the zone: a domain
+    registered elsewhere, whose owner registers the DS). docs/dns.md "DNSSEC"."""
+
+    none = "none"  # no DS at the registrar (DNSSEC off)
+    sending = "sending"  # DNSSEC on: the job sends the nameserver's DS to the registrar
+    sent = "sent"  # the registrar holds them; the parent does not serve them yet
+    published = "published"  # the parent serves them (the delegation check saw them): DNSSEC active
+    removing = "removing"  # DNSSEC off: the job removes them at the registrar; the zone stays signed
+    withdrawn = "withdrawn"  # removed at the registrar; signed until the parent stops serving them
 
 
 class ManagedBy(StrEnum):

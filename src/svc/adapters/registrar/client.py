@@ -51,6 +51,26 @@ class RegistrarClient:
         except (KeyError, TypeError, NotItsAPI):
             raise self._garbled() from None
 
+    async def tlds(self) -> list[str]:
+        answer = await self._call("GET", "/v1/tlds")
+        tlds = answer.get("tlds")
+        if not isinstance(tlds, list):
+            raise self._garbled()
+        try:
+            return [_str(tld).lower() for tld in tlds]
+        except NotItsAPI:
+            raise self._garbled() from None
+
+    async def set_ds(self, name: str, ds: list[str]) -> list[str]:
+        answer = await self._call("PUT", f"/v1/domains/{_part(name)}/ds", {"ds": list(ds)}, domain_call=True)
+        held = answer.get("ds")
+        if not isinstance(held, list):
+            raise self._garbled()
+        try:
+            return [_str(record) for record in held]
+        except NotItsAPI:
+            raise self._garbled() from None
+
     async def charge(self, *, name: str, years: int, amount_cents: int, key: str) -> str:
         answer = await self._call("POST", "/v1/charges", {"name": name, "years": years, "amountCents": amount_cents,
                                                           "idempotencyKey": key})

@@ -58,6 +58,8 @@ How each call of the port maps onto DNSimple:
   Without such a date, the adapter remembers per key, in memory, the expiry it saw and the
   renewal's id, to the same effect; such a key resent after a restart can still renew twice. An
   auto-renewal that moves the expiry in between also counts as done.
+- tlds / set_ds: `GET /v2/tlds` (every page), and `domains/{name}/ds_records` listed, deleted, created
+  (dnsimple_records.py).
 - auth_code: `POST .../authorize_transfer_out` answers 204. It removes the transfer lock and
   DNSimple emails the code to the domain's administrative contact; the API never returns the code.
   So the answer is the sentence AUTH_CODE_EMAILED, not a code. The request did succeed, so svc
@@ -78,6 +80,7 @@ import contextlib
 import hashlib
 import json
 import re
+import time as clock
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
@@ -86,6 +89,7 @@ from urllib.parse import quote
 
 import httpx
 
+from svc.adapters.registrar import dnsimple_records as records
 from svc.adapters.registrar.dnsimple_contact import contact_body
 from svc.adapters.registrar.dnsimple_contact import rejected as _rejected
 from svc.adapters.registrar.dnsimple_contact import words as _words
@@ -105,6 +109,7 @@ PRODUCTION_URL = "https://api.dnsimple.com"
 SANDBOX_URL = "https://api.sandbox.dnsimple.com"
 USER_AGENT = "svc-registrar/1"
 MAX_BODY = 1024 * 1024
+TLDS_KEPT_SECONDS = 3600.0
 REMEMBERED = 1000  # pending registrations / renewals kept in memory for resends
 _NAME = re.compile(r"(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9][a-z0-9-]{0,61}[a-z0-9]")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -168,6 +173,7 @@ class DnsimpleRegistrar:
         self._pending: dict[str, str] = {}  # charge label -> its registration's path, until registered
         self._renewals: dict[str, _Renewal] = {}  # renewal key -> what it started from
         self._refunded: dict[str, bool] = {}  # charge references given back (they register nothing)
+        self._tlds: tuple[float, tuple[str, ...]] | None = None  # (kept until, the list)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -298,6 +304,36 @@ class DnsimpleRegistrar:
             await self._call("PUT" if enabled else "DELETE", f"{self._registrar(name)}/auto_renewal",
                              f"setting {name}'s auto-renewal", domain=name)
         return await self._registration(name, domain, auto_renew=enabled)
+
+    async def tlds(self) -> list[str]:
+        """DNSimple's TLDs open for registration, every page (kept an hour: the list barely moves)."""
+        if self._tlds is not None and self._tlds[0] > clock.monotonic():
+            return list(self._tlds[1])
+        found: list[str] = []
+        for page in range(1, records.MAX_PAGES + 1):
+            answer = await self._call("GET", f"tlds?page={page}&per_page={records.PER_PAGE}", "listing the TLDs")
+            found += records.registrable_tlds(answer.data)
+            if len(answer.data) < records.PER_PAGE:
+                break
+        self._tlds = (clock.monotonic() + TLDS_KEPT_SECONDS, tuple(found))
+        return found
+
+    async def set_ds(self, name: str, ds: list[str]) -> list[str]:
+        name = _domain(name)
+        await self._held(name)
+        wanted = list(dict.fromkeys(records.normal_ds(text) for text in ds))
+        path = f"{self._account()}/domains/{name}/ds_records"
+        answer = await self._call("GET", f"{path}?per_page={records.PER_PAGE}", f"reading {name}'s DS records",
+                                  domain=name)
+        held = {records.ds_text(item): item.get("id") for item in records.listed(answer.data)}
+        for text, ident in held.items():
+            if text not in wanted:
+                await self._call("DELETE", f"{path}/{ident}", f"removing a DS record of {name}", domain=name)
+        for text in wanted:
+            if text not in held:
+                await self._call("POST", path, f"adding a DS record to {name}", body=records.ds_body(text),
+                                 domain=name, field="ds")
+        return wanted
 
     async def auth_code(self, name: str) -> str:
         name = _domain(name)

@@ -7,6 +7,7 @@ Its API, under /v1 (JSON; `Authorization: Bearer <api key>`; every error is
 
     POST /v1/check                         {"names"} -> {"results": [{"name", "available", "priceCents",
                                                                       "renewalCents"}]}
+    GET  /v1/tlds                          -> {"tlds": ["app", "com", ...]} (what it registers under)
     POST /v1/charges                       {"name", "years", "amountCents", "idempotencyKey"} -> 201 charge
                                            (200, the same charge, for a key seen before)
     POST /v1/charges/{id}/refund           -> charge, "status": "refunded"
@@ -17,6 +18,8 @@ Its API, under /v1 (JSON; `Authorization: Bearer <api key>`; every error is
     PUT  /v1/domains/{name}/lock           {"locked"} -> domain
     PUT  /v1/domains/{name}/auto-renew     {"enabled"} -> domain
     POST /v1/domains/{name}/auth-code      -> {"code"}
+    GET  /v1/domains/{name}/ds             -> {"ds": ["12345 13 2 3A1F..."]} (sent to the registry)
+    PUT  /v1/domains/{name}/ds             {"ds"} -> {"ds"} (exactly these from now on; [] none)
 
 For the tests, `/_fake/...` (no key): override a name's price, let somebody else take a name, move a
 domain out of the account, set its expiry, queue failures of a step (declined, rejected, 500, no
@@ -43,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from svc.adapters.registrar.fake_state import (
+    PRICES,
     Domain,
     Failure,
     Price,
@@ -51,6 +55,7 @@ from svc.adapters.registrar.fake_state import (
     iso,
     need_bool,
     need_contact,
+    need_ds,
     need_name,
     need_nameservers,
     need_text,
@@ -79,6 +84,7 @@ class FakeRegistrar:
         v1 = self._v1
         self.app = Starlette(routes=[
             Route("/v1/check", v1("check", self._check), methods=["POST"]),
+            Route("/v1/tlds", v1("tlds", self._tlds), methods=["GET"]),
             Route("/v1/charges", v1("charge", self._charge), methods=["POST"]),
             Route("/v1/charges/{id}/refund", v1("refund", self._refund), methods=["POST"]),
             Route("/v1/domains", v1("register", self._register), methods=["POST"]),
@@ -88,6 +94,7 @@ class FakeRegistrar:
             Route("/v1/domains/{name}/lock", v1("lock", self._lock), methods=["PUT"]),
             Route("/v1/domains/{name}/auto-renew", v1("auto-renew", self._auto_renew), methods=["PUT"]),
             Route("/v1/domains/{name}/auth-code", v1("auth-code", self._auth_code), methods=["POST"]),
+            Route("/v1/domains/{name}/ds", v1("ds", self._ds), methods=["GET", "PUT"]),
             Route("/_fake/ledger", self._admin_ledger, methods=["GET"]),
             Route("/_fake/domains", self._admin_domains, methods=["GET"]),
             Route("/_fake/calls", self._admin_calls, methods=["GET"]),
@@ -177,6 +184,15 @@ class FakeRegistrar:
         if len(names) > 100:
             raise Refusal(422, "invalid_request", "at most 100 names a call", "names")
         return JSONResponse({"results": [self.state.quote(normal_name(name)) for name in names]})
+
+    async def _tlds(self, request: Request, body: dict[str, Any]) -> Response:
+        return JSONResponse({"tlds": sorted(PRICES)})
+
+    async def _ds(self, request: Request, body: dict[str, Any]) -> Response:
+        domain = self._mine(request)
+        if request.method == "PUT":
+            domain.ds = need_ds(body.get("ds"))
+        return JSONResponse({"ds": list(domain.ds)})
 
     async def _charge(self, request: Request, body: dict[str, Any]) -> Response:
         amount = body.get("amountCents")
@@ -274,6 +290,10 @@ class FakeRegistrar:
     def domains(self) -> list[dict[str, Any]]:
         """Every registration made here, its contact and charge with it (inAccount false once gone)."""
         return [domain.admin_json() for domain in self.state.domains.values()]
+
+    def ds(self, name: str) -> list[str]:
+        """The DS records the registrar sends the registry for a domain of the account."""
+        return list(self.state.in_account(normal_name(name)).ds)
 
     def calls(self, step: str | None = None) -> list[dict[str, Any]]:
         return [dict(call) for call in self.state.calls if step is None or call["step"] == step]

@@ -26,8 +26,8 @@ NAMESERVERS = ("ns1.fake-registrar.test", "ns2.fake-registrar.test")
 YEAR = timedelta(days=365)
 MAX_YEARS = 10
 
-STEPS = ("check", "charge", "refund", "register", "nameservers", "domain", "renew", "lock", "auto-renew",
-         "auth-code")
+STEPS = ("check", "tlds", "charge", "refund", "register", "nameservers", "domain", "renew", "lock", "auto-renew",
+         "auth-code", "ds")
 # timeout: held, then nothing done; lost: done, then the answer held (a client that gave up never sees it).
 MODES = ("decline", "reject", "error", "timeout", "lost", "garbage", "taken")
 CONTACT_FIELDS = ("name", "email", "phone", "street", "city", "postalCode", "country")
@@ -35,6 +35,9 @@ CONTACT_FIELDS = ("name", "email", "phone", "street", "city", "postalCode", "cou
 _PHONE = re.compile(r"^\+\d{1,3}\.\d{4,14}$")
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+# A DS record as zone-file text: key tag, algorithm, digest type, digest (hex).
+_DS = re.compile(r"^(\d{1,5}) (\d{1,3}) (\d{1,3}) ([0-9A-Fa-f]{8,128})$")
+MAX_DS = 8
 
 
 def iso(when: datetime) -> str:
@@ -115,6 +118,8 @@ class Domain:
     auto_renew: bool = True
     nameservers: list[str] = field(default_factory=lambda: list(NAMESERVERS))
     in_account: bool = True
+    # The DS records sent to the registry for the domain (zone-file text, digest uppercase).
+    ds: list[str] = field(default_factory=list)
 
     def json(self) -> dict[str, Any]:
         return {"name": self.name, "expiresAt": iso(self.expires_at), "locked": self.locked,
@@ -122,7 +127,7 @@ class Domain:
 
     def admin_json(self) -> dict[str, Any]:
         return {**self.json(), "contact": dict(self.contact), "chargeId": self.charge_id,
-                "inAccount": self.in_account}
+                "inAccount": self.in_account, "ds": list(self.ds)}
 
 
 @dataclass
@@ -318,6 +323,22 @@ def need_contact(value: object) -> dict[str, str]:
         raise Refusal(422, "invalid_contact", "the contact's country must be two uppercase letters (ISO 3166-1)",
                       "contact.country")
     return contact
+
+
+def need_ds(value: object) -> list[str]:
+    """DS records as zone-file text, normalised (single spaces, digest uppercase), each once."""
+    if not isinstance(value, list) or len(value) > MAX_DS:
+        raise Refusal(422, "invalid_ds", f"ds must be a list of at most {MAX_DS} DS records", "ds")
+    out: list[str] = []
+    for item in value:
+        match = _DS.match(" ".join(item.split())) if isinstance(item, str) else None
+        if match is None:
+            raise Refusal(422, "invalid_ds", "a DS record is key tag, algorithm, digest type and hex digest "
+                          "(12345 13 2 3A1F...)", "ds")
+        text = f"{int(match[1])} {int(match[2])} {int(match[3])} {match[4].upper()}"
+        if text not in out:
+            out.append(text)
+    return out
 
 
 def need_nameservers(value: object) -> list[str]:

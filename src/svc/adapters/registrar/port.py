@@ -85,6 +85,11 @@ class Registrar(Protocol):
         """Availability and prices of each name, in the order asked."""
         ...
 
+    async def tlds(self) -> list[str]:
+        """The top-level domains the registrar registers names under ("com", "dev"), lowercase,
+        without the dot: what a search for a bare word is expanded over."""
+        ...
+
     async def charge(self, *, name: str, years: int, amount_cents: int, key: str) -> str:
         """Take the payment for registering `name` for `years`; the charge's id. The same `key`
         answers the same charge (charged once). PaymentDeclined when it cannot be taken."""
@@ -114,6 +119,12 @@ class Registrar(Protocol):
     async def set_lock(self, name: str, locked: bool) -> Registration: ...
 
     async def set_auto_renew(self, name: str, enabled: bool) -> Registration: ...
+
+    async def set_ds(self, name: str, ds: list[str]) -> list[str]:
+        """Make the DS records the registrar sends the registry for `name` exactly `ds` (zone-file
+        text, "12345 13 2 3A1F..."; [] removes them all): those missing are added, the others
+        removed, so a resend does nothing more. What the registrar holds afterwards. NotInAccount."""
+        ...
 
     async def auth_code(self, name: str) -> str:
         """The code another registrar asks for a transfer out (never recorded by svc)."""

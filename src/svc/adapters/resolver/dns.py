@@ -65,6 +65,9 @@ class DnsResolver:
     async def caa(self, name: str) -> Lookup:
         return await self._lookup(name, "CAA")
 
+    async def ds(self, name: str) -> Lookup:
+        return await self._lookup(name, "DS")
+
     async def nameservers(self, name: str) -> Lookup:
         answer = await self._ask(name, "NS")
         if isinstance(answer, Lookup):
@@ -105,6 +108,8 @@ class DnsResolver:
         rrset = rrsets[-1] if rdtype == "TXT" else rrsets[0]
         if rdtype == "TXT":
             values = tuple(b"".join(rd.strings).decode("utf-8", "replace") for rd in rrset)
+        elif rdtype == "DS":
+            values = tuple(f"{rd.key_tag} {rd.algorithm} {rd.digest_type} {rd.digest.hex().upper()}" for rd in rrset)
         elif rdtype == "CAA":
             values = tuple(f"{rd.tag.decode('ascii', 'replace').lower()} {rd.value.decode('utf-8', 'replace')}"
                            for rd in rrset)

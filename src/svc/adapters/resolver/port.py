@@ -50,6 +50,11 @@ class Resolver(Protocol):
         """The CAA records of `name` (RFC 8659), each as "<tag> <value>" ("issue letsencrypt.org")."""
         ...
 
+    async def ds(self, name: str) -> Lookup:
+        """The DS records the parent serves for the zone `name` ("12345 13 2 3A1F...", digest in
+        hex): whether a DS sent to the registrar has reached the parent, or left it."""
+        ...
+
     async def nameservers(self, name: str) -> Lookup:
         """The nameservers the DNS sends `name` to (absolute, lowercase, sorted): its NS set as
         answered, or as the parent's referral names it (an authoritative parent answers with one).

@@ -52,6 +52,7 @@ TypeArg = Annotated[str, typer.Argument(metavar="TYPE", help="A, AAAA, MX, SRV, 
 _HINTS = {
     "dns_not_configured": "this svc server has no nameserver: its `svc serve` banner says why (the `dns:` line)",
     "dnssec_off": "turn DNSSEC on first: svc dns dnssec on ZONE",
+    "ds_managed": "svc dns zones list shows where the DS stands at the registrar (DS AT REGISTRAR)",
 }
 
 
@@ -195,11 +196,17 @@ def list_zones(ctx: typer.Context, org: OrgOption = None, as_json: JsonFlag = Fa
         data = api.get(_zones_path(slug))
 
     def render(c: Console) -> None:
+        zones = data.get("zones") or []
+        # A domain bought through svc: where its DS stands at the registrar (a column only when one is).
+        bought = any(z.get("registrarDs") for z in zones)
         rows = ([shown(z.get("name")), _delegated(z), z.get("dnssec"), len(z.get("ds") or []),
+                 *([z.get("registrarDs") or "by its owner"] if bought else []),
                  ", ".join(shown(n) for n in z.get("nameservers") or []), output.when(z.get("createdAt"))]
-                for z in data.get("zones") or [])
-        c.print(output.table(["ZONE", "DELEGATED", "DNSSEC", "DS RECORDED", "NAMESERVERS", "CREATED"], rows,
-                             empty=f"No DNS zones in {slug}.", shrink={"NAMESERVERS": 16}, optional=["DS RECORDED"]))
+                for z in zones)
+        columns = ["ZONE", "DELEGATED", "DNSSEC", "DS RECORDED", *(["DS AT REGISTRAR"] if bought else []),
+                   "NAMESERVERS", "CREATED"]
+        c.print(output.table(columns, rows, empty=f"No DNS zones in {slug}.", shrink={"NAMESERVERS": 16},
+                             optional=["DS RECORDED", "DS AT REGISTRAR"]))
 
     output.emit(as_json, data, render)
 
@@ -375,10 +382,26 @@ def delete_records(ctx: typer.Context, zone: ZoneArg, name: NameArg, rtype: Type
 
 # --- DNSSEC ---
 
-def _print_ds(org: str, zone: str, ds_records: list[str]) -> None:
+# A domain bought through svc: where its DS stands at the registrar (the zone's registrarDs), in words.
+REGISTRAR_DS = {
+    "none": "none at the registrar",
+    "sending": "svc is sending it to the registrar",
+    "sent": "the registrar holds it; the parent does not serve it yet",
+    "published": "the parent serves it: DNSSEC is active",
+    "removing": "svc is removing it at the registrar; the zone stays signed meanwhile",
+    "withdrawn": "removed at the registrar; the zone stays signed until the parent stops serving it",
+}
+
+
+def _print_ds(org: str, zone: str, ds_records: list[str], registrar_ds: str | None = None) -> None:
     """The DS lines on stdout (nothing else: `svc dns dnssec ds ZONE > ds.txt`), what to do on stderr."""
-    output.note(f"The DS records of {zone}: register them at your registrar (the parent zone), then record them "
-                "with: " + _command(org, "dnssec", "ds", zone, '"<DS>"'))
+    if registrar_ds is not None:
+        output.note(f"The DS records of {zone}: svc bought it, so svc sends them to the registrar itself "
+                    f"({REGISTRAR_DS.get(registrar_ds, registrar_ds)}; `{_command(org, 'zones', 'list')}` "
+                    "shows when the parent serves them). Nothing to register.")
+    else:
+        output.note(f"The DS records of {zone}: register them at your registrar (the parent zone), then record "
+                    "them with: " + _command(org, "dnssec", "ds", zone, '"<DS>"'))
     for line in ds_records:
         output.say(line)
     for line in ds_records:
@@ -402,7 +425,8 @@ def _wait_for_ds(api: Api, slug: str, zone: str, timeout: float) -> dict[str, An
         progress.add_task(f"Waiting for the nameserver to sign {shown(zone)}", total=None)
         while True:
             detail: dict[str, Any] = api.get(_zone_path(slug, zone))
-            if detail.get("dsRecords") or detail.get("dnssec") == "off":
+            sending = detail.get("registrarDs") == "sending"  # a bought domain: until the registrar holds the DS
+            if (detail.get("dsRecords") and not sending) or detail.get("dnssec") == "off":
                 return detail
             if time.monotonic() >= deadline:
                 raise CliError(f"The nameserver has not signed {shown(zone)} after {timeout:g} s", "timeout",
@@ -429,8 +453,13 @@ def dnssec_on(ctx: typer.Context, zone: ZoneArg, org: OrgOption = None,
     name = shown(data.get("name"))
     output.emit_line(False, data, "DNSSEC is on for ", (name, "bold"), f" ({data.get('dnssec')}): the nameserver "
                      "signs the zone.")
+    registrar_ds = data.get("registrarDs")
     if wait and data.get("dsRecords"):
-        _print_ds(slug, name, [str(d) for d in data["dsRecords"]])
+        _print_ds(slug, name, [str(d) for d in data["dsRecords"]], registrar_ds)
+    elif registrar_ds is not None:
+        output.say(f"svc bought {name}, so it sends the DS records to the registrar itself "
+                   f"({REGISTRAR_DS.get(registrar_ds, registrar_ds)}): nothing to register. "
+                   f"`{_command(slug, 'zones', 'list')}` shows when the parent serves them.")
     else:
         output.say(f"Next: {_command(slug, 'dnssec', 'ds', name)} prints the DS records to register at your "
                    "registrar.")
@@ -444,7 +473,11 @@ def dnssec_off(ctx: typer.Context, zone: ZoneArg, org: OrgOption = None, as_json
         data = api.post(f"{_zone_path(slug, zone)}/dnssec", {"enabled": False})
     output.emit_line(as_json, data, "DNSSEC is off for ", (shown(data.get("name")), "bold"),
                      "; any recorded DS records were deleted.")
-    if not as_json:
+    registrar_ds = data.get("registrarDs")
+    if not as_json and registrar_ds is not None:
+        output.note(f"svc removes the DS at the registrar first ({REGISTRAR_DS.get(registrar_ds, registrar_ds)}), "
+                    "then the nameserver stops signing: a DS left at the parent over an unsigned zone would break it.")
+    elif not as_json:
         output.note("If the parent zone still has DS records for it, remove them at your registrar: validating "
                     "resolvers refuse an unsigned zone while its parent has a DS.")
 
@@ -501,7 +534,7 @@ def _show_computed_ds(org: str, data: dict[str, Any], as_json: bool) -> None:
     if as_json:
         output.print_json(data)
         return
-    _print_ds(org, name, [str(d) for d in computed])
+    _print_ds(org, name, [str(d) for d in computed], data.get("registrarDs"))
     recorded = data.get("ds") or []
     output.note(f"DNSSEC is {data.get('dnssec')}; DS recorded at the parent: "
                 f"{len(recorded) if recorded else 'none yet'}.")

@@ -149,11 +149,15 @@ def _render_domain(d: dict[str, Any], first: str | None = None) -> Any:
 
 # --- check, list, show ---
 
+@app.command("search")
 @app.command("check")
 def check(ctx: typer.Context,
-          names: Annotated[list[str], typer.Argument(metavar="NAME", help="Domains to price (20 at most).")],
+          names: Annotated[list[str], typer.Argument(
+              metavar="WORD|NAME", help="A word to search under the registrar's TLDs (one, 10 TLDs at most), or "
+                                        "full names to price (20 at most).")],
           org: OrgOption = None, as_json: JsonFlag = False) -> None:
-    """Availability and prices, from the registrar (members)."""
+    """Availability and prices, from the registrar (members): `check acme` searches acme.com, acme.net,
+    acme.org, acme.io, acme.dev, ... (the TLDs the registrar sells); `check acme.com acme.dev` prices those."""
     with Api.for_context(ctx) as api, explained():
         slug = _org(api, org)
         data = api.post(_path(slug) + "/check", {"names": names})

@@ -39,6 +39,12 @@ class DnssecOff(Conflict):
     default_message = "DNSSEC is off for this zone: enable it before recording DS records"
 
 
+class DsByRegistrar(Conflict):
+    code = "ds_managed"
+    default_message = ("svc bought this domain and sends its DS to the registrar itself (registrarDs): there is "
+                       "nothing to record; turn DNSSEC off and on instead")
+
+
 class DnsNotConfigured(ServiceUnavailable):
     code = "dns_not_configured"
     default_message = "DNS is turned off in this deployment (no nameserver is configured)"

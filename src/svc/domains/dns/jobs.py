@@ -25,7 +25,10 @@ which zones svc made. A zone deleted in svc is removed by its own sync job, retr
 
 `dns.delegation` (a cycle, and a job a new zone's first sync enqueues, once svc serves it): asks the
 public DNS whether it delegates a zone to svc's nameservers (delegation.py), for the zones checked
-longest ago.
+longest ago; for a bought domain whose DS svc sent to (or removed at) the registrar, also whether
+the parent serves it (registrar_ds.py).
+
+`dns.registrar_ds` (registrar_ds.py): a bought domain's DS set at the registrar, or removed there.
 """
 
 from __future__ import annotations
@@ -43,15 +46,16 @@ from svc.adapters.nameserver.port import (
     ZoneState,
 )
 from svc.adapters.nameserver.settings import NameserverSettings
+from svc.adapters.resolver.port import Lookup
 from svc.adapters.resolver.settings import ResolverSettings
-from svc.domains.dns import delegation, queries, records
+from svc.domains.dns import delegation, queries, records, registrar_ds
 from svc.domains.dns.changes import enqueue_sync, zone_changed
 from svc.domains.dns.kinds import DnsJob
 from svc.domains.dns.settings import DnsSettings
 from svc.jobs.registry import JobRegistry, JobRun
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import DnssecState, Zone
+from svc.models import Zone
 from svc.settings import Config
 from svc.uow import Tx, unit_of_work, use_case
 
@@ -76,6 +80,7 @@ def register(registry: JobRegistry, config: Config) -> None:
     registry.handler(DnsJob.sync, sync)
     registry.cycle(DnsJob.reconcile, RECONCILE_SECONDS, reconcile)
     registry.cycle(DnsJob.delegation, DELEGATION_SECONDS, check_delegations)
+    registry.handler(DnsJob.registrar_ds, registrar_ds.run_job)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the public DNS is asked with nothing of the store held
@@ -94,6 +99,8 @@ async def check_delegations(run: JobRun) -> None:
         due = await queries.delegation_due(run.session, before, DELEGATION_BATCH)
     if not due:
         return
+    # A bought domain's DS sent to (or removed at) the registrar: is the parent serving it?
+    watched = {z.id for z in await queries.zones_by_ids(run.session, [i for i, _ in due]) if registrar_ds.watched(z)}
     await run.uow.close_reads()
     at_once = asyncio.Semaphore(DELEGATION_AT_ONCE)
     ours = run.ctx.settings_of(NameserverSettings).nameserver_names
@@ -103,12 +110,21 @@ async def check_delegations(run: JobRun) -> None:
         async with at_once:
             return await delegation.check(resolver, name, ours, trusted=trusted)
 
+    async def parent_ds(zone_id: str, name: str) -> Lookup | None:
+        if trusted or zone_id not in watched:
+            return None
+        async with at_once:
+            return await resolver.ds(name)
+
     seen = await asyncio.gather(*(one(name) for _, name in due))
+    ds_seen = await asyncio.gather(*(parent_ds(i, name) for i, name in due))
     session = await run.uow.begin_write()
-    for (checked_id, _), found in zip(due, seen, strict=True):
+    for (checked_id, _), found, ds_found in zip(due, seen, ds_seen, strict=True):
         zone = await queries.zone_for_update(session, checked_id)
         if zone is not None:  # deleted meanwhile: nothing to record
             delegation.note(zone, found)
+            if checked_id in watched and registrar_ds.watched(zone):
+                registrar_ds.parent_seen(run.uow, zone, ds_found)  # None: trusted, no public DNS to ask
     await session.flush()
 
 
@@ -136,7 +152,7 @@ async def desired_of(session: StoreSession, zone: Zone) -> Desired:
     sets = {(n, t): _data(n, t, ttl, recs) for n, t, ttl, recs in await queries.contents(session, zone.id)
             if t not in NAMESERVER_OWN}
     return Desired(name=zone.name, zone_id=zone.id, generation=zone.generation,
-                   dnssec=zone.dnssec != DnssecState.off, rrsets=sets)
+                   dnssec=registrar_ds.signed(zone), rrsets=sets)
 
 
 async def desired(session: StoreSession, name: str) -> Desired | None:

@@ -14,3 +14,6 @@ class DnsJob(StrEnum):
     # Whether the public DNS delegates a zone to svc's nameservers (domains/dns/delegation.py): the
     # periodic cycle re-checks the zones checked longest ago; a new zone enqueues one for itself.
     delegation = "dns.delegation"
+    # A bought domain's DS at the registrar (domains/dns/registrar_ds.py): sent when DNSSEC is turned
+    # on, removed (before the zone is unsigned) when it is turned off; enqueued with the switch.
+    registrar_ds = "dns.registrar_ds"

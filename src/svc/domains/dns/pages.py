@@ -26,7 +26,7 @@ from svc.deps import Ctx, Uow
 from svc.domains.dns import errors, records, schemas, service
 from svc.errors import AppError, BadRequest
 from svc.kit.hosts import unicode_spelling
-from svc.models import DnssecState, Role
+from svc.models import DnssecState, RegistrarDs, Role
 from svc.uow import UnitOfWork, runs
 from svc.web import render
 from svc.web.deps import OrgAdmin, OrgMember, OrgViewer
@@ -53,6 +53,20 @@ DNSSEC_SAID = {
                             "validate this zone's answers. svc does not check the parent zone yet.",
     DnssecState.active: "Active: the parent zone serves the DS and resolvers validate this zone's answers.",
 }
+
+# A domain bought through svc: where its DS stands at the registrar, which svc feeds itself.
+REGISTRAR_DS_SAID = {
+    RegistrarDs.none: "none at the registrar.",
+    RegistrarDs.sending: "svc is sending them to the registrar.",
+    RegistrarDs.sent: "sent: the registrar holds them; the parent zone does not serve them yet.",
+    RegistrarDs.published: "published: the parent zone serves them, and resolvers validate this zone's answers.",
+    RegistrarDs.removing: "svc is removing them at the registrar; the zone stays signed meanwhile.",
+    RegistrarDs.withdrawn: "removed at the registrar; the zone stays signed until the parent zone stops serving them.",
+}
+# The states that move by themselves: the DS block polls while the zone is in one, every second
+# while the job works, every ten while the parent is waited for (the delegation check's pace).
+REGISTRAR_DS_MOVING = frozenset({RegistrarDs.sending, RegistrarDs.sent, RegistrarDs.removing, RegistrarDs.withdrawn})
+REGISTRAR_DS_SLOW = frozenset({RegistrarDs.sent, RegistrarDs.withdrawn})
 
 # How the forms name their fields in an error ("records" is the textarea of records, one per line).
 # A zone page shows this many record sets at most (a filter by name finds the others).
@@ -154,11 +168,23 @@ def _zone_values(access: OrgAccess, detail: schemas.ZoneDetail, *, q: str = "",
                      if wanted in r.name.lower() or (r.name, r.type) == editing), key=_order)
     rows = chosen[:ROWS_SHOWN]
     state = DnssecState(detail.dnssec)
+    at_registrar = RegistrarDs(detail.registrar_ds) if detail.registrar_ds else None
+    said = DNSSEC_SAID[state]
+    if at_registrar is not None and state is not DnssecState.off:
+        said = ("On: the nameserver signs every answer. svc bought this domain, so it sends the DS records to the "
+                "registrar itself: nothing to register.")
+    elif at_registrar in (RegistrarDs.removing, RegistrarDs.withdrawn):
+        said = ("Turning off: svc removes the DS records at the registrar first, and the nameserver signs until the "
+                "parent zone no longer serves them.")
     return {**_form_values(access, detail.name), "zone": detail, "zone_bare": _bare(detail.name),
             "zone_unicode": unicode_spelling(detail.name), "rows": rows, "q": q.strip(), "matching": len(chosen),
-            "total": len(detail.rrsets), "dnssec_said": DNSSEC_SAID[state],
-            # The DS block polls itself until the nameserver has signed the zone (or can be asked).
-            "ds_polling": state is not DnssecState.off and not detail.ds_records}
+            "total": len(detail.rrsets), "dnssec_said": said,
+            "registrar_ds_said": REGISTRAR_DS_SAID[at_registrar] if at_registrar is not None else None,
+            # The DS block polls itself until the nameserver has signed the zone (or can be asked), and
+            # while a bought domain's DS moves at the registrar.
+            "ds_polling": ((state is not DnssecState.off and not detail.ds_records)
+                           or at_registrar in REGISTRAR_DS_MOVING),
+            "ds_poll_seconds": 10 if at_registrar in REGISTRAR_DS_SLOW and detail.ds_records else 1}
 
 
 async def _zone_page(request: Request, access: OrgAccess, uow: UnitOfWork, zone: str, *, status: int = 200,
@@ -333,6 +359,10 @@ async def set_dnssec(request: Request, access: OrgAdmin, uow: Uow, zone: ZonePat
     said = ("DNSSEC on: the nameserver is signing the zone. Register its DS records at the registrar."
             if body.enabled else "DNSSEC off: the nameserver answers without signatures, and the recorded DS "
                                  "records were deleted.")
+    if changed.registrar_ds is not None:
+        said = ("DNSSEC on: the nameserver is signing the zone, and svc sends its DS records to the registrar itself."
+                if body.enabled else "DNSSEC off: svc removes the DS records at the registrar first; the zone stays "
+                                     "signed until the parent zone no longer serves them.")
     return render.redirect(request, _zone_url(access.org.slug, changed.name), flash=said)
 
 

@@ -180,3 +180,9 @@ async def contents(session: StoreSession, zone_id: str, names: list[str] | None 
 
 async def zone_by_id(session: StoreSession, zone_id: str) -> Zone | None:
     return await session.get(Zone, zone_id)
+
+
+async def zones_by_ids(session: StoreSession, zone_ids: list[str]) -> list[Zone]:
+    if not zone_ids:
+        return []
+    return list((await session.scalars(select(Zone).where(Zone.id.in_(zone_ids)))).all())

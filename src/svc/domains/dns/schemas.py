@@ -61,7 +61,13 @@ class RRset(ApiModel):
 class Zone(ApiModel):
     name: str = Field(description="Absolute, lowercase punycode, with the trailing dot")
     dnssec: str = Field(description="off, signing, ds_pending or active")
-    ds: list[str] = Field(description="The DS records recorded with PUT dnssec/ds")
+    ds: list[str] = Field(description="The DS records at the parent: recorded with PUT dnssec/ds, or, for a "
+                          "domain bought through svc, the ones svc sent its registrar")
+    registrar_ds: str | None = Field(default=None, description=(
+        "A domain bought through svc: where its DS stands at the registrar, which svc feeds itself: none, "
+        "sending, sent, published (the parent serves it: DNSSEC active), removing, withdrawn (DNSSEC off: "
+        "removed at the registrar first, the zone signed until the parent stops serving it). null: the domain "
+        "is registered elsewhere, its owner registers the DS"))
     nameservers: list[str] = Field(description="svc's nameservers: point the domain's NS here at the registrar")
     delegated: bool | None = Field(description="Whether the public DNS delegates the zone to svc's nameservers "
                                    "(the registrar's NS point here); null until first checked. Until it does, "
@@ -74,7 +80,8 @@ class Zone(ApiModel):
 
     @classmethod
     def of(cls, zone: models.Zone, nameservers: list[str]) -> Zone:
-        return cls(name=zone.name, dnssec=zone.dnssec, ds=list(zone.ds or []), nameservers=nameservers,
+        return cls(name=zone.name, dnssec=zone.dnssec, ds=list(zone.ds or []), registrar_ds=zone.registrar_ds,
+                   nameservers=nameservers,
                    delegated=zone.delegated, delegation_checked_at=zone.delegation_checked_at,
                    delegation_seen=None if zone.delegated else zone.delegation_seen, created_at=zone.created_at)
 

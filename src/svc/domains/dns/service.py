@@ -24,7 +24,7 @@ from svc.adapters.resolver.settings import ResolverSettings
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.dns import delegation, errors, links, queries, records, schemas
+from svc.domains.dns import delegation, errors, links, queries, records, registrar_ds, schemas
 from svc.domains.dns.changes import MAX_RRSETS, enqueue_sync, rrsets_changed, zone_changed
 from svc.domains.notifications import service as notifications
 from svc.domains.orgs import service as orgs
@@ -32,7 +32,7 @@ from svc.errors import ServiceUnavailable
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
-from svc.models import DnssecState, ManagedBy, RRset, Zone
+from svc.models import DnssecState, ManagedBy, RegistrarDs, RRset, Zone
 from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
@@ -393,16 +393,26 @@ async def delete_rrset(uow: UnitOfWork, access: OrgAccess, zone_name: str, name:
 async def set_dnssec(uow: UnitOfWork, access: OrgAccess, zone_name: str, enabled: bool) -> schemas.Zone:
     """Enable: off -> signing (the nameserver makes and keeps the keys); already on: unchanged.
     Disable: any -> off, the recorded DS deleted (the next enable makes a new key, so the old DS
-    would be wrong at the parent anyway)."""
+    would be wrong at the parent anyway).
+
+    A domain bought through svc (zone.registrar_ds set): svc is the registrar's client, so it feeds
+    the parent itself, by a job enqueued here, in the switch's transaction (registrar_ds.py):
+    enabling sends the nameserver's DS to the registrar; disabling removes it there **first**, and
+    the zone stays signed (the sync keeps the keys) until the parent no longer serves it: a DS at
+    the parent with no signed zone beneath breaks resolution."""
     nameserver(uow.ctx)
     session = uow.session
     zone = await _zone(session, access, zone_name, lock=True)
     before = DnssecState(zone.dnssec)
     if enabled and before is DnssecState.off:
         zone.dnssec = DnssecState.signing
+        if zone.registrar_ds is not None:
+            registrar_ds.send(uow, zone)
     elif not enabled and (before is not DnssecState.off or zone.ds):
         zone.dnssec = DnssecState.off
         zone.ds = []
+        if zone.registrar_ds is not None:
+            registrar_ds.withdraw(uow, zone)
     else:
         return schemas.Zone.of(zone, nameservers(uow.ctx.config))
     zone_changed(uow, zone)
@@ -415,12 +425,15 @@ async def set_dnssec(uow: UnitOfWork, access: OrgAccess, zone_name: str, enabled
 async def set_ds(uow: UnitOfWork, access: OrgAccess, zone_name: str, ds: list[str]) -> schemas.Zone:
     """Record the DS the owner registered at the parent (svc does not query the parent). Off: 409
     dnssec_off. A non-empty list: ds_pending. An empty list records none: signing stays signing,
-    and a zone past it returns to signing (decided here: the spec leaves it unsaid)."""
+    and a zone past it returns to signing (decided here: the spec leaves it unsaid). A domain
+    bought through svc: 409 ds_managed (svc sends its DS itself)."""
     nameserver(uow.ctx)
     session = uow.session
     zone = await _zone(session, access, zone_name, lock=True)
     if zone.dnssec == DnssecState.off:
         raise errors.DnssecOff(details={"zone": zone.name})
+    if zone.registrar_ds is not None:
+        raise errors.DsByRegistrar(details={"zone": zone.name, "registrarDs": zone.registrar_ds})
     checked = records.ds_records(ds)
     if checked:
         zone.dnssec = DnssecState.ds_pending
@@ -453,18 +466,23 @@ async def unlink_host(uow: UnitOfWork, org_id: str, host: str) -> bool:
 @use_case(Tx.READ_THEN_WRITE)  # the public DNS is asked with nothing of the store held
 async def check_delegation(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.Zone:
     """Ask the public DNS now whether it delegates the zone to svc's nameservers (the cycle does it
-    every SVC_DELEGATION_RECHECK_SECONDS)."""
+    every SVC_DELEGATION_RECHECK_SECONDS), and, for a bought domain whose DS svc sent to (or removed
+    at) the registrar, whether the parent serves it."""
     nameserver(uow.ctx)
     zone = await _zone(uow.session, access, name)
+    watched = registrar_ds.watched(zone)  # a bought domain's DS: does the parent serve it (or still)?
     await uow.close_reads()
     config = uow.ctx.config
-    seen = await delegation.check(resolver(uow.ctx), zone.name, nameservers(config),
-                                  trusted=config.settings_of(ResolverSettings).trust_own_zones)
+    trusted = config.settings_of(ResolverSettings).trust_own_zones
+    seen = await delegation.check(resolver(uow.ctx), zone.name, nameservers(config), trusted=trusted)
+    parent_ds = await resolver(uow.ctx).ds(zone.name) if watched and not trusted else None
     session = await uow.begin_write()
     current = await queries.zone_for_update(session, zone.id)
     if current is None:
         raise errors.ZoneNotFound(details={"zone": zone.name})
     delegation.note(current, seen)
+    if watched and registrar_ds.watched(current):
+        registrar_ds.parent_seen(uow, current, parent_ds)
     await session.flush()
     return schemas.Zone.of(current, nameservers(config))
 
@@ -521,8 +539,22 @@ async def held_by_another_org(uow: UnitOfWork, access: OrgAccess, name: str) -> 
 
 async def mark_delegated(uow: UnitOfWork, org_id: str, name: str) -> None:
     """The org's zone counts as delegated: svc set the domain's NS at the registrar itself (a
-    purchase), so no check of the public DNS has to find it first."""
+    purchase), so no check of the public DNS has to find it first. Its DS is svc's to send from
+    now on (registrar_ds.py): at once when the zone is signed already."""
     zone = await queries.zone_by_name(uow.session, records.zone_name(name), lock=True)
     if zone is not None and zone.org_id == org_id:
         zone.delegated, zone.delegation_checked_at, zone.delegation_seen = True, utcnow(), None
+        if zone.registrar_ds is None:
+            zone.registrar_ds = RegistrarDs.none
+            if zone.dnssec != DnssecState.off:
+                registrar_ds.send(uow, zone)
+        await uow.session.flush()
+
+
+async def registrar_released(uow: UnitOfWork, name: str) -> None:
+    """The registrar's account no longer holds the domain (transferred away): its DS is its
+    owner's business again, and svc stops feeding it."""
+    zone = await queries.zone_by_name(uow.session, records.zone_name(name), lock=True)
+    if zone is not None and zone.registrar_ds is not None:
+        registrar_ds.released(uow, zone)
         await uow.session.flush()

@@ -11,7 +11,7 @@ from svc.domains.dns import service as dns
 from svc.domains.domain_names.errors import InvalidDomain
 from svc.errors import BadRequest
 
-_TLD = re.compile(r"^([a-z]{2,63}|xn--[a-z0-9-]{1,59})$")
+TLD = re.compile(r"^([a-z]{2,63}|xn--[a-z0-9-]{1,59})$")
 
 
 def domain_name(text: str, *, field: str = "name") -> str:
@@ -21,7 +21,7 @@ def domain_name(text: str, *, field: str = "name") -> str:
         raise InvalidDomain(exc.message, details=exc.details) from None
     name = zone.rstrip(".")
     labels = name.split(".")
-    if not _TLD.match(labels[-1]):
+    if not TLD.match(labels[-1]):
         raise InvalidDomain.of_field(field, f"must end in a top-level domain of letters (.com, .dev), not "
                                             f".{labels[-1]}")
     if len(labels) != 2:

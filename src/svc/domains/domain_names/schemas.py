@@ -73,10 +73,17 @@ _NAME_SAID = ("A registrable name, such as example.com (uppercase, a trailing do
               "a subdomain is not)")
 
 
+_SEARCH_DOC: JsonDict = {"format": "idn-hostname",
+                         "pattern": r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z]{2,63})?$"}
+_SEARCH_SAID = (_NAME_SAID + ", or one word (example): that word under the registrar's TLDs, 10 at most, "
+                ".com, .net, .org, .io, .dev first where it sells them")
+
+
 class CheckRequest(ApiInput):
-    names: list[Annotated[str, Field(min_length=1, max_length=260, json_schema_extra=_NAME_DOC,
-                                     description=_NAME_SAID)]] = Field(
-        min_length=1, max_length=20, description="Names to price, as written (example.com)")
+    names: list[Annotated[str, Field(min_length=1, max_length=260, json_schema_extra=_SEARCH_DOC,
+                                     description=_SEARCH_SAID)]] = Field(
+        min_length=1, max_length=20, description="Names to price, as written (example.com), and at most one word to "
+                                                 "search (example)")
 
 
 class PurchaseRequest(ApiInput):

@@ -23,7 +23,7 @@ from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.dns import service as dns
 from svc.domains.domain_names import errors, queries, schemas
-from svc.domains.domain_names.names import domain_name
+from svc.domains.domain_names.names import TLD, domain_name
 from svc.kit import money
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
@@ -111,12 +111,48 @@ async def detail(uow: UnitOfWork, access: OrgAccess, name: str) -> schemas.Domai
     return schemas.DomainDetail(**view(domain).model_dump(), history=lines)
 
 
+# A search for a bare word ("acme") prices <word>.<tld> under at most this many of the registrar's
+# TLDs, these first (in this order) when the registrar sells them, then the rest alphabetically: one
+# word costs at most SEARCH_TLDS registrar checks, and a request holds one word at most.
+SEARCH_TLDS = 10
+PREFERRED_TLDS = ("com", "net", "org", "io", "dev", "app", "co", "ai", "xyz", "me", "site", "online", "tech")
+
+
+def is_word(text: str) -> bool:
+    """A name of one label: a word to search under the registrar's TLDs, not a name to price."""
+    return "." not in text.strip().rstrip(".")
+
+
+def search_tlds(sold: list[str]) -> list[str]:
+    """The TLDs a word is searched under: the preferred ones the registrar sells, then the others
+    (letters, or an IDN's xn--), SEARCH_TLDS at most."""
+    usable = {t for t in (tld.strip().lower().lstrip(".") for tld in sold) if TLD.match(t)}
+    first = [t for t in PREFERRED_TLDS if t in usable]
+    return (first + sorted(usable - set(first)))[:SEARCH_TLDS]
+
+
+def _label(text: str, field: str) -> str:
+    """A word as the label it is under a TLD (IDNA, lowercase), or 400 naming the field."""
+    return domain_name(f"{text.strip().rstrip('.')}.com", field=field).split(".")[0]
+
+
 @use_case(Tx.READ)
 async def check(uow: UnitOfWork, access: OrgAccess, names: list[str]) -> schemas.CheckResults:
+    """Availability and prices of full names, and of a bare word under the registrar's TLDs."""
     reg = registrar(uow.ctx)
-    wanted = [domain_name(n, field=f"names[{i}]") for i, n in enumerate(names)]
+    words = [i for i, n in enumerate(names) if is_word(n)]
+    if len(words) > 1:
+        raise errors.InvalidDomain.of_field(f"names[{words[1]}]", "must be a full name (example.com): a search "
+                                            "takes one word at a time")
+    parsed: list[str | list[str]] = [_label(n, f"names[{i}]") if i in words else domain_name(n, field=f"names[{i}]")
+                                     for i, n in enumerate(names)]
     with asked(reg):
-        quotes = await reg.check(list(dict.fromkeys(wanted)))
+        if words:
+            word = parsed[words[0]]
+            assert isinstance(word, str)
+            parsed[words[0]] = [f"{word}.{tld}" for tld in search_tlds(await reg.tlds())]
+        wanted = [n for item in parsed for n in ([item] if isinstance(item, str) else item)]
+        quotes = await reg.check(list(dict.fromkeys(wanted))) if wanted else []
     by_name = {q.name: q for q in quotes}
     return schemas.CheckResults(results=[
         schemas.CheckResult(name=n, available=by_name[n].available, price_cents=by_name[n].price_cents,
@@ -181,6 +217,7 @@ async def _gone(ctx: AppContext, domain_id: str) -> errors.TransferredOut:
             domain.updated_at = utcnow()
             note(uow.session, domain.id, "transferred_out", "The registrar's account no longer holds it: transferred "
                                                             "to another registrar")
+            await dns.registrar_released(uow, domain.name)  # its DS is its owner's business now
     return errors.TransferredOut()
 
 
