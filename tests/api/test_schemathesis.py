@@ -46,7 +46,6 @@ from svc.adapters.registrar.client import RegistrarClient
 from svc.domains.credentials.sshkeys import PUBLIC_KEY_FORMAT
 from tests.api.fuzz import BASE_URL, ServerErrors, World, build_world, is_error_envelope, loop_session, public_keys
 from tests.support.api import Svc
-from tests.support.config import configured
 
 # Cases per operation: 30, fewer once the API has grown past CASE_BUDGET / 30 operations, so one
 # store's run stays near half a minute (about 40 ms a case here).
@@ -170,12 +169,12 @@ async def test_every_operation_survives_schemathesis(dns_svc: Svc, project_clust
     svc.ctx.adapters.database = node = PostgresNode(project_cluster.admin_url)
     # Billing against the fake Polar (a real HTTP server), so its routes run their code too.
     secret = "whsec_fuzz"
-    svc.ctx.settings = configured(svc.ctx.settings, billing_webhook_secret=SecretStr(secret))
     fake = FakePolar(webhook_secret=secret, hook_url="/v1/hooks/polar", http=svc.anon)
     await fake.start()
     svc.ctx.adapters.billing = PolarBilling(access_token=fake.access_token, product_id=fake.product_id,
                                             credit_product_id=fake.credit_product_id,
-                                            sandbox=True, base_url=fake.url, timeout_seconds=5)
+                                            sandbox=True, base_url=fake.url, timeout_seconds=5,
+                                            webhook_secret=SecretStr(secret))
     # Domains against the fake registrar (a real HTTP server), so its routes run their code too.
     registrar = FakeRegistrar()
     await registrar.start()

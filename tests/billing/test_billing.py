@@ -193,9 +193,9 @@ async def test_redeliveries_apply_once_and_old_events_never_win(billed: tuple[Sv
     # duplicates.
     again = _event(fake, "subscription.updated", status="active", modified_at="2099-01-03T00:00:00Z")
     headers = _signed(again, webhook_id="msg_again")
-    adapters = default_adapters(svc.ctx.settings)
+    adapters = default_adapters(svc.ctx.config)
     adapters.billing = svc.ctx.adapters.billing
-    async with running_svc(svc.ctx.settings, adapters) as replica:
+    async with running_svc(svc.ctx.config, adapters) as replica:
         answers = await asyncio.gather(*(at.anon.post(hook, content=again, headers=headers)
                                          for at in (svc, replica) * 4))
     assert [a.status_code for a in answers] == [200] * 8

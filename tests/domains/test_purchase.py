@@ -37,7 +37,7 @@ async def test_buy_end_to_end(dsvc: Svc, registrar: FakeRegistrar) -> None:
     body = r.json()
     assert body["status"] == "active" and body["source"] == "purchase" and body["locked"] is True
     assert "alice@example.net" in body["notice"]
-    assert body["nameservers"] == [n.rstrip(".") for n in dns.nameservers(dsvc.ctx.settings)]
+    assert body["nameservers"] == [n.rstrip(".") for n in dns.nameservers(dsvc.ctx.config)]
     assert charges(registrar, "shop-example.com") == (2400, 0)
     held = next(d for d in registrar.domains() if d["name"] == "shop-example.com")
     assert held["contact"]["email"] == "alice@example.net"

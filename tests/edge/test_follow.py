@@ -15,7 +15,6 @@ from svc.models import Deployment, Project
 from tests.edge.conftest import Running
 from tests.edge.helpers import Site, bundle, create_project
 from tests.support.api import User, assert_error
-from tests.support.config import configured
 
 
 def page(project: str, version: int) -> bytes:
@@ -142,7 +141,7 @@ async def test_a_change_nginx_missed_is_sent_with_the_whole_table(running: Runni
         raise EdgeProcessError("timed out")
 
     running.edge.process.send_routes = failing  # type: ignore[method-assign]
-    running.edge.settings = configured(running.edge.settings, edge_converge_seconds=3600)
+    running.edge.settings = running.edge.settings.model_copy(update={"edge_converge_seconds": 3600})
     await deploy(alice, site, 2)
     r = await alice.client.request("DELETE", f"/v1/orgs/{other.org}/projects/other", json={"confirm": "other"})
     assert r.status_code == 202, r.text
