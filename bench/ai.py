@@ -89,7 +89,9 @@ def serve_svc(port_file: Path, data_dir: Path, upstream: str) -> None:
     from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
-    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True), ai_frontier_url=upstream, ai_frontier_key=KEY, ai_value_url=upstream, ai_value_key=KEY, free_ai_calls_per_minute=CALLS_PER_MINUTE)
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True), ai_frontier_url=upstream,
+                          ai_frontier_key=KEY, ai_value_url=upstream, ai_value_key=KEY,
+                          free_ai_calls_per_minute=CALLS_PER_MINUTE)
     adapters = default_adapters(settings)
     adapters.runtime = SimpleNamespace(token=TOKEN)  # type: ignore[assignment]
     app = create_app(settings, adapters, freeze_startup=True)  # as `svc serve`: start-up kept out of the GC

@@ -46,7 +46,8 @@ def serve(data_dir: Path, port_file: Path, projects: int) -> None:
     from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
-    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None), edge_enabled=False, free_project_limit=projects)
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None), edge_enabled=False,
+                          free_project_limit=projects)
     app = create_app(settings, default_adapters(settings))
     asyncio.run(serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file))
 

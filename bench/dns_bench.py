@@ -71,7 +71,9 @@ def serve(data_dir: Path, port_file: Path, dns_port: int, stages_file: Path) -> 
     from svc.settings import Settings
 
     instrument(jobs, PowerDnsNameserver, stages_file)
-    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None), dns_host="127.0.0.1", dns_port=dns_port, pdns_api_url=None, pdns_api_key=None, nameservers=NAMESERVERS, hostmaster="hostmaster.bench.invalid.")
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None), dns_host="127.0.0.1",
+                          dns_port=dns_port, pdns_api_url=None, pdns_api_key=None, nameservers=NAMESERVERS,
+                          hostmaster="hostmaster.bench.invalid.")
     app = create_app(settings, default_adapters(settings), run_nameserver=True)
     asyncio.run(serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file))
 

@@ -83,7 +83,9 @@ def serve_svc(port_file: Path, data_dir: Path, registrar: str, dns_port: int, st
     from svc.settings import Settings
 
     instrument(stages)
-    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None), registrar="fake", registrar_url=registrar, dns_host="127.0.0.1", dns_port=dns_port, pdns_api_url=None, pdns_api_key=None, nameservers=NAMESERVERS, trust_own_zones=True)
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=None), registrar="fake",
+                          registrar_url=registrar, dns_host="127.0.0.1", dns_port=dns_port, pdns_api_url=None,
+                          pdns_api_key=None, nameservers=NAMESERVERS, trust_own_zones=True)
     app = create_app(settings, default_adapters(settings), run_nameserver=True)
     asyncio.run(serve_reporting_port(server_config(app, host="127.0.0.1", port=0, log_level="warning"), port_file))
 

@@ -123,7 +123,8 @@ def serve(data_dir: Path, port_file: Path, database_url: str) -> None:
     from svc.operator.serve import serve_reporting_port, server_config
     from svc.settings import Settings
 
-    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=database_url or None), billing="fake", billing_webhook_secret=SECRET)
+    settings = configured(Settings(data_dir=data_dir, enable_dev_auth=True, database_url=database_url or None),
+                          billing="fake", billing_webhook_secret=SECRET)
     app = create_app(settings, default_adapters(settings))
     hook = Webhook(base64.b64encode(SECRET.encode()).decode())
 

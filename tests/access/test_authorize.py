@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.domains.access import cookies
 from svc.kit.clock import utcnow
 from svc.models import AccessGrant, Project
@@ -61,7 +61,7 @@ async def test_round_trip_gives_a_host_cookie_and_returns_to_next(svc: Svc, edge
     assert query_of(login) == {"to": site.host, "next": "/docs/page?x=1"}
 
     redirect = await _authorize(alice, site, "/docs/page?x=1")
-    assert redirect.startswith(f"{svc.ctx.settings_of(EdgeSettings).edge_url(site.host)}/__svc/callback?code=")
+    assert redirect.startswith(f"{edge_url(svc.ctx.config, site.host)}/__svc/callback?code=")
     assert query_of(redirect)["next"] == "/docs/page?x=1"
     r = await edge.callback(site.host, query_of(redirect)["code"])
     assert r.status_code == 302

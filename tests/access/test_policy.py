@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from svc.adapters.edge.port import EdgeChange
-from svc.adapters.edge.settings import EdgeSettings
+from svc.adapters.edge.settings import edge_url
 from svc.models import Project
 from tests.access.helpers import Edge, add_member, audit_rows, make_site, set_mode
 from tests.support.api import Svc, assert_error
@@ -134,7 +134,7 @@ async def test_every_put_bumps_the_generation_so_old_cookies_stop_working(svc: S
     assert await _generation(svc, site.name) == before + 1
     r = await edge.check(site.host, cookie=cookie, uri="/docs/")
     assert_error(r, 401, "unauthorized")
-    assert r.headers["x-svc-login"] == f"{svc.ctx.settings_of(EdgeSettings).edge_url(site.host)}/__svc/password?next=/docs/"
+    assert r.headers["x-svc-login"] == f"{edge_url(svc.ctx.config, site.host)}/__svc/password?next=/docs/"
     fresh = await edge.sign_in_with_password(site.host, SECRET_PASSWORD)
     assert (await edge.check(site.host, cookie=fresh)).status_code == 204
     # Public lets everyone through; back to password, the cookie of the earlier generation is dead.

@@ -120,7 +120,9 @@ async def test_a_wrong_secret_or_the_other_reading_is_refused(settings: Settings
         assert r.status_code == 200
 
     # A secret that cannot be read as the operator said leaves billing off, in words.
-    said = configured(Settings(data_dir=Path("/nonexistent")), billing="polar", billing_webhook_secret=SecretStr(SECRET), billing_webhook_secret_form="standard", polar_access_token=SecretStr("t"), polar_product_id="p")
+    said = configured(Settings(data_dir=Path("/nonexistent")), billing="polar",
+                      billing_webhook_secret=SecretStr(SECRET), billing_webhook_secret_form="standard",
+                      polar_access_token=SecretStr("t"), polar_product_id="p")
     assert "Standard Webhooks' form" in str(off_reason(said))
 
 

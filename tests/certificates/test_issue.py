@@ -43,7 +43,8 @@ async def pebble(pdns: Pdns, tmp_path: Path) -> AsyncIterator[Pebble]:
 
 @pytest.fixture
 async def tls_svc(dns_settings: Settings, pdns: Pdns, pebble: Pebble) -> AsyncIterator[Svc]:
-    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=pebble.directory_url, acme_ca_bundle=pebble.ca_bundle, acme_email="ops@apps.test")
+    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=pebble.directory_url,
+                          acme_ca_bundle=pebble.ca_bundle, acme_email="ops@apps.test")
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     try:
@@ -144,7 +145,8 @@ async def test_a_caa_record_that_forbids_the_ca_is_read_before_ordering(dns_sett
                                                                          pebble: Pebble) -> None:
     """The name's CAA allows another CA: no order, the reason in words (where, who is allowed,
     the record that would allow svc's CA), tried again later; allowed, the order goes ahead."""
-    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=pebble.directory_url, acme_ca_bundle=pebble.ca_bundle, acme_caa_identities="pebble.example")
+    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=pebble.directory_url,
+                          acme_ca_bundle=pebble.ca_bundle, acme_caa_identities="pebble.example")
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     adapters.resolver = DnsResolver.at("127.0.0.1", pdns.port)

@@ -95,7 +95,8 @@ async def test_the_background_cycle_renews_a_due_certificate(dns_settings: Setti
     """The app domain's wildcard, valid for 60 s, is renewed at 40 s by svc's own cycle and jobs
     (no call by hand), though pebble hands the renewal's order an authorization already valid."""
     monkeypatch.setenv("SVC_CERTIFICATE_CHECK_SECONDS", "1")
-    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=short_pebble.directory_url, acme_ca_bundle=short_pebble.ca_bundle, job_poll_seconds=0.2)
+    settings = configured(dns_settings, app_domain="apps.test", acme_directory_url=short_pebble.directory_url,
+                          acme_ca_bundle=short_pebble.ca_bundle, job_poll_seconds=0.2)
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     try:

@@ -179,7 +179,8 @@ def _noise(n: int) -> bytes:
 
 @pytest.fixture
 async def small(settings: Settings) -> AsyncIterator[Svc]:
-    bounded = configured(settings, max_bundle_bytes=MAX_COMPRESSED, max_unpacked_bytes=MAX_UNPACKED, max_bundle_entries=MAX_ENTRIES)
+    bounded = configured(settings, max_bundle_bytes=MAX_COMPRESSED, max_unpacked_bytes=MAX_UNPACKED,
+                         max_bundle_entries=MAX_ENTRIES)
     async with running_svc(bounded) as svc:
         yield svc
 

@@ -35,7 +35,8 @@ async def domains_svc(dns_settings: Settings, pdns: Pdns, registrar: FakeRegistr
     """svc on the suite's PowerDNS (its zones cleared) and the fake registrar, waiting for the
     registrar `registrar_timeout` seconds at most."""
     await clear_zones(pdns)
-    settings = configured(dns_settings, registrar="fake", registrar_url=registrar.url, registrar_timeout_seconds=registrar_timeout)
+    settings = configured(dns_settings, registrar="fake", registrar_url=registrar.url,
+                          registrar_timeout_seconds=registrar_timeout)
     adapters = default_adapters(settings)
     adapters.nameserver = pdns.nameserver
     async with running_svc(settings, adapters) as running:

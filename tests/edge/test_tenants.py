@@ -198,7 +198,8 @@ async def tenants(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ten
     assert NGINX is not None
     settings = edge_settings(tmp_path_factory.mktemp("tenants") / "data", edge_tls_port=free_port())
     async with running_svc(settings) as svc, serving(svc) as api:
-        edge = NginxEdge(configured(settings), EdgeRouting(svc.ctx), api_url=api, binary=NGINX, certificates=OneCertificate())
+        edge = NginxEdge(configured(settings), EdgeRouting(svc.ctx), api_url=api, binary=NGINX,
+                         certificates=OneCertificate())
         await edge.start()
         svc.ctx.edge = edge
         try:

@@ -28,8 +28,8 @@ def test_resolver_address_and_choice() -> None:
     # its zones are trusted (a local run), and only when svc runs one.
     assert build_resolver(configured(Settings(), dns_resolver="192.0.2.53:5300"), managed_dns=True).description == (
         "the resolver at 192.0.2.53:5300")
-    assert build_resolver(configured(Settings(), dns_host="0.0.0.0", dns_port=5354), managed_dns=True).description.startswith(
-        "the system resolver")
+    untrusting = configured(Settings(), dns_host="0.0.0.0", dns_port=5354)
+    assert build_resolver(untrusting, managed_dns=True).description.startswith("the system resolver")
     trusting = configured(Settings(), dns_host="0.0.0.0", dns_port=5354, trust_own_zones=True)
     assert build_resolver(trusting, managed_dns=True).description == "the resolver at 127.0.0.1:5354"
     assert build_resolver(trusting, managed_dns=False).description.startswith("the system resolver")

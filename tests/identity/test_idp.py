@@ -309,7 +309,8 @@ def test_the_factory_builds_the_configured_provider() -> None:
     base = Settings(public_url="http://svc.test")
     assert build_identity_provider(configured(base)) is None
     secret = SecretStr("very-secret-value")
-    github = build_identity_provider(configured(base, idp_provider="github", idp_client_id="id", idp_client_secret=secret))
+    github = build_identity_provider(configured(base, idp_provider="github", idp_client_id="id",
+                                                idp_client_secret=secret))
     assert github is not None and github.name == "github"
     oidc = build_identity_provider(configured(base, idp_provider="oidc", idp_client_id="id", idp_client_secret=secret, idp_issuer="https://issuer.test"))
     assert oidc is not None and oidc.name == "oidc"

@@ -25,7 +25,8 @@ async def billed_svc(settings: Settings, *, secret: str = SECRET,
                      form: SecretForm = "either") -> AsyncIterator[tuple[Svc, FakePolar]]:
     """svc reading its webhook secret as `form` says, and the fake signing with that secret as that
     form reads it."""
-    settings = configured(settings, billing="polar", billing_webhook_secret=SecretStr(secret), billing_webhook_secret_form=form, billing_timeout_seconds=2.0)
+    settings = configured(settings, billing="polar", billing_webhook_secret=SecretStr(secret),
+                          billing_webhook_secret_form=form, billing_timeout_seconds=2.0)
     adapters = default_adapters(settings)
     fake: FakePolar | None = None
     try:

@@ -70,4 +70,5 @@ def object_keys(url: str, bucket: str) -> list[str]:
 def s3_settings(settings: Settings, url: str, bucket: str, prefix: str = "svc/") -> Settings:
     from pydantic import SecretStr
 
-    return configured(settings, blob_store="s3", s3_endpoint_url=url, s3_bucket=bucket, s3_prefix=prefix, s3_access_key_id=ACCESS_KEY, s3_secret_access_key=SecretStr(SECRET_KEY))
+    return configured(settings, blob_store="s3", s3_endpoint_url=url, s3_bucket=bucket, s3_prefix=prefix,
+                      s3_access_key_id=ACCESS_KEY, s3_secret_access_key=SecretStr(SECRET_KEY))
