@@ -10,7 +10,9 @@ from pathlib import Path
 from lint.settings_table import table
 
 from svc.areas import AREAS
-from svc.settings import Settings
+from svc.components import COMPONENTS
+from svc.running import OWN_SETTINGS
+from svc.settings import AreaSettings, ComponentSettings, OwnSettings, Settings
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
 
@@ -22,6 +24,27 @@ def test_the_settings_page_is_generated_from_the_code() -> None:
 def test_every_setting_is_on_the_page_with_words() -> None:
     rows = dict(re.findall(r"^\| `(SVC_[A-Z0-9_]+)` \| [^|]+ \| (.*) \|$", DOC.read_text(), re.MULTILINE))
     names = {f"SVC_{n.upper()}" for n in Settings.model_fields}
-    names |= {f"SVC_{n.upper()}" for a in AREAS if a.settings is not None for n in a.settings.model_fields}
+    names |= {f"SVC_{n.upper()}" for kind in OWN_SETTINGS for n in kind.model_fields}
     assert names == set(rows)
     assert not [name for name, words in rows.items() if not words.strip()], "a setting without a comment"
+
+
+def _subclasses(kind: type) -> set[type]:
+    found = set(kind.__subclasses__())
+    return found | {deeper for sub in found for deeper in _subclasses(sub)}
+
+
+def test_every_settings_class_is_declared_and_no_variable_is_read_twice() -> None:
+    """Each area's and component's settings class is named in its manifest or component.py (so it is
+    read and checked at start, and on the page), and no SVC_* variable is a field of two classes
+    (two parts reading one variable, each with its own default and checks)."""
+    declared = {a.settings for a in AREAS if a.settings is not None} | {
+        c.settings for c in COMPONENTS if c.settings is not None}
+    assert _subclasses(OwnSettings) - {AreaSettings, ComponentSettings} == declared == set(OWN_SETTINGS)
+    assert all(issubclass(kind, AreaSettings) for a in AREAS if (kind := a.settings) is not None)
+    assert all(issubclass(kind, ComponentSettings) for c in COMPONENTS if (kind := c.settings) is not None)
+    seen: dict[str, str] = {name: "Settings" for name in Settings.model_fields}
+    for kind in OWN_SETTINGS:
+        for name in kind.model_fields:
+            assert name not in seen, f"SVC_{name.upper()} is read by both {seen[name]} and {kind.__name__}"
+            seen[name] = kind.__name__
