@@ -118,8 +118,11 @@ async def start_database(settings: Settings) -> RunningDatabase:
     binary = find_postgres()
     assert binary is not None
     user = settings.project_db_user if os.geteuid() == 0 else None
+    # By default, as root: /var/lib/svc/projectdb-..., whose parent is svc's own (made passable).
+    own_parent = user is not None and settings.project_db_dir is None
     node = PrivateNode(settings, PrivateCluster(settings.private_cluster_dir().resolve(), binary, user=user,
-                                                  max_connections=settings.project_db_max_connections))
+                                                  max_connections=settings.project_db_max_connections,
+                                                  own_parent=own_parent))
     if node.initialised:
         try:
             await node.ready()
