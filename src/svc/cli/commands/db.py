@@ -248,7 +248,7 @@ def backup(ctx: typer.Context, no_wait: NoWaitOption = False, poll_seconds: Poll
         op = follow(api, _base(slug, proj), op_id, "backup", poll_seconds, quiet=as_json)
         ref = op.get("generation") or {}
         listed = api.get(f"{_base(slug, proj)}/generations") if op.get("terminalCode") == "ok" else {}
-    taken = next((g for g in listed.get("generations") or []
+    taken: dict[str, Any] = next((g for g in listed.get("generations") or []
                   if (g.get("epoch"), g.get("seq")) == (ref.get("epoch"), ref.get("seq"))), {})
     _ended(as_json, op, f"Generation {ref.get('epoch')}.{ref.get('seq')} of {proj}'s database taken "
                         f"({_size(taken.get('bytes'))}) and verified: restored in "
