@@ -139,3 +139,40 @@ async def test_a_backup_whose_proof_fails_ends_failed_in_words(held: tuple[Svc, 
     assert "sha256" in (row.verify_error or "")
     # The next one may start: the first has ended.
     assert (await bob.client.post(URL + "/generations")).status_code == 202
+
+
+async def test_a_backup_whose_dump_keeps_failing_ends_failed_and_frees_the_project(
+        held: tuple[Svc, Worker], monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy import update
+
+    from svc.adapters.database.port import DatabaseNodeError
+    from svc.domains.databases import generations
+    from svc.kit.clock import utcnow
+    from svc.models import Job
+
+    svc, runner = held
+    team = await make_team(svc, project="web")
+    bob, alice = team.bob, team.alice
+    (await bob.client.post(URL)).raise_for_status()
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseNodeError("pg_dump failed: the node went away")
+
+    monkeypatch.setattr(generations, "take", broken)
+    op_id = (await bob.client.post(URL + "/generations")).json()["operationId"]
+    op: dict[str, Any] = {}
+    for _ in range(20):  # each attempt fails; the retries are made due at once
+        await runner.run_once()
+        op = (await bob.client.get(f"{URL}/operations/{op_id}")).json()
+        if op["terminalCode"] is not None:
+            break
+        async with svc.ctx.db.transaction() as s:
+            await s.execute(update(Job).where(Job.status == "queued").values(run_at=utcnow()))
+    assert (op["phase"], op["terminalCode"]) == ("done", "failed"), op
+    assert op["error"] == "the dump failed: pg_dump failed: the node went away"
+    assert (await bob.client.get(URL + "/generations")).json()["generations"] == []
+    # Not left holding the project's one operation: a restore or another backup may start.
+    monkeypatch.undo()
+    assert (await bob.client.post(URL + "/generations")).status_code == 202
+    await _drain(runner)
+    assert (await alice.client.post(URL + "/delete", json={"confirm": "web"})).status_code == 202

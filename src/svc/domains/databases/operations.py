@@ -251,9 +251,10 @@ async def _backup_step(run: JobRun, op: Operation, phase: Phase, node: DatabaseN
     if phase is Phase.dumping and grant is not None:
         try:
             taken = await generations.take(run.ctx, node, project_id, grant.epoch)
-        except DatabaseNodeError as exc:
+        except Exception as exc:  # the node or the blob store: either way, tried again, then said
             if not run.last_attempt:
-                raise  # tried again (nothing was written)
+                raise  # (nothing was written)
+            # Ended in words rather than left running: it would hold the project's one operation.
             failure = f"the dump failed: {exc}"
     elif phase is Phase.dumping:
         failure = "the project has no database any more"
