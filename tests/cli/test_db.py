@@ -190,3 +190,35 @@ def test_proxy_reaches_the_database_with_the_login_session_and_no_password(me: C
         assert json.loads(ws.recv(timeout=30))["code"] == "session_required"
     with connect(url) as ws:
         assert json.loads(ws.recv(timeout=30))["code"] == "unauthorized"
+
+
+def test_backup_now_takes_a_generation_and_proves_it(me: Cli) -> None:
+    slug = uniq("dbb")
+    me.login(uniq("owner"))
+    me.ok("orgs", "create", slug)
+    me.ok("projects", "create", "web", "--org", slug)
+    where = ("--project", "web", "--org", slug)
+    me.fails("not_found", "db", "backup", *where)  # no database yet
+    me.ok("db", "create", *where)
+
+    done = me.ok("db", "backup", "--poll-seconds", "0.1", *where)
+    said = done.out.strip()
+    assert said.startswith("Generation 1.") and "of web's database taken (" in said, said
+    assert said.endswith(" s.") and "verified: restored in" in said, said
+    seq = int(said.split()[1].split(".")[1])
+    gens = me.ok("db", "generations", *where, "--json").json()["generations"]
+    mine = next(g for g in gens if g["seq"] == seq)
+    assert (mine["kind"], mine["verified"]) == ("manual", True)
+    assert "manual" in me.ok("db", "generations", *where).out
+
+    op = me.ok("db", "backup", "--poll-seconds", "0.1", *where, "--json").json()
+    assert (op["kind"], op["phase"], op["terminalCode"]) == ("backup", "done", "ok")
+    assert op["generation"]["seq"] > seq
+    started = me.ok("db", "backup", "--no-wait", *where, "--json").json()
+    assert set(started) == {"operationId"}
+    # Another while it runs is refused with the server's code (or it finished first: then it starts).
+    again = me("db", "backup", "--no-wait", *where)
+    assert again.code == 0 or again.error_code() == "operation_in_progress", again.err
+    # Bad input: refused by the CLI before a request.
+    bad = me("db", "backup", "--poll-seconds", "0", *where)
+    assert bad.code == 2 and "--poll-seconds" in bad.err

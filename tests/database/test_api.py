@@ -159,7 +159,8 @@ async def test_another_projects_database_is_404_on_every_route(db_svc: Svc) -> N
 
     routes = [("GET", ""), ("POST", ""), ("GET", "/connect"), ("GET", "/endpoint"), ("GET", "/tokens"),
               ("POST", "/tokens"), ("DELETE", f"/tokens/{token['user']}"), ("POST", "/export"),
-              ("GET", "/generations"), ("POST", "/restore"), ("POST", "/delete"), ("GET", f"/operations/{op}"),
+              ("GET", "/generations"), ("POST", "/generations"), ("POST", "/restore"), ("POST", "/delete"),
+              ("GET", f"/operations/{op}"),
               ("POST", f"/operations/{op}/abort")]
     bodies = {"/restore": {"epoch": 1, "seq": 1}, "/delete": {"confirm": "site"}}
     for user in (team.alice, team.bob, team.vic):

@@ -48,6 +48,20 @@ def test_retention_keeps_24_hourly_and_one_a_day_for_7_days_and_never_a_final_on
     assert len(kept) <= 24 + 7
 
 
+def test_a_burst_of_backups_on_request_never_pushes_the_hourly_ones_out() -> None:
+    now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    hourly = [_generation(n, now - timedelta(hours=n)) for n in range(30)]
+    manual = [_generation(1000 + n, now - timedelta(minutes=n)) for n in range(40)]
+    for g in manual:
+        g.kind = GenerationKind.manual.value
+    gone = {g.id for g in prunable([*hourly, *manual], keep_hourly=24, keep_daily=7, now=now)}
+    # Each pool keeps its own newest 24 (and the newest of each day): the hourly ones as without the burst.
+    assert {g.id for g in hourly[:24]}.isdisjoint(gone) and {g.id for g in manual[:24]}.isdisjoint(gone)
+    assert {g.id for g in manual[24:]} <= gone
+    assert gone == {g.id for g in prunable(hourly, keep_hourly=24, keep_daily=7, now=now)} | \
+        {g.id for g in manual[24:]}
+
+
 async def _sql(creds: dict[str, Any], *statements: str) -> None:
     con = await asyncpg.connect(host=creds["host"], port=creds["port"], database=creds["database"],
                                 user=creds["user"], password=creds["password"])

@@ -6,7 +6,8 @@ reveal; a token user made for 30 minutes has its password shown once and logs in
 until it is deleted from the page; a viewer sees where the database is and nothing secret; a token
 of 0 minutes is refused in words and makes nothing.
 
-Then the backups: an admin restores the database to a generation (its phases shown live) and
+Then the backups: a member backs it up now (its steps shown live, the generation listed as taken
+on request and proven); an admin restores the database to a generation (its phases shown live) and
 deletes it with a typed confirmation; the final generation stays listed."""
 
 from __future__ import annotations
@@ -185,7 +186,25 @@ async def test_database_page_create_reveal_token_users_viewer_and_a_refusal(
         assert (await http.get(api + "/tokens", headers=member_auth)).json()["tokens"] == []
         await expect(alert).not_to_contain_text("expiresInMinutes")
 
-        # 6. Backups: an admin sees the generations (each proven by a restore), restores the first
+        # 6. Back up now, by the member: its steps live on the page, then the generation listed as
+        # taken on request and proven by a restore. The viewer has no such button.
+        await expect(viewer.get_by_role("button", name="Back up now")).to_have_count(0)
+        await page.get_by_role("button", name="Back up now").click()
+        progress = page.locator("#db-operation")
+        await expect(progress.get_by_role("heading", name="Backup")).to_be_visible()
+        await expect(progress).to_contain_text(re.compile(r"Generation 1\.\d+ is taken and proven"))
+        await expect(progress.locator("li.done")).to_have_count(3)
+        backups = [g for g in (await http.get(api + "/generations", headers=member_auth)).json()["generations"]
+                   if g["kind"] == "manual"]
+        assert len(backups) == 1 and backups[0]["verified"] is True, backups
+        await page.reload()
+        row = page.locator("#generations").get_by_role("row", name=re.compile(rf"^{backups[0]['epoch']}\."
+                                                                             rf"{backups[0]['seq']} "))
+        await expect(row).to_contain_text("on request")
+        await expect(row).to_contain_text("yes, restored in")
+        await look(page, "database-backed-up")
+
+        # 7. Backups: an admin sees the generations (each proven by a restore), restores the first
         # (its phases live on the page) and the writes made after it are gone.
         con = await _login(conn, conn["user"], conn["password"])
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, CursorResult, Table, bindparam, insert, or_, select, update
@@ -110,6 +110,21 @@ async def create_cycles(session: StoreSession, names: set[str]) -> None:
         exists = await session.get(Cycle, name)
         if exists is None:
             await session.execute(insert(Cycle).values(name=name, next_run_at=now, last_run_at=None))
+
+
+async def follow_intervals(session: StoreSession, intervals: dict[str, timedelta]) -> list[tuple[str, datetime]]:
+    """A cycle whose stored next run is further away than its interval now allows (its setting was
+    made shorter) is brought forward: to its last run plus the interval (due at once if that has
+    passed), or now plus the interval if it never ran. The cycles moved, and when they now run."""
+    now = utcnow()
+    rows = (await session.scalars(select(Cycle).where(Cycle.name.in_(list(intervals))))).all()
+    moved = []
+    for row in rows:
+        latest = now + intervals[row.name]
+        if row.next_run_at > latest:
+            row.next_run_at = min(latest, row.last_run_at + intervals[row.name]) if row.last_run_at else latest
+            moved.append((row.name, row.next_run_at))
+    return moved
 
 
 async def take_cycle_slot(session: StoreSession, name: str, interval: timedelta) -> bool:

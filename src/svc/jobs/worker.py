@@ -47,6 +47,10 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         waiting = self.ctx.jobs_waiting
+        try:
+            await self.follow_intervals()
+        except Exception:
+            log.exception("could not bring the cycles' next runs forward")
         while not stop.is_set():
             # Cleared before looking for work, so a commit that enqueues while we look is kept.
             waiting.clear()
@@ -68,6 +72,18 @@ class Worker:
         finally:
             stop_task.cancel()
             wake_task.cancel()
+
+    async def follow_intervals(self) -> None:
+        """At start: a cycle whose interval was made shorter (its setting) runs by the new one, not
+        at the next run the old one stored."""
+        intervals = {name: timedelta(seconds=spec.interval_seconds) for name, spec in self.registry.cycles.items()}
+        if not intervals:
+            return
+        async with unit_of_work(self.ctx) as uow:
+            moved = await queries.follow_intervals(uow.session, intervals)
+        for name, at in moved:
+            log.info("cycle %s: its interval is now %gs, so its next run was brought forward to %s", name,
+                     intervals[name].total_seconds(), at.isoformat(timespec="seconds"))
 
     async def schedule_cycles(self) -> None:
         cycles = self.registry.cycles

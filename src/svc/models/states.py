@@ -77,16 +77,20 @@ class OperationKind(StrEnum):
     # A project's database (domains/databases/operations.py).
     restore = "restore"
     delete = "delete"
+    backup = "backup"  # back up now: a generation taken on request, then proven restorable
 
 
 class DatabaseOpPhase(StrEnum):
     """A database restore's or delete's phases, in order (the spec's table): restore runs them
-    all; delete has no reactivation (its committing removes the database)."""
+    all; delete has no reactivation (its committing removes the database). A backup taken on
+    request (svc's extension) is dumping, verifying, done."""
 
     draining = "draining"
     sealing = "sealing"
     committing = "committing"
     reactivation = "reactivation"
+    dumping = "dumping"
+    verifying = "verifying"
     done = "done"
 
 
@@ -94,6 +98,7 @@ class GenerationKind(StrEnum):
     """Why a generation of a project's database was taken."""
 
     scheduled = "scheduled"  # the hourly cycle saw a change
+    manual = "manual"  # back up now (POST generations): asked for, then proven like the others
     pre_restore = "pre_restore"  # a restore's sealing: what the restore replaced
     final = "final"  # a delete's sealing: kept and listed after the database is gone, never pruned
     export = "export"  # a diagnostic image (POST export): never listed, selected or pruned

@@ -124,8 +124,11 @@ async def start_database(config: Config) -> RunningDatabase:
     assert binary is not None
     user = settings.project_db_user if os.geteuid() == 0 else None
     where = settings.private_cluster_dir(config.settings.data_dir).resolve()
+    # By default, as root: /var/lib/svc/projectdb-..., whose parent is svc's own (made passable).
+    own_parent = user is not None and settings.project_db_dir is None
     node = PrivateNode(settings, PrivateCluster(where, binary, user=user,
-                                                max_connections=settings.project_db_max_connections))
+                                                max_connections=settings.project_db_max_connections,
+                                                own_parent=own_parent))
     if node.initialised:
         try:
             await node.ready()

@@ -13,7 +13,10 @@ It runs in the foreground as svc's child under the supervisor (as the `postgres`
 svc runs as root: PostgreSQL refuses to run as root), stopped with SIGINT (PostgreSQL's fast
 shutdown: sessions ended, everything written). It is reached over TCP only (no unix socket). As
 the postgres user it must be able to pass through every directory above its own (PostgreSQL
-resolves its paths): a data dir under /root is refused with words saying so."""
+resolves its paths): a data dir under /root is refused with words saying so. `svc serve` runs
+with umask 077, so the directories it makes on the way are set 0755 explicitly (they hold nothing
+but the cluster's directory, which stays 0700), and /var/lib/svc, svc's own, is repaired to 0755
+if an earlier start left it 0700."""
 
 from __future__ import annotations
 
@@ -55,6 +58,15 @@ def reachable_by(path: Path, user: str) -> bool:
     return True
 
 
+def made_parents(root: Path) -> None:
+    """Make the directories above `root` that do not exist, each 0755 whatever the process's umask
+    (`svc serve` runs with 077, which would leave them passable by svc's user alone)."""
+    missing = [p for p in root.parents if not p.exists()]
+    root.parent.mkdir(parents=True, exist_ok=True)
+    for made in reversed(missing):  # from the top down
+        os.chmod(made, 0o755)  # noqa: S103 - the point: passed through by the cluster's user
+
+
 def find_postgres() -> str | None:
     """The PostgreSQL server binary (Debian's, or one on PATH); None when it is not installed."""
     return find_binary("postgres", SEARCH)
@@ -84,8 +96,12 @@ class ClusterLayout:
 class PrivateCluster:
     """The cluster's files, its first initdb, and its supervised server."""
 
-    def __init__(self, root: Path, binary: str, *, user: str | None = None, max_connections: int = 200) -> None:
+    def __init__(self, root: Path, binary: str, *, user: str | None = None, max_connections: int = 200,
+                 own_parent: bool = False) -> None:
         self.layout = ClusterLayout(root)
+        # The directory above the cluster is svc's alone (/var/lib/svc, made for the clusters):
+        # a start makes it passable for the cluster's user whatever an earlier start left.
+        self.own_parent = own_parent
         self.binary = binary
         self.bin_dir = Path(binary).parent
         self.user = user
@@ -129,8 +145,11 @@ class PrivateCluster:
         """initdb at first start (made aside, moved into place: a start killed halfway leaves
         no half cluster), with svc's administrator's password from a file only it reads."""
         layout = self.layout
-        layout.root.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        made_parents(layout.root)
+        if self.own_parent and layout.root.parent.stat().st_uid == os.geteuid():
+            os.chmod(layout.root.parent, 0o755)  # noqa: S103 - holds only the clusters' 0700 dirs
         layout.root.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(layout.root, 0o700)  # (whatever the umask: the cluster's own files are its user's alone)
         if self.user is not None and not reachable_by(layout.root, self.user):
             raise ProcessError(f"the user {self.user} cannot reach {layout.root} (a directory above it lets only "
                                "its owner through): set SVC_PROJECT_DB_DIR to a directory it can reach, or "

@@ -161,7 +161,8 @@ def delete_token(ctx: typer.Context, user: Annotated[str, typer.Argument(metavar
 # --- generations, restore, export, delete ---
 
 PHASES = {"restore": ["draining", "sealing", "committing", "reactivation", "done"],
-          "delete": ["draining", "sealing", "committing", "done"]}
+          "delete": ["draining", "sealing", "committing", "done"],
+          "backup": ["dumping", "verifying", "done"]}
 PollOption = Annotated[float, typer.Option("--poll-seconds", min=0.05, max=60, hidden=True,
                                            help="How often to ask how the operation is doing.")]
 NoWaitOption = Annotated[bool, typer.Option("--no-wait", help="Return once the operation has started.")]
@@ -179,7 +180,8 @@ def _size(n: Any) -> str:
 @app.command("generations")
 def list_generations(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None,
                      as_json: JsonFlag = False) -> None:
-    """The database's generations (hourly backups), newest first: restore takes EPOCH SEQ from here."""
+    """The database's generations (hourly backups, and those of `svc db backup`), newest first:
+    restore takes EPOCH SEQ from here."""
     with Api.for_context(ctx) as api:
         slug, proj = target(api, org, project)
         data = api.get(f"{_base(slug, proj)}/generations")
@@ -227,7 +229,30 @@ def _ended(as_json: bool, op: dict[str, Any], done: str) -> None:
     elif code == "ok":
         output.say(done)
     if code != "ok":
-        raise CliError(f"The {op.get('kind')} ended {code}; `svc notifications list` says why", f"operation_{code}")
+        why = f": {op['error']}" if op.get("error") else "; `svc notifications list` says why"
+        raise CliError(f"The {op.get('kind')} ended {code}{why}", f"operation_{code}")
+
+
+@app.command("backup")
+def backup(ctx: typer.Context, no_wait: NoWaitOption = False, poll_seconds: PollOption = 2.0,
+           project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """Back up now (members): a generation taken now and proven by a scratch restore, as the
+    hourly ones. One at a time per project."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        started = api.post(f"{_base(slug, proj)}/generations")
+        op_id = str(started.get("operationId"))
+        if no_wait:
+            output.emit_line(as_json, started, f"Backup of {proj}'s database started: operation ", (op_id, "bold"))
+            return
+        op = follow(api, _base(slug, proj), op_id, "backup", poll_seconds, quiet=as_json)
+        ref = op.get("generation") or {}
+        listed = api.get(f"{_base(slug, proj)}/generations") if op.get("terminalCode") == "ok" else {}
+    taken: dict[str, Any] = next((g for g in listed.get("generations") or []
+                  if (g.get("epoch"), g.get("seq")) == (ref.get("epoch"), ref.get("seq"))), {})
+    _ended(as_json, op, f"Generation {ref.get('epoch')}.{ref.get('seq')} of {proj}'s database taken "
+                        f"({_size(taken.get('bytes'))}) and verified: restored in "
+                        f"{taken.get('restoreSeconds') or 0:.1f} s.")
 
 
 @app.command("restore")

@@ -29,8 +29,11 @@ from svc.models import DatabaseGeneration, GenerationKind, ProjectDatabase
 
 TMP_PREFIX = "dbdump"
 # What a list shows and restore can select (an export is neither).
-LISTED = (GenerationKind.scheduled, GenerationKind.pre_restore, GenerationKind.final)
-PRUNABLE = (GenerationKind.scheduled, GenerationKind.pre_restore)
+LISTED = (GenerationKind.scheduled, GenerationKind.manual, GenerationKind.pre_restore, GenerationKind.final)
+# Retention's pools, each kept by the same rule on its own: the grid's generations, and those taken
+# on request (back up now), so that a burst of the latter never pushes the former out.
+POOLS = ((GenerationKind.scheduled, GenerationKind.pre_restore), (GenerationKind.manual,))
+PRUNABLE = tuple(kind for pool in POOLS for kind in pool)
 
 
 def tmp_file(ctx: AppContext) -> Path:
@@ -136,19 +139,22 @@ async def verify(ctx: AppContext, node: DatabaseNode, generation: DatabaseGenera
 
 def prunable(generations: list[DatabaseGeneration], *, keep_hourly: int, keep_daily: int,
              now: datetime) -> list[DatabaseGeneration]:
-    """Which of a project's generations retention lets go: of the scheduled and pre-restore ones,
-    all but the newest `keep_hourly` and the newest of each of the last `keep_daily` days. A final
-    generation and exports are never pruned."""
-    candidates = sorted((g for g in generations if g.kind in PRUNABLE), key=lambda g: g.created_at, reverse=True)
-    kept = {g.id for g in candidates[:keep_hourly]}
-    days: set[object] = set()
+    """Which of a project's generations retention lets go: in each pool (POOLS: the scheduled and
+    pre-restore ones; those taken on request), all but the newest `keep_hourly` and the newest of
+    each of the last `keep_daily` days. A final generation and exports are never pruned."""
+    gone: list[DatabaseGeneration] = []
     horizon = now - timedelta(days=keep_daily)
-    for g in candidates:
-        day = g.created_at.date()
-        if g.created_at >= horizon and day not in days:
-            days.add(day)
-            kept.add(g.id)
-    return [g for g in candidates if g.id not in kept]
+    for pool in POOLS:
+        candidates = sorted((g for g in generations if g.kind in pool), key=lambda g: g.created_at, reverse=True)
+        kept = {g.id for g in candidates[:keep_hourly]}
+        days: set[object] = set()
+        for g in candidates:
+            day = g.created_at.date()
+            if g.created_at >= horizon and day not in days:
+                days.add(day)
+                kept.add(g.id)
+        gone += [g for g in candidates if g.id not in kept]
+    return gone
 
 
 def needs_generation(grant: ProjectDatabase, marker: str | None) -> bool:

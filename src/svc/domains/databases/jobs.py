@@ -162,21 +162,5 @@ async def verify_generation(run: JobRun) -> None:
         return
     await run.uow.close_reads()
     result = await generations.verify(run.ctx, node, row)
-    session = await run.uow.begin_write()
-    row = await queries.generation(session, generation_id)
-    if row is None:
-        return
-    row.verified = result.verified
-    row.restore_seconds = result.restore_seconds
-    row.verify_error = result.error
-    if result.verified:
-        return
-    project = await projects.project_by_id(session, row.project_id)
-    org = await orgs.org_by_id(run.uow, project.org_id) if project is not None else None
-    if project is not None and org is not None:
-        await notifications.mailed(
-            run.uow, org, kind="backup.unverified", project=project.name, settings=run.ctx.settings,
-            subject=f"a backup of {project.name}'s database could not be restored",
-            message=f"Generation {row.epoch}.{row.seq} of {project.name}'s database did not pass its restore "
-                    f"check: {result.error}. The database itself is untouched; the next change takes a new "
-                    "generation.", data={"epoch": row.epoch, "seq": row.seq})
+    await run.uow.begin_write()
+    await service.record_verification(run.uow, generation_id, result)

@@ -16,7 +16,16 @@ where it was:
 - done, with terminal code ok.
 
 Abort (delete only, before committing) marks the operation aborted; the next job reopens the
-database. A restore is never abortable."""
+database. A restore is never abortable.
+
+Back up now (svc's extension of the generations, POST generations) is an operation too, so that
+one runs at a time per project (409 operation_in_progress) and a client follows it as the others:
+
+- dumping: a generation of the database as it is now (kind `manual`), listed and counted in the
+  epoch's seq as the scheduled ones; the database stays open;
+- verifying: its scratch restore, as every generation's (`verified`, `restoreSeconds`): the
+  operation ends ok once it is proven, failed (its `error` saying why) when it is not.
+Not abortable."""
 
 from __future__ import annotations
 
@@ -26,7 +35,7 @@ from typing import Any
 from svc.adapters.database.port import DatabaseNode, DatabaseNodeError
 from svc.auth.roles import OrgAccess
 from svc.domains.audit.service import record
-from svc.domains.databases import errors, generations, queries, schemas
+from svc.domains.databases import errors, generations, queries, schemas, service
 from svc.domains.databases.kinds import DatabaseJob
 from svc.domains.databases.node import node_of
 from svc.domains.notifications import service as notifications
@@ -43,6 +52,7 @@ from svc.models import (
     Operation,
     OperationKind,
     Project,
+    ProjectDatabase,
     TerminalCode,
 )
 from svc.uow import Tx, UnitOfWork, use_case
@@ -52,16 +62,19 @@ log = logging.getLogger("svc.databases")
 Phase = DatabaseOpPhase
 RESTORE = [Phase.draining, Phase.sealing, Phase.committing, Phase.reactivation, Phase.done]
 DELETE = [Phase.draining, Phase.sealing, Phase.committing, Phase.done]
+BACKUP = [Phase.dumping, Phase.verifying, Phase.done]
+ORDERS = {OperationKind.restore: RESTORE, OperationKind.delete: DELETE, OperationKind.backup: BACKUP}
 ABORTABLE = frozenset({Phase.draining, Phase.sealing})
 
 
 async def _start(uow: UnitOfWork, access: OrgAccess, project: Project, kind: OperationKind,
                  data: dict[str, Any]) -> Operation:
     session = uow.session
-    if await operations.running_for(uow, project.id) is not None:
-        raise errors.OperationInProgress()
+    running = await operations.running_for(uow, project.id)
+    if running is not None:
+        raise errors.OperationInProgress(details={"operationId": running.id, "kind": running.kind})
     op = Operation(id=new_id("op"), org_id=access.org.id, project_id=project.id, project_name=project.name,
-                   kind=kind.value, phase=Phase.draining.value, created_at=utcnow(), running_key=project.id,
+                   kind=kind.value, phase=ORDERS[kind][0].value, created_at=utcnow(), running_key=project.id,
                    data=data)
     session.add(op)
     await record(session, f"database.{kind.value}", actor=access.principal.user, org=access.org,
@@ -99,10 +112,22 @@ async def start_delete(uow: UnitOfWork, access: OrgAccess, project: Project, bod
     return await _start(uow, access, project, OperationKind.delete, {})
 
 
+@use_case(Tx.WRITE)
+async def start_backup(uow: UnitOfWork, access: OrgAccess, project: Project) -> Operation:
+    """Back up now: a generation taken on request and proven restorable, as an operation (one at a
+    time per project: a second while one runs is 409 operation_in_progress)."""
+    node_of(uow.ctx)
+    session = uow.session
+    await queries.lock_project(session, project.id)
+    if await queries.grant(session, project.id) is None:
+        raise errors.DatabaseNotFound()
+    return await _start(uow, access, project, OperationKind.backup, {})
+
+
 async def get(uow: UnitOfWork, project: Project, op_id: str) -> Operation:
     """An operation of this project (another project's, or none: 404 as if absent)."""
     op = await uow.session.get(Operation, op_id)
-    if op is None or op.project_id != project.id or op.kind not in (OperationKind.restore, OperationKind.delete):
+    if op is None or op.project_id != project.id or op.kind not in ORDERS:
         raise errors.OperationNotFound()
     return op
 
@@ -112,7 +137,7 @@ async def abort(uow: UnitOfWork, access: OrgAccess, project: Project, op_id: str
     await get(uow, project, op_id)  # reads first (404), then aborts with the row locked
     op = await uow.session.get(Operation, op_id, with_for_update=True)
     assert op is not None
-    if op.kind == OperationKind.restore or op.terminal_code is not None or Phase(op.phase) not in ABORTABLE:
+    if op.kind != OperationKind.delete or op.terminal_code is not None or Phase(op.phase) not in ABORTABLE:
         raise errors.NotAbortable(details={"kind": op.kind, "phase": op.phase})
     op.terminal_code = TerminalCode.aborted
     op.finished_at = utcnow()
@@ -147,6 +172,9 @@ async def step(run: JobRun) -> None:
     grant = await queries.grant(run.session, project_id)
     chosen = await queries.generation(run.session, str(data["generation"])) if data.get("generation") else None
     sealed = await queries.generation(run.session, str(data["sealed"])) if data.get("sealed") else None
+    if kind is OperationKind.backup:
+        await _backup_step(run, op, phase, node, grant, sealed)
+        return
     await run.uow.close_reads()
 
     taken: generations.Taken | None = None
@@ -195,7 +223,7 @@ async def step(run: JobRun) -> None:
         grant.epoch += 1
         grant.change_marker = None  # the new epoch's first generation comes with the next check
         await projects.bindings_changed(run.uow, project_id)
-    order = RESTORE if kind is OperationKind.restore else DELETE
+    order = ORDERS[kind]
     following = order[order.index(phase) + 1]
     op.phase = following.value
     if following is Phase.done:
@@ -209,6 +237,66 @@ async def step(run: JobRun) -> None:
                           "generation is kept and listed.")
     else:
         run.uow.enqueue(DatabaseJob.operation, {"operation_id": op_id})
+
+
+async def _backup_step(run: JobRun, op: Operation, phase: Phase, node: DatabaseNode,
+                       grant: ProjectDatabase | None, taken_row: DatabaseGeneration | None) -> None:
+    """A phase of back up now: dumping (the generation taken and listed), then verifying (its
+    scratch restore). `taken_row`: the generation dumping took (op.data's "sealed")."""
+    op_id, project_id = op.id, op.project_id
+    await run.uow.close_reads()
+    taken: generations.Taken | None = None
+    result: generations.Verification | None = None
+    failure: str | None = None
+    if phase is Phase.dumping and grant is not None:
+        try:
+            taken = await generations.take(run.ctx, node, project_id, grant.epoch)
+        except Exception as exc:  # the node or the blob store: either way, tried again, then said
+            if not run.last_attempt:
+                raise  # (nothing was written)
+            # Ended in words rather than left running: it would hold the project's one operation.
+            failure = f"the dump failed: {exc}"
+    elif phase is Phase.dumping:
+        failure = "the project has no database any more"
+    elif phase is Phase.verifying and taken_row is not None:
+        result = await generations.verify(run.ctx, node, taken_row)
+    else:
+        failure = "the generation taken is gone"
+
+    session = await run.uow.begin_write()
+    await queries.lock_project(session, project_id)
+    current = await session.get(Operation, op_id, with_for_update=True)
+    if current is None or current.phase != phase.value or current.terminal_code is not None:
+        if taken is not None:  # another run of this phase recorded its own
+            blobs = run.ctx.blobs
+            run.uow.after_commit(lambda: blobs.delete(taken.blob_key))
+        return
+    if failure is not None:
+        current.error = failure[:1000]
+        await _finish(run.uow, current, TerminalCode.failed)
+        return
+    if taken is not None:
+        grant = await queries.grant(session, project_id)
+        if grant is None:
+            blobs = run.ctx.blobs
+            run.uow.after_commit(lambda: blobs.delete(taken.blob_key))
+            current.error = "the project has no database any more"
+            await _finish(run.uow, current, TerminalCode.failed)
+            return
+        seq = await queries.next_seq(session, project_id, grant.epoch, [k.value for k in generations.LISTED])
+        session.add(generations.row_of(taken, project_id, grant.epoch, seq, GenerationKind.manual))
+        # What the hourly check compares with: it takes no second generation of the same data.
+        grant.change_marker = taken.marker
+        grant.last_checked_at = taken.taken_at
+        current.data = {**(current.data or {}), "sealed": taken.id, "epoch": grant.epoch, "seq": seq}
+        current.phase = Phase.verifying.value
+        run.uow.enqueue(DatabaseJob.operation, {"operation_id": op_id})
+        return
+    assert result is not None and taken_row is not None
+    proven = await service.record_verification(run.uow, taken_row.id, result)
+    if not proven:
+        current.error = (result.error or "the restore check failed")[:1000]
+    await _finish(run.uow, current, TerminalCode.ok if proven else TerminalCode.failed)
 
 
 async def _replace(run: JobRun, node: DatabaseNode, project_id: str, chosen: DatabaseGeneration | None,

@@ -44,13 +44,15 @@ RESTORE_STEPS = [(Phase.draining, "Close connections"), (Phase.sealing, "Back up
                  (Phase.done, "Done")]
 DELETE_STEPS = [(Phase.draining, "Close connections"), (Phase.sealing, "Take the final backup"),
                 (Phase.committing, "Remove the database"), (Phase.done, "Done")]
+BACKUP_STEPS = [(Phase.dumping, "Take the backup"), (Phase.verifying, "Prove it restores"), (Phase.done, "Done")]
+STEPS = {"restore": RESTORE_STEPS, "delete": DELETE_STEPS, "backup": BACKUP_STEPS}
 
 
 def _progress(op: Any) -> dict[str, Any]:
-    steps = RESTORE_STEPS if op.kind == "restore" else DELETE_STEPS
+    steps = STEPS.get(op.kind, DELETE_STEPS)
     phases = [phase.value for phase, _ in steps]
-    return {"op": op, "steps": steps, "at": phases.index(op.phase) if op.phase in phases else 0,
-            "finished": op.terminal_code is not None}
+    return {"op": schemas.DatabaseOperation.of(op), "steps": steps,
+            "at": phases.index(op.phase) if op.phase in phases else 0, "finished": op.terminal_code is not None}
 
 
 async def _page(request: Request, p: Any, uow: Uow, **shown: Any) -> Response:
@@ -121,6 +123,13 @@ async def operation_part(request: Request, p: ProjectMember, uow: Uow, op_id: Op
     """The progress box of a restore or delete: it asks again every second until the operation ends."""
     op = await operations.get(uow, p.project, op_id)
     return await render.render_part(request, "databases/_operation.html", page_url=_url(p), **_progress(op))
+
+
+@router.post(PAGE + "/backup")
+@runs(operations.start_backup)
+async def back_up(request: Request, p: ProjectMember, uow: Uow) -> Response:
+    op = await operations.start_backup(uow, p.access, p.project)
+    return render.redirect(request, f"{_url(p)}?op={op.id}")
 
 
 @router.post(PAGE + "/restore")

@@ -12,7 +12,6 @@ from svc.adapters.database.port import DatabaseNodeError
 from svc.auth.projects import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.databases import operations, schemas, service
-from svc.domains.operations.schemas import Operation as OperationView
 from svc.domains.operations.schemas import OperationStarted
 from svc.domains.workers import service as workers
 from svc.domains.workers.schemas import RUNTIME_PROJECT_ID
@@ -90,6 +89,18 @@ async def list_generations(p: ProjectMember, uow: Uow) -> schemas.Generations:
     return await service.list_generations(uow, p.project)
 
 
+@router.post(_BASE + "/generations", status_code=202, response_model=OperationStarted,
+             operation_id="backUpDatabase", responses={409: {
+                 "description": "An operation already runs on the project's database (operation_in_progress)",
+                 **_ERROR}})
+@runs(operations.start_backup)
+async def back_up(p: ProjectMember, uow: Uow) -> OperationStarted:
+    """Back up now (svc's extension of the generations): a generation taken now and proven by a
+    scratch restore, as the scheduled ones; follow it at operations/{opId}. One at a time per
+    project (409 operation_in_progress)."""
+    return OperationStarted(operation_id=(await operations.start_backup(uow, p.access, p.project)).id)
+
+
 @router.post(_BASE + "/restore", status_code=202, response_model=OperationStarted, operation_id="restoreDatabase")
 @runs(operations.start_restore)
 async def restore(body: schemas.RestoreRequest, p: ProjectAdmin, uow: Uow) -> OperationStarted:
@@ -102,15 +113,17 @@ async def delete(body: schemas.DeleteRequest, p: ProjectAdmin, uow: Uow) -> Oper
     return OperationStarted(operation_id=(await operations.start_delete(uow, p.access, p.project, body)).id)
 
 
-@router.get(_BASE + "/operations/{opId}", response_model=OperationView, operation_id="getDatabaseOperation")
-async def get_operation(op_id: OpIdPath, p: ProjectMember, uow: Uow) -> OperationView:
-    return OperationView.model_validate(await operations.get(uow, p.project, op_id))
+@router.get(_BASE + "/operations/{opId}", response_model=schemas.DatabaseOperation,
+            operation_id="getDatabaseOperation")
+async def get_operation(op_id: OpIdPath, p: ProjectMember, uow: Uow) -> schemas.DatabaseOperation:
+    return schemas.DatabaseOperation.of(await operations.get(uow, p.project, op_id))
 
 
-@router.post(_BASE + "/operations/{opId}/abort", response_model=OperationView, operation_id="abortDatabaseOperation")
+@router.post(_BASE + "/operations/{opId}/abort", response_model=schemas.DatabaseOperation,
+             operation_id="abortDatabaseOperation")
 @runs(operations.abort)
-async def abort(op_id: OpIdPath, p: ProjectAdmin, uow: Uow) -> OperationView:
-    return OperationView.model_validate(await operations.abort(uow, p.access, p.project, op_id))
+async def abort(op_id: OpIdPath, p: ProjectAdmin, uow: Uow) -> schemas.DatabaseOperation:
+    return schemas.DatabaseOperation.of(await operations.abort(uow, p.access, p.project, op_id))
 
 
 def _no_store(body: Any, status: int = 200) -> Response:

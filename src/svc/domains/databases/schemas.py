@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from svc.domains.operations.schemas import Operation
 from svc.kit.api import ApiInput, ApiModel, Timestamp
 
 MAX_TOKEN_MINUTES = 10_080  # a week (decisions.md)
@@ -62,7 +63,8 @@ class GenerationView(ApiModel):
     sha256: str
     offsite_key: str = Field(description="Its key in the blob store")
     created_at: Timestamp
-    kind: str = Field(description="scheduled, pre_restore (what a restore replaced) or final (kept after delete)")
+    kind: str = Field(description="scheduled, manual (back up now), pre_restore (what a restore replaced) or final "
+                                  "(kept after delete)")
     verified: bool | None = Field(description="null until its restore check ran")
     restore_seconds: float | None
 
@@ -79,6 +81,27 @@ class RestoreRequest(ApiInput):
 
 class DeleteRequest(ApiInput):
     confirm: Annotated[str, StringConstraints(max_length=64)]
+
+
+class GenerationRef(ApiModel):
+    epoch: int
+    seq: int
+
+
+class DatabaseOperation(Operation):
+    """An operation on a project's database (the spec's Operation), and what svc adds: the
+    generation it works on (a restore's chosen one; a backup's, once taken) and why it failed."""
+
+    generation: GenerationRef | None = Field(default=None, description="A restore's chosen generation; a "
+                                             "backup's, once taken (null before)")
+    error: str | None = Field(default=None, description="Why it failed, in words (null unless failed)")
+
+    @classmethod
+    def of(cls, op: Any) -> DatabaseOperation:
+        data = op.data or {}
+        ref = GenerationRef(epoch=int(data["epoch"]), seq=int(data["seq"])) if "seq" in data else None
+        return cls(id=op.id, project_id=op.project_id, kind=op.kind, phase=op.phase, terminal_code=op.terminal_code,
+                   created_at=op.created_at, finished_at=op.finished_at, generation=ref, error=op.error)
 
 
 class DatabaseExport(ApiModel):

@@ -32,6 +32,7 @@ from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.databases import errors, generations, queries, schemas
 from svc.domains.databases.node import answering, limits_for, node_of
+from svc.domains.notifications import service as notifications
 from svc.domains.operations.service import running_for
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
@@ -39,7 +40,7 @@ from svc.errors import SessionRequired, Unauthorized
 from svc.kit.clock import utcnow
 from svc.kit.scram import verifier
 from svc.kit.store_session import StoreSession
-from svc.models import DatabaseToken, GenerationKind, Project, ProjectDatabase, Role
+from svc.models import DatabaseToken, GenerationKind, OperationKind, Project, ProjectDatabase, Role
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
 
 # The binding the runtime gives a project's worker (the wrapper presents it as env.db).
@@ -270,7 +271,8 @@ async def export(uow: UnitOfWork, access: OrgAccess, project: Project) -> schema
     restore, never pruned. Not idempotent: each call makes another."""
     node = node_of(uow.ctx)
     grant = await _grant(uow, project)
-    if await running_for(uow, project.id) is not None:
+    running = await running_for(uow, project.id)
+    if running is not None and running.kind != OperationKind.backup:  # (a backup leaves the database open)
         raise errors.Suspended()
     epoch = grant.epoch
     await uow.close_reads()
@@ -285,6 +287,30 @@ async def export(uow: UnitOfWork, access: OrgAccess, project: Project) -> schema
     await record(session, "database.export", actor=access.principal.user, org=access.org, target=project.name,
                  data={"project": project.name, "key": taken.blob_key})
     return schemas.DatabaseExport(key=taken.blob_key)
+
+
+async def record_verification(uow: UnitOfWork, generation_id: str, result: generations.Verification) -> bool:
+    """A generation's restore check, written (its unit of work writing); one that failed is a
+    notification to the org. Whether it was proven."""
+    session = uow.session
+    row = await queries.generation(session, generation_id)
+    if row is None:
+        return False
+    row.verified = result.verified
+    row.restore_seconds = result.restore_seconds
+    row.verify_error = result.error
+    if result.verified:
+        return True
+    project = await projects.project_by_id(session, row.project_id)
+    org = await orgs.org_by_id(uow, project.org_id) if project is not None else None
+    if project is not None and org is not None:
+        await notifications.mailed(
+            uow, org, kind="backup.unverified", project=project.name, settings=uow.ctx.settings,
+            subject=f"a backup of {project.name}'s database could not be restored",
+            message=f"Generation {row.epoch}.{row.seq} of {project.name}'s database did not pass its restore "
+                    f"check: {result.error}. The database itself is untouched; the next change takes a new "
+                    "generation.", data={"epoch": row.epoch, "seq": row.seq})
+    return False
 
 
 async def teardown_take(uow: UnitOfWork, project_id: str) -> generations.Taken | None:
