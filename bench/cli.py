@@ -1,4 +1,4 @@
-"""Start-up of `svc --help` and `svc whoami`: this tree against another, in the same run.
+"""Start-up of `svc --help`, `svc whoami` and `svc admin`: this tree against another, in the same run.
 
     git archive main src/svc | tar -x -C /tmp/before      # the tree to compare with
     .venv/bin/python bench/cli.py --before /tmp/before/src [--runs 30] [--no-bytecode]
@@ -8,7 +8,9 @@ run by run (the order flipping each round) so that a neighbour's load falls on b
 median of the wall time and of the CPU time (user + system of the child, which the machine's load
 disturbs less) after two warm-up rounds, and the ratio after/before. `whoami` runs with nothing
 listening at the address (an error line), and signed in (SVC_TOKEN) against a small stand-in API
-on a thread of this process: the table, and `--json`. "before" is the tree at --before (first on
+on a thread of this process: the table, and `--json`. `svc admin` runs on the server against the
+state store: its help, and a plan change (`svc admin plan`) on a store each tree made before the
+runs (its own SQLite data directory, migrated by its own code). "before" is the tree at --before (first on
 PYTHONPATH), "after" this checkout (or --after). With bytecode (the default), each tree gets its own
 PYTHONPYCACHEPREFIX; --no-bytecode sets PYTHONDONTWRITEBYTECODE=1. The outputs of the two trees are
 compared too: a difference is printed.
@@ -58,6 +60,17 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _made_store(env: dict[str, str]) -> None:
+    """A migrated SQLite store with the org `bench`, made by the tree's own code."""
+    made = ("import asyncio\nfrom svc.app import server_context\nfrom svc.settings import Settings\n"
+            "from svc.domains.orgs import queries\nfrom svc.models import Org, Plan\n"
+            "from svc.kit.clock import utcnow\nfrom svc.uow import unit_of_work\n"
+            "async def main():\n    async with server_context(Settings()) as ctx, unit_of_work(ctx) as uow:\n"
+            "        uow.session.add(Org(id='org_bench', slug='bench', name='bench', plan=Plan.free,"
+            " personal=False, created_at=utcnow()))\nasyncio.run(main())\n")
+    subprocess.run([sys.executable, "-c", made], env=env, check=True, capture_output=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--before", required=True, help="the other tree's src directory")
@@ -82,12 +95,18 @@ def main() -> None:
         "svc whoami (nothing listens)": (["whoami"], {"SVC_API_URL": f"http://127.0.0.1:{dead}"}),
         "svc whoami (signed in, table)": (["whoami"], live),
         "svc whoami --json (signed in)": (["whoami", "--json"], live),
+        "svc admin --help": (["admin", "--help"], {}),
+        "svc admin plan ORG pro": (["admin", "plan", "bench", "pro"], {}),
     }
     trees: dict[str, dict[str, str]] = {"before": {"PYTHONPATH": args.before},
                                         "after": {"PYTHONPATH": args.after} if args.after else {}}
     if not args.no_bytecode:
         for name, extra in trees.items():
             extra["PYTHONPYCACHEPREFIX"] = str(tmp / f"pyc-{name}")
+    for name, extra in trees.items():
+        # The server's commands run on a store svc made (and the org they change is there).
+        extra["SVC_DATA_DIR"] = str(tmp / f"data-{name}")
+        _made_store(env | extra)
     wall: dict[tuple[str, str], list[float]] = {(c, t): [] for c in cases for t in trees}
     cpu: dict[tuple[str, str], list[float]] = {(c, t): [] for c in cases for t in trees}
     outputs: dict[tuple[str, str], tuple[int, str, str]] = {}

@@ -1,7 +1,7 @@
 """docs/architecture.md's claims that can drift, held by the code: outside the areas, only the list
-of areas, the edge's component and the operator's commands import an area ("no other central
-module names an area"), and the picture's supervised processes are the components'
-(tests/test_component_declarations.py)."""
+of areas and the edge's component import an area ("no other central module names an area"; the
+operator's commands are the areas' own, declared in their manifests), and the picture's supervised
+processes are the components' (tests/test_component_declarations.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from pathlib import Path
 import grimp
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
-# Each with why it may: the list of areas; the edge's routing source, composed of two areas'; the
-# operator's commands, which run the areas' use cases on the server's store.
-MAY_IMPORT_AREAS = {"svc.areas", "svc.edge.component", "svc.operator.admin"}
+# Each with why it may: the list of areas; the edge's routing source, composed of two areas'.
+MAY_IMPORT_AREAS = {"svc.areas", "svc.edge.component"}
 
 
 def test_outside_the_areas_only_the_list_the_edge_and_the_operator_import_an_area() -> None:

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+import typer
 from fastapi import APIRouter
 from starlette.types import Scope
 
+from svc.admin import Operator
 from svc.context import (
     AppContext,
     BindingSource,
@@ -71,6 +73,10 @@ class Area:
     unsettled: UnsettledSource | None = None
     # Requests carrying an upload whose size the area bounds itself (exempt from the API's JSON body cap).
     uploads: Callable[[Scope], bool] | None = None
+    # Its server commands (domains/<area>/admin.py): adds them to `svc admin` (commands, or a group
+    # of its own), each doing its work through the Operator (svc/admin.py); loaded only when
+    # `svc admin` runs.
+    admin: Callable[[typer.Typer, Operator], None] | None = None
     # Its own SVC_* settings (domains/<area>/settings.py), read once at start and checked then.
     settings: type[AreaSettings] | None = None
     # What runs around the serving process's life: set up before the first request, cleaned up at

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import select
 
 from svc.adapters.ai import FakeUpstream
-from svc.adapters.billing import FakePolar
+from svc.adapters.billing.fake import FakePolar
 from svc.domains.ai.kinds import AIJob
 from svc.models import AICredit, AILedgerEntry, AIModelOverrun, AuditEvent, BillingEvent
 from svc.settings import Settings

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from svc.adapters.billing import FakePolar
+from svc.adapters.billing.fake import FakePolar
 from svc.kit.clock import utcnow
 from svc.models import AICredit, AILedgerEntry, AIReservation, AuditEvent, Job, Notification, Org
 from svc.settings import Settings

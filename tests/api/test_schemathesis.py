@@ -37,7 +37,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from svc.adapters.billing import FakePolar
+from svc.adapters.billing.fake import FakePolar
 from svc.adapters.billing.polar import PolarBilling
 from svc.adapters.database.postgres import PostgresNode
 from svc.adapters.database.process import PrivateCluster

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import select
 from standardwebhooks import Webhook
 
-from svc.adapters.billing import FakePolar
+from svc.adapters.billing.fake import FakePolar
 from svc.app import default_adapters
 from svc.domains.billing.kinds import BillingJob
 from svc.models import BillingEvent, Org

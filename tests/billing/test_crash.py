@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from svc.adapters.billing import FakePolar
+from svc.adapters.billing.fake import FakePolar
 from tests.support.billing import pay
 from tests.support.serve import Server, svc_serve
 from tests.support.wait import WAIT_SECONDS, until

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from svc.adapters.billing import FakePolar
+from svc.adapters.billing.fake import FakePolar
 from svc.domains.billing import service
 from svc.domains.billing.kinds import BillingJob
 from svc.models import BillingAccount, Org

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 from pydantic import SecretStr
 
-from svc.adapters.billing import FakePolar
+from svc.adapters.billing.fake import FakePolar
 from svc.adapters.billing.polar import PolarBilling
 from svc.app import default_adapters
 from svc.kit.webhook_signatures import SecretForm

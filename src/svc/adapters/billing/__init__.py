@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from svc.adapters.billing.fake import FakePolar
-from svc.adapters.billing.polar import PolarBilling
 from svc.adapters.billing.port import BillingProvider
 from svc.adapters.billing.settings import BillingProviderSettings
 from svc.kit.webhook_signatures import made_secret, standard_key
 from svc.settings import Config
 
-__all__ = ["FakePolar", "build_billing", "forget_fake_billing", "off_reason", "running_fake_billing",
+if TYPE_CHECKING:
+    from svc.adapters.billing.fake import FakePolar
+    from svc.adapters.billing.polar import PolarBilling
+
+# polar-sdk is imported where a client or the fake is made, not with this module: importing it
+# costs about a second of CPU (its models), which every `svc admin` command and every start with
+# billing off would otherwise pay (bench/cli.py, `svc admin`).
+
+__all__ = ["build_billing", "forget_fake_billing", "off_reason", "running_fake_billing",
            "start_fake_billing"]
 
 # Where `svc serve` with SVC_BILLING=fake says where its fake Polar answers (under SVC_DATA_DIR), so
@@ -29,6 +36,8 @@ def build_billing(config: Config) -> BillingProvider | None:
     if settings.billing != "polar" or off_reason(config) is not None:
         return None
     assert settings.polar_access_token is not None and settings.polar_product_id is not None
+    from svc.adapters.billing.polar import PolarBilling
+
     return PolarBilling(access_token=settings.polar_access_token.get_secret_value(),
                         product_id=settings.polar_product_id, sandbox=settings.billing_sandbox,
                         base_url=settings.polar_api_url,
@@ -60,6 +69,9 @@ async def start_fake_billing(config: Config, hook_url: str) -> tuple[FakePolar, 
     settings = config.settings_of(BillingProviderSettings)
     form = settings.billing_webhook_secret_form
     secret = settings.billing_webhook_secret or SecretStr(made_secret(form))
+    from svc.adapters.billing.fake import FakePolar
+    from svc.adapters.billing.polar import PolarBilling
+
     fake = FakePolar(webhook_secret=secret.get_secret_value(), secret_form=form, hook_url=hook_url)
     await fake.start()
     client = PolarBilling(access_token=fake.access_token, product_id=fake.product_id, sandbox=True,
@@ -90,6 +102,8 @@ def running_fake_billing(config: Config) -> tuple[PolarBilling | None, str | Non
         return None, ("off here: with SVC_BILLING=fake the fake Polar runs inside `svc serve`, and none runs "
                       f"on {data_dir} (start svc serve first)")
     timeout = config.settings_of(BillingProviderSettings).billing_timeout_seconds
+    from svc.adapters.billing.polar import PolarBilling
+
     return PolarBilling(access_token=found["accessToken"], product_id=found["productId"], sandbox=True,
                         base_url=found["url"], timeout_seconds=timeout,
                         credit_product_id=found.get("creditProductId")), None

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from svc.context import AppContext
-from svc.domains.ai import gateway, jobs, kinds, pages, router, service, topups
+from svc.domains.ai import admin, gateway, jobs, kinds, pages, router, service, topups
 from svc.domains.ai.settings import AISettings
 from svc.manifest import Area, NavLink, ProjectResource
 from svc.models import Role
@@ -23,6 +23,7 @@ async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
 
 AREA = Area(
     name="ai",
+    admin=admin.commands,
     routers=(router.router, router.runtime_router),
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",

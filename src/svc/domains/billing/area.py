@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.billing import jobs, kinds, pages, router
+from svc.domains.billing import admin, jobs, kinds, pages, router
 from svc.domains.billing.settings import BillingSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
 AREA = Area(
     name="billing",
+    admin=admin.commands,
     routers=(router.router,),
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",

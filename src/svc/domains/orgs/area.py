@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.orgs import pages, router
+from svc.domains.orgs import admin, pages, router
 from svc.domains.orgs.settings import PlanSettings
 from svc.manifest import Area, NavLink
 from svc.web.dashboard import Place
 
 AREA = Area(
     name="orgs",
+    admin=admin.commands,
     settings=PlanSettings,
     routers=(router.router,),
     pages=(pages.router,),
