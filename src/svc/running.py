@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from fastapi import FastAPI
+from pydantic import ValidationError
 
 from svc import components
 from svc.areas import AREAS
@@ -24,7 +25,7 @@ from svc.jobs.registry import JobRegistry
 from svc.jobs.worker import Worker, worker_name
 from svc.kit.crypto import Keyring, load_or_create_secret_key
 from svc.kit.files import PRIVATE_UMASK, make_private
-from svc.settings import Config, OwnSettings, Settings
+from svc.settings import BadSettings, Config, OwnSettings, Settings
 from svc.supervisor.component import Launch
 
 log = logging.getLogger("svc")
@@ -45,8 +46,17 @@ def read_config(settings: Settings, given: Iterable[OwnSettings] = ()) -> Config
     """The shared settings with every area's and component's own, read from the environment once (a
     bad value raises pydantic's ValidationError, which `svc serve` says in one line); `given`
     replaces some (the tests')."""
-    chosen: dict[type[OwnSettings], OwnSettings] = {type(own): own for own in given}
-    return Config(settings, {kind: chosen.get(kind) or kind() for kind in OWN_SETTINGS} | chosen)
+    own: dict[type[OwnSettings], OwnSettings] = {type(part): part for part in given}
+    refused: list[ValidationError] = []
+    for kind in OWN_SETTINGS:
+        if kind not in own:
+            try:
+                own[kind] = kind()
+            except ValidationError as exc:
+                refused.append(exc)
+    if refused:
+        raise BadSettings(refused)
+    return Config(settings, own)
 
 
 def app_context(config: Config, db: Database, adapters: Adapters) -> AppContext:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -101,6 +101,18 @@ class OwnSettings(BaseSettings):
     line naming the variable. The shared Settings above are the ones every part may read."""
 
     model_config = SettingsConfigDict(env_prefix="SVC_", extra="forbid")
+
+
+class BadSettings(ValueError):
+    """Settings that cannot be read as given, every class's refusals together (so `svc serve` names
+    every wrong variable at once, not the first class's)."""
+
+    def __init__(self, refused: list[ValidationError]) -> None:
+        super().__init__("; ".join(str(e) for e in refused))
+        self.refused = refused
+
+    def errors(self) -> list[Any]:
+        return [error for refusal in self.refused for error in refusal.errors()]
 
 
 class AreaSettings(OwnSettings):

@@ -82,18 +82,21 @@ def test_data_dir_in_use(tmp_path: Path) -> None:
 
 
 def test_a_bad_setting_stops_the_start_in_one_line(tmp_path: Path) -> None:
-    """Settings are read once at start and checked then, the foundation's and each area's own
-    (here the invites area's): a bad value names its variable, and nothing starts."""
+    """Settings are read once at start and checked then, the foundation's, each component's and
+    each area's own (the identity and invites areas', the edge's): a bad value names its variable,
+    every bad one at once in one line, and nothing starts."""
     api_port = free_port()
-    for variable, value, said in (("SVC_SESSION_DAYS", "0", "greater than or equal to 1"),
-                                  ("SVC_INVITE_DAYS", "soon", "valid integer")):
-        env = _env(tmp_path / "data", api_port) | {variable: value}
+    bad = {"SVC_SESSION_DAYS": ("0", "greater than or equal to 1"), "SVC_INVITE_DAYS": ("soon", "valid integer"),
+           "SVC_JOB_POLL_SECONDS": ("now", "valid number"), "SVC_EDGE_TLS_PORT": ("https", "valid integer")}
+    for given in [{name: bad[name]} for name in bad] + [bad]:
+        env = _env(tmp_path / "data", api_port) | {name: value for name, (value, _) in given.items()}
         done = _run_until_exit(_serve(tmp_path / "data", api_port, free_port()), env)
         output = done.stdout + done.stderr
         assert done.returncode != 0, output
         assert "Traceback" not in output
         lines = _error_lines(output)
-        assert len(lines) == 1 and variable in lines[0] and said in lines[0], output
+        assert len(lines) == 1, output
+        assert all(name in lines[0] and said in lines[0] for name, (_, said) in given.items()), output
 
 
 @PDNS_REQUIRED

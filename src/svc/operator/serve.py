@@ -19,7 +19,7 @@ from svc.adapters.edge.settings import EdgeSettings
 from svc.app import create_app, read_config
 from svc.auth.invalidation import StoreInUse, check_store_free
 from svc.kit.hosts import local_address
-from svc.settings import Config, Settings
+from svc.settings import BadSettings, Config, Settings
 from svc.supervisor import find_binary, host_port
 from svc.supervisor.component import Launch
 
@@ -89,7 +89,7 @@ class _DropStartupFailed(logging.Filter):
         return self.startup.error is None or not record.getMessage().startswith("Application startup failed")
 
 
-def _bad_settings(exc: ValidationError) -> str:
+def _bad_settings(exc: ValidationError | BadSettings) -> str:
     """The variables a ValidationError of the settings names, in one line: SVC_X: what is wrong."""
     said = [f"SVC_{str(e['loc'][0]).upper()} {e['msg'][:1].lower()}{e['msg'][1:]}" if e["loc"] else e["msg"]
             for e in exc.errors()]
@@ -104,10 +104,18 @@ def _fail(message: str) -> typer.Exit:
 def _config(edge_port: int | None, edge_tls_port: int | None) -> Config:
     """The settings, every area's and component's own among them, checked before anything starts,
     with the options'."""
+    refused: list[ValidationError] = []
     try:
-        config = read_config(Settings())
+        settings = Settings()
     except ValidationError as exc:
-        raise _fail(_bad_settings(exc)) from None
+        refused.append(exc)
+        settings = Settings.model_construct()
+    try:
+        config = read_config(settings)
+    except BadSettings as exc:
+        refused += exc.refused
+    if refused:
+        raise _fail(_bad_settings(BadSettings(refused)))
     given = {"edge_port": edge_port, "edge_tls_port": edge_tls_port}
     return config.updated(**{k: v for k, v in given.items() if v is not None})
 
