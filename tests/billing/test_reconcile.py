@@ -211,7 +211,7 @@ async def test_the_operators_reconcile_under_the_fake_asks_the_fake(settings: Se
 
     # svc serve's way with SVC_BILLING=fake: the fake Polar in its process. Its webhooks go to
     # SVC_PUBLIC_URL, which nothing answers here: every one is lost.
-    settings = configured(settings, billing="fake", billing_timeout_seconds=5.0)
+    config = configured(settings, billing="fake", billing_timeout_seconds=5.0)
     env = clean_env() | {"SVC_DATA_DIR": str(settings.data_dir), "SVC_BILLING": "fake"}
     if settings.database_url:
         env["SVC_DATABASE_URL"] = settings.database_url
@@ -219,7 +219,7 @@ async def test_the_operators_reconcile_under_the_fake_asks_the_fake(settings: Se
     def reconcile() -> Any:
         return run_in_process(["admin", "billing", "reconcile", "acme", "--json"], env)
 
-    async with running_svc(settings) as svc:
+    async with running_svc(config) as svc:
         alice = (await make_team(svc)).alice
         r = await _checkout(alice)
         assert r.status_code == 200, r.text

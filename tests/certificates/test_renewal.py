@@ -25,6 +25,7 @@ from sqlalchemy import select
 from svc.adapters.acme.pebble import Pebble
 from svc.adapters.acme.port import Issued
 from svc.adapters.edge.port import ServedCertificate
+from svc.adapters.edge.settings import EdgeSettings
 from svc.app import default_adapters
 from svc.domains.certificates import jobs, service
 from svc.domains.certificates.service import EdgeCertificates
@@ -193,7 +194,7 @@ async def test_an_expired_certificate_leaves_the_edge(tmp_path: Path, monkeypatc
         edge = NginxEdge(configured(settings), EdgeRouting(svc.ctx), api_url="http://127.0.0.1:9", binary=NGINX,
                          certificates=EdgeCertificates(svc.ctx))
         await edge.start()
-        http = EdgeHttp(settings.edge_port)
+        http = EdgeHttp(settings.settings_of(EdgeSettings).edge_port)
         try:
             moved = await http.get(site.host)
             assert moved.status_code == 308 and moved.headers["location"].startswith(f"https://{site.host}:")

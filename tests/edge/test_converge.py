@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.domains.deployments import artifacts
 from svc.edge import EdgePortInUse, NginxEdge, edge_port_taken, process, start_edge
 from svc.edge.component import EdgeRouting
@@ -183,7 +184,7 @@ async def test_svc_restart_rebuilds_from_the_store(tmp_path: Path, check: FakeCh
         assert (await r.http.get(site.host, "/")).content == page(1)
     # Stopped: the port is closed.
     with pytest.raises(httpx.ConnectError):
-        await httpx.AsyncClient().get(f"http://127.0.0.1:{settings.edge_port}/", headers={"host": site.host})
+        await httpx.AsyncClient().get(f"http://127.0.0.1:{settings.settings_of(EdgeSettings).edge_port}/", headers={"host": site.host})
     # Nothing of the edge's own files is needed: the config comes from the store.
     shutil.rmtree(settings.data_dir / "edge")
     async with running_svc(settings) as svc, started_edge(svc, check) as r:

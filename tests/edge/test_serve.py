@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from svc.adapters.edge.settings import EdgeSettings
 from svc.adapters.mail.eml import EmlDirectorySender
 from svc.app import create_app
 from svc.context import Adapters, AppContext
@@ -218,7 +219,7 @@ async def test_create_app_runs_the_edge(tmp_path: Path) -> None:
         edge = app.state.ctx.edge
         assert isinstance(edge, NginxEdge)
         assert edge.process.running
-        r = await asyncio.to_thread(_edge_get, settings.edge_port, "who.localhost")
+        r = await asyncio.to_thread(_edge_get, settings.settings_of(EdgeSettings).edge_port, "who.localhost")
         assert r.json()["code"] == "unknown_hostname"
     assert not edge.process.running
 

@@ -217,10 +217,10 @@ async def tenants(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ten
                 victim, own = victims[mode], owns[mode]
 
                 async def protected(host: str = victim.host) -> bool:
-                    return (await raw_get(settings.edge_port, "/secret.txt", host)).status in (302, 401)
+                    return (await raw_get(settings.settings_of(EdgeSettings).edge_port, "/secret.txt", host)).status in (302, 401)
 
                 await until(protected, f"the edge did not protect {victim.host}")
-                cookies[mode] = await _own_cookie(eve, own, mode, settings.edge_port)
+                cookies[mode] = await _own_cookie(eve, own, mode, settings.settings_of(EdgeSettings).edge_port)
             yield Tenants(svc=svc, edge=edge, victims=victims, owns=owns, cookies=cookies)
         finally:
             svc.ctx.edge = None
