@@ -19,6 +19,7 @@ from svc.adapters.edge.settings import EdgeSettings
 from svc.domains.deployments import artifacts
 from svc.edge import EdgePortInUse, NginxEdge, edge_port_taken, process, start_edge
 from svc.edge.component import EdgeRouting
+from svc.settings import Config
 from tests.edge.conftest import NGINX, Running, edge_settings, started_edge
 from tests.edge.helpers import FakeCheck, Site, bundle, create_project, deploy, rollback
 from tests.support import stores
@@ -26,6 +27,11 @@ from tests.support.api import running_svc
 from tests.support.config import configured
 from tests.support.s3 import create_bucket, moto_server, s3_settings
 from tests.support.wait import WAIT_SECONDS
+
+
+def _edge_port(config: Config) -> int:
+    return config.settings_of(EdgeSettings).edge_port
+
 
 
 def page(version: int) -> bytes:
@@ -184,7 +190,7 @@ async def test_svc_restart_rebuilds_from_the_store(tmp_path: Path, check: FakeCh
         assert (await r.http.get(site.host, "/")).content == page(1)
     # Stopped: the port is closed.
     with pytest.raises(httpx.ConnectError):
-        await httpx.AsyncClient().get(f"http://127.0.0.1:{settings.settings_of(EdgeSettings).edge_port}/", headers={"host": site.host})
+        await httpx.AsyncClient().get(f"http://127.0.0.1:{_edge_port(settings)}/", headers={"host": site.host})
     # Nothing of the edge's own files is needed: the config comes from the store.
     shutil.rmtree(settings.data_dir / "edge")
     async with running_svc(settings) as svc, started_edge(svc, check) as r:

@@ -32,6 +32,7 @@ from svc.adapters.edge.settings import EdgeSettings
 from svc.adapters.workers.workerd import find_workerd
 from svc.edge import NginxEdge
 from svc.edge.component import EdgeRouting
+from svc.settings import Config
 from tests.access.helpers import Site, make_site, query_of, set_cookie_value, set_mode
 from tests.edge.conftest import NGINX, Running, edge_settings
 from tests.edge.helpers import create_project, deploy, set_access
@@ -53,6 +54,11 @@ WAIT = 90.0
 
 
 # --- raw requests: an absolute-form target and a Host header of the client's choosing ---
+
+
+def _edge_port(config: Config) -> int:
+    return config.settings_of(EdgeSettings).edge_port
+
 
 
 @dataclass
@@ -217,10 +223,10 @@ async def tenants(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ten
                 victim, own = victims[mode], owns[mode]
 
                 async def protected(host: str = victim.host) -> bool:
-                    return (await raw_get(settings.settings_of(EdgeSettings).edge_port, "/secret.txt", host)).status in (302, 401)
+                    return (await raw_get(_edge_port(settings), "/secret.txt", host)).status in (302, 401)
 
                 await until(protected, f"the edge did not protect {victim.host}")
-                cookies[mode] = await _own_cookie(eve, own, mode, settings.settings_of(EdgeSettings).edge_port)
+                cookies[mode] = await _own_cookie(eve, own, mode, _edge_port(settings))
             yield Tenants(svc=svc, edge=edge, victims=victims, owns=owns, cookies=cookies)
         finally:
             svc.ctx.edge = None

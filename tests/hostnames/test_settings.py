@@ -6,21 +6,24 @@ import pytest
 from pydantic import ValidationError
 
 from svc.adapters.resolver import build_resolver
+from svc.adapters.resolver.settings import ResolverSettings
+from svc.domains.hostnames.settings import HostnameSettings
 from svc.settings import Settings
 from tests.support.config import configured
 
 
 def test_fallback_origin_default_and_form() -> None:
-    assert Settings(app_domain="apps.example.net").fallback_origin_name == "edge.apps.example.net."
-    assert configured(Settings(), fallback_origin="Edge.Example.NET").fallback_origin_name == "edge.example.net."
+    assert HostnameSettings().fallback_origin_name("apps.example.net") == "edge.apps.example.net."
+    given = HostnameSettings(fallback_origin="Edge.Example.NET")
+    assert given.fallback_origin_name("apps.example.net") == "edge.example.net."
     with pytest.raises(ValidationError, match="fallback origin must be a host name"):
         configured(Settings(), fallback_origin="edge svc")
 
 
 def test_resolver_address_and_choice() -> None:
-    assert configured(Settings(), dns_resolver="127.0.0.1:5353").dns_resolver_address == ("127.0.0.1", 5353)
-    assert configured(Settings(), dns_resolver="[::1]").dns_resolver_address == ("::1", 53)
-    assert configured(Settings(), dns_resolver="192.0.2.53").dns_resolver_address == ("192.0.2.53", 53)
+    assert ResolverSettings(dns_resolver="127.0.0.1:5353").dns_resolver_address == ("127.0.0.1", 5353)
+    assert ResolverSettings(dns_resolver="[::1]").dns_resolver_address == ("::1", 53)
+    assert ResolverSettings(dns_resolver="192.0.2.53").dns_resolver_address == ("192.0.2.53", 53)
     for bad in ("resolver.example:53", "127.0.0.1:0", "127.0.0.1:x"):
         with pytest.raises(ValidationError):
             configured(Settings(), dns_resolver=bad)

@@ -27,13 +27,17 @@ from svc.adapters.nameserver.port import NameserverUnavailable, RRsetData
 from svc.adapters.nameserver.process import ManagedPowerDns, NameserverPortInUse, PdnsLayout
 from svc.adapters.nameserver.settings import NameserverSettings
 from svc.app import create_app
-from svc.settings import Settings
+from svc.settings import Config, Settings
 from svc.supervisor import Port, telling_line
 from tests.support.config import configured
 from tests.support.pdns import NAMESERVERS, PDNS_REQUIRED, free_dns_port, pdns_settings, running_pdns
 from tests.support.wait import until
 
 SVC = str(Path(sys.executable).parent / "svc")
+
+
+def _dns_port(config: Config) -> int:
+    return config.settings_of(NameserverSettings).dns_port
 
 
 @PDNS_REQUIRED
@@ -88,7 +92,7 @@ async def test_a_dead_pdns_is_started_again(tmp_path: Path) -> None:
 async def test_a_pdns_left_by_a_killed_svc_is_replaced(tmp_path: Path) -> None:
     settings = pdns_settings(tmp_path)
     layout = PdnsLayout(tmp_path.resolve() / "pdns")
-    left = ManagedPowerDns("pdns_server", layout, Port("127.0.0.1", settings.settings_of(NameserverSettings).dns_port, ("udp", "tcp")),
+    left = ManagedPowerDns("pdns_server", layout, Port("127.0.0.1", _dns_port(settings), ("udp", "tcp")),
                            soa_content="ns1.svc.test. hostmaster.svc.test. 0 10800 3600 604800 300").process
     await left.launch()  # started, not supervised: what an svc killed with -9 leaves
     try:
@@ -109,12 +113,12 @@ async def test_a_pdns_left_by_a_killed_svc_is_replaced(tmp_path: Path) -> None:
 async def test_a_taken_dns_port_is_one_clear_error(tmp_path: Path) -> None:
     settings = pdns_settings(tmp_path)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as squatter:
-        squatter.bind(("127.0.0.1", settings.settings_of(NameserverSettings).dns_port))
+        squatter.bind(("127.0.0.1", _dns_port(settings)))
         assert dns_port_taken(configured(settings))
-        with pytest.raises(NameserverPortInUse, match=f"the DNS address 127.0.0.1:{settings.settings_of(NameserverSettings).dns_port} is in use"):
+        with pytest.raises(NameserverPortInUse, match=f"the DNS address 127.0.0.1:{_dns_port(settings)} is in use"):
             await start_nameserver(configured(settings))
     # pdns's own words for the same failure: the telling line is its fatal one.
-    said = (f"Nov 24 10:00:00 Unable to bind UDP socket to '127.0.0.1:{settings.settings_of(NameserverSettings).dns_port}': Address already in use\n"
+    said = (f"Nov 24 10:00:00 Unable to bind UDP socket to '127.0.0.1:{_dns_port(settings)}': Address already in use\n"
             "Nov 24 10:00:00 Fatal error: Unable to bind to UDP socket\n")
     assert telling_line(said).endswith("Fatal error: Unable to bind to UDP socket")
 
@@ -142,7 +146,7 @@ async def test_create_app_runs_the_managed_nameserver(tmp_path: Path) -> None:
     async with app.router.lifespan_context(app):
         ns = app.state.ctx.adapters.nameserver
         assert isinstance(ns, PowerDnsNameserver)
-        assert ns.description == f"PowerDNS (managed, DNS on 127.0.0.1:{settings.settings_of(NameserverSettings).dns_port})"
+        assert ns.description == f"PowerDNS (managed, DNS on 127.0.0.1:{_dns_port(settings)})"
         await ns.ensure_zone("app.test.", nameservers=settings.settings_of(NameserverSettings).nameserver_names)
         assert "app.test." in await ns.zone_names()
     assert app.state.ctx.adapters.nameserver is None
@@ -170,8 +174,8 @@ def test_the_plan_follows_the_settings(tmp_path: Path) -> None:
     adapter = build_nameserver(external)
     assert adapter is not None and adapter.api_url == "http://pdns.example:8081"
     # Names in the settings become absolute and lowercase.
-    assert configured(Settings(), nameservers="NS1.Example.com, ns2.example.com.").nameserver_names == [
-        "ns1.example.com.", "ns2.example.com."]
+    named = NameserverSettings(nameservers="NS1.Example.com, ns2.example.com.")
+    assert named.nameserver_names == ["ns1.example.com.", "ns2.example.com."]
 
 
 @PDNS_REQUIRED
