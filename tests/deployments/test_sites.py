@@ -17,6 +17,7 @@ from svc.settings import Settings
 from tests.deployments.conftest import Env, make_env
 from tests.support import bundles
 from tests.support.api import Svc, assert_error, running_svc
+from tests.support.config import configured
 from tests.support.s3 import client, object_keys, s3_settings
 
 FILES = {"assets/index.html": b"<h1>from the store</h1>", "assets/js/app.js": b"console.log(1)"}
@@ -63,7 +64,7 @@ async def test_a_second_process_with_its_own_data_dir_gets_the_site(
         env = await make_env(first)
         digest = (await env.deploy(bundles.site(FILES))).json()["digest"]
     # Another disk (on SQLite also another state store: ensure_site needs only the blob store).
-    async with running_svc(shared.model_copy(update={"data_dir": tmp_path / "second"})) as second:
+    async with running_svc(configured(shared, data_dir=tmp_path / "second")) as second:
         path = await ensure_site(second.ctx, digest)
         assert path.is_relative_to(tmp_path / "second")
         assert {k: v for k, v in _tree(path).items() if k != "svc.json"} == FILES

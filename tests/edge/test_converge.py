@@ -192,7 +192,7 @@ async def test_svc_restart_rebuilds_from_the_store(tmp_path: Path, check: FakeCh
     with pytest.raises(httpx.ConnectError):
         await httpx.AsyncClient().get(f"http://127.0.0.1:{_edge_port(settings)}/", headers={"host": site.host})
     # Nothing of the edge's own files is needed: the config comes from the store.
-    shutil.rmtree(settings.data_dir / "edge")
+    shutil.rmtree(settings.settings.data_dir / "edge")
     async with running_svc(settings) as svc, started_edge(svc, check) as r:
         assert (await r.http.get(site.host, "/")).content == page(1)
         assert (await r.http.get(site.host, "/app.js")).content == script(1)
@@ -334,4 +334,4 @@ async def test_an_nginx_without_the_lua_module_leaves_the_edge_off(tmp_path: Pat
     async with running_svc(settings) as svc:
         assert await start_edge(svc.ctx.config, EdgeRouting(svc.ctx), api_url=check.url) is None
     assert "has no Lua module" in caplog.text and "apt-get install libnginx-mod-http-lua" in caplog.text
-    assert not (settings.data_dir / "edge" / "nginx.pid").exists()
+    assert not (settings.settings.data_dir / "edge" / "nginx.pid").exists()
