@@ -16,6 +16,8 @@ from sqlalchemy import select, update
 
 from svc.adapters.git.local import LocalGitNode
 from svc.adapters.git.port import ZERO_ID, Pusher, RefChange, Refused
+from svc.adapters.git.settings import GitSettings
+from svc.domains.orgs.settings import PlanSettings
 from svc.domains.repos import gatekeeper, jobs
 from svc.domains.repos.gatekeeper import Gatekeeper
 from svc.jobs.registry import JobRun
@@ -271,7 +273,6 @@ async def _held_push(url: str, org: str, token: str, done: asyncio.Event) -> Non
 
 def test_the_defaults_are_the_plans() -> None:
     """One push 512 MiB; an org's repositories 1 GiB on the free plan, 25 GiB on pro."""
-    fields = Settings.model_fields
-    assert fields["repo_max_push_bytes"].default == 512 * 1024**2
-    assert (fields["free_repo_storage_bytes"].default, fields["pro_repo_storage_bytes"].default) == (
-        1024**3, 25 * 1024**3)
+    assert GitSettings().repo_max_push_bytes == 512 * 1024**2
+    plans = PlanSettings()
+    assert (plans.free_repo_storage_bytes, plans.pro_repo_storage_bytes) == (1024**3, 25 * 1024**3)
