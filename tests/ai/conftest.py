@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from svc.adapters.ai import FakeUpstream
+from svc.adapters.ai.fake import FakeUpstream
 from svc.adapters.ai.openai import OpenAICompatible
 from tests.support.api import Svc
 

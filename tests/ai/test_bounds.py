@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from svc.adapters.ai import FakeUpstream
-from svc.adapters.ai.fake import count_tokens
+from svc.adapters.ai.fake import FakeUpstream, count_tokens
 from svc.domains.ai import bodies
 from svc.errors import BadRequest
 from tests.ai.test_gateway import _call, _chat, _money, _ready, _stream

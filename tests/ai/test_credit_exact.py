@@ -16,7 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from svc.adapters.ai import FakeUpstream
+from svc.adapters.ai.fake import FakeUpstream
 from svc.adapters.billing.fake import FakePolar
 from svc.domains.ai.kinds import AIJob
 from svc.models import AICredit, AILedgerEntry, AIModelOverrun, AuditEvent, BillingEvent

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from svc.adapters.ai import FakeUpstream
-from svc.adapters.ai.fake import count_tokens
+from svc.adapters.ai.fake import FakeUpstream, count_tokens
 from svc.models import AICredit, AILedgerEntry, AIReservation, Org, Project
 from tests.support.api import Svc, assert_error
 from tests.support.bundles import site

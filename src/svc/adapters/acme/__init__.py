@@ -4,11 +4,15 @@ svc can run through its supervisor (pebble.py), and svc's local CA for trying ht
 
 from __future__ import annotations
 
-from svc.adapters.acme.client import AcmeClient
+from typing import TYPE_CHECKING
+
 from svc.adapters.acme.local import LocalCa, load_or_make
 from svc.adapters.acme.port import Acme, AcmeFactory
 from svc.adapters.acme.settings import AcmeSettings
 from svc.settings import Config
+
+if TYPE_CHECKING:
+    from svc.adapters.acme.client import AcmeClient
 
 __all__ = ["acme_factory"]
 
@@ -28,6 +32,8 @@ def acme_factory(config: Config, *, edge_serves_https: bool) -> AcmeFactory | No
     url = settings.acme_directory_url
     if issuer is None or not url:
         return None
+    # The acme library (and requests under it) loads when svc orders over ACME, not with this module.
+    from svc.adapters.acme.client import AcmeClient
 
     # One client per account key for the process: it reads the directory and finds the account
     # once, not at every order.

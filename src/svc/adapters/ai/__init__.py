@@ -3,15 +3,21 @@ a fake one that is a real HTTP server (fake.py)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import SecretStr
 
-from svc.adapters.ai.fake import FakeUpstream
-from svc.adapters.ai.openai import OpenAICompatible
 from svc.adapters.ai.port import Upstream
 from svc.adapters.ai.settings import AiUpstreamSettings
 from svc.settings import Config
 
-__all__ = ["FakeUpstream", "build_upstreams", "describe", "start_fake_upstream"]
+if TYPE_CHECKING:
+    from svc.adapters.ai.fake import FakeUpstream
+
+# The HTTP client (aiohttp) and the fake's server are imported when an upstream is made, not with
+# this module: `svc admin` and a start with no AI configured do not load them (bench/cli.py).
+
+__all__ = ["build_upstreams", "describe", "start_fake_upstream"]
 
 LANES = ("frontier", "value")
 
@@ -30,6 +36,8 @@ def build_upstreams(config: Config) -> dict[str, Upstream]:
     found: dict[str, Upstream] = {}
     for lane, url, key in _lanes(config):
         if url and key is not None:
+            from svc.adapters.ai.openai import OpenAICompatible
+
             found[lane] = OpenAICompatible(base_url=url, api_key=key.get_secret_value(),
                                            timeout_seconds=settings.ai_timeout_seconds)
     return found
@@ -42,6 +50,9 @@ async def start_fake_upstream(config: Config, found: dict[str, Upstream]) -> Fak
     missing = [lane for lane in LANES if lane not in found]
     if not settings.ai_fake or not missing:
         return None
+    from svc.adapters.ai.fake import FakeUpstream
+    from svc.adapters.ai.openai import OpenAICompatible
+
     fake = FakeUpstream()
     await fake.start()
     for lane in missing:

@@ -18,8 +18,6 @@ import os
 import sys
 from pathlib import Path
 
-import asyncssh
-
 from svc.supervisor import Port, ProcessSpec, Supervisor
 
 log = logging.getLogger("svc.git")
@@ -33,11 +31,15 @@ _BANNER_SECONDS = 1.0
 
 def host_key_pem() -> bytes:
     """A new ed25519 host key, an OpenSSH private key file's bytes (what `--host-key` reads)."""
+    import asyncssh  # loaded where a key is made or read, not with the git adapter (`svc admin`)
+
     return bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key("openssh"))
 
 
 def host_key_fingerprint(pem: bytes) -> str:
     """"SHA256:..." as `ssh-keygen -lf` prints it: what users compare on their first connection."""
+    import asyncssh
+
     return str(asyncssh.import_private_key(pem).get_fingerprint("sha256"))
 
 
