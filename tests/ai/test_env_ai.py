@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from svc.adapters.ai import FakeUpstream
-from svc.adapters.ai.fake import count_tokens
+from svc.adapters.ai.fake import FakeUpstream, count_tokens
 from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
