@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-import asyncpg
 import pytest
 from sqlalchemy import select
 
@@ -21,21 +20,12 @@ from svc.models import DatabaseGeneration
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, assert_error, job_runner, running_svc
+from tests.support.projectdb import as_project
 from tests.support.team import Team, make_team
 
 URL = "/v1/orgs/acme/projects/web/database"
 
 
-async def _sql(creds: dict[str, Any], *statements: str) -> list[Any]:
-    con = await asyncpg.connect(host=creds["host"], port=creds["port"], database=creds["database"],
-                                user=creds["user"], password=creds["password"])
-    try:
-        rows: list[Any] = []
-        for statement in statements:
-            rows = await con.fetch(statement)
-        return [tuple(r) for r in rows]
-    finally:
-        await con.close()
 
 
 async def _drain(runner: Worker) -> None:
@@ -64,7 +54,7 @@ async def test_back_up_now_is_a_generation_proven_counted_and_restorable(held: t
     # No database yet: nothing to back up.
     assert_error(await bob.client.post(URL + "/generations"), 404, "not_found")
     creds = (await bob.client.post(URL)).json()
-    await _sql(creds, "create table notes (id int primary key)", "insert into notes values (1), (2)")
+    await as_project(creds, "create table notes (id int primary key)", "insert into notes values (1), (2)")
     # A viewer may not; another org's person finds no such project; nothing starts.
     assert_error(await vic.client.post(URL + "/generations"), 403, "forbidden")
     assert_error(await eve.client.post(URL + "/generations"), 404, "not_found")
@@ -98,7 +88,7 @@ async def test_back_up_now_is_a_generation_proven_counted_and_restorable(held: t
     # generation is seq 2; a second backup now is seq 3.
     async with unit_of_work(svc.ctx, Tx.READ_THEN_WRITE) as uow:
         assert await jobs.check_all(uow) == 0
-    await _sql(creds, "insert into notes values (3)")
+    await as_project(creds, "insert into notes values (3)")
     async with unit_of_work(svc.ctx, Tx.READ_THEN_WRITE) as uow:
         assert await jobs.check_all(uow) == 1
     await _drain(runner)
@@ -113,14 +103,14 @@ async def test_back_up_now_is_a_generation_proven_counted_and_restorable(held: t
     restore = (await alice.client.post(URL + "/restore", json={"epoch": 1, "seq": 1})).json()["operationId"]
     await _drain(runner)
     assert (await bob.client.get(f"{URL}/operations/{restore}")).json()["terminalCode"] == "ok"
-    assert await _sql(creds, "select id from notes order by id") == [(1,), (2,)]
+    assert await as_project(creds, "select id from notes order by id") == [(1,), (2,)]
 
 
 async def test_a_backup_whose_proof_fails_ends_failed_in_words(held: tuple[Svc, Worker]) -> None:
     svc, runner = held
     bob = (await make_team(svc, project="web")).bob
     creds = (await bob.client.post(URL)).json()
-    await _sql(creds, "create table t (x int)", "insert into t values (1)")
+    await as_project(creds, "create table t (x int)", "insert into t values (1)")
     op_id = (await bob.client.post(URL + "/generations")).json()["operationId"]
     assert await runner.run_once()  # dumping: the generation taken and listed
     op = (await bob.client.get(f"{URL}/operations/{op_id}")).json()

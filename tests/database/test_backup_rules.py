@@ -10,7 +10,6 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 from sqlalchemy import select
 
 from svc.app import default_adapters
@@ -21,6 +20,7 @@ from svc.models import DatabaseGeneration, GenerationKind
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, assert_error, job_runner, running_svc
+from tests.support.projectdb import as_project
 from tests.support.team import make_team
 
 URL = "/v1/orgs/acme/projects/web/database"
@@ -62,20 +62,12 @@ def test_a_burst_of_backups_on_request_never_pushes_the_hourly_ones_out() -> Non
         {g.id for g in manual[24:]}
 
 
-async def _sql(creds: dict[str, Any], *statements: str) -> None:
-    con = await asyncpg.connect(host=creds["host"], port=creds["port"], database=creds["database"],
-                                user=creds["user"], password=creds["password"])
-    try:
-        for statement in statements:
-            await con.execute(statement)
-    finally:
-        await con.close()
 
 
 async def test_a_generation_that_does_not_restore_is_a_notification(db_svc: Svc) -> None:
     alice = (await make_team(db_svc, project="web")).alice
     creds = (await alice.client.post(URL)).json()
-    await _sql(creds, "create table t (x int)", "insert into t values (1)")
+    await as_project(creds, "create table t (x int)", "insert into t values (1)")
     async with unit_of_work(db_svc.ctx, Tx.READ_THEN_WRITE) as uow:
         assert await jobs.check_all(uow) == 1
     for _ in range(600):
@@ -113,7 +105,7 @@ async def test_one_operation_at_a_time_and_export_waits_for_it(settings: Setting
             runner = job_runner(svc)
             alice = (await make_team(svc, project="web")).alice
             creds = (await alice.client.post(URL)).json()
-            await _sql(creds, "create table t (x int)")
+            await as_project(creds, "create table t (x int)")
             async with unit_of_work(svc.ctx, Tx.READ_THEN_WRITE) as uow:
                 await jobs.check_all(uow)
             while await runner.run_once():
@@ -166,7 +158,7 @@ async def test_the_restore_proof_restores_the_archive_and_compares_its_rows(db_s
     dump time (a proof that did not compare them would pass it)."""
     alice = (await make_team(db_svc, project="web")).alice
     creds = (await alice.client.post(URL)).json()
-    await _sql(creds, "create table t (x int)", "insert into t select generate_series(1, 3)",
+    await as_project(creds, "create table t (x int)", "insert into t select generate_series(1, 3)",
                "create table u (y text)")
     async with unit_of_work(db_svc.ctx, Tx.READ_THEN_WRITE) as uow:
         assert await jobs.check_all(uow) == 1

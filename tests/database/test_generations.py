@@ -18,24 +18,13 @@ from svc.domains.databases.kinds import DatabaseJob
 from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, User, assert_error, job_runner, running_svc
+from tests.support.projectdb import as_project
 from tests.support.team import Team, make_team
 from tests.support.wait import until
 
 URL = "/v1/orgs/acme/projects/web/database"
 
 
-async def _sql(creds: dict[str, Any], *statements: str) -> list[Any]:
-    """Run statements as the project's role; the last one's rows. The connection is closed after,
-    which also flushes its statistics (what the change check reads)."""
-    con = await asyncpg.connect(host=creds["host"], port=creds["port"], database=creds["database"],
-                                user=creds["user"], password=creds["password"])
-    try:
-        rows: list[Any] = []
-        for statement in statements:
-            rows = await con.fetch(statement)
-        return [tuple(r) for r in rows]
-    finally:
-        await con.close()
 
 
 async def _check(svc: Svc) -> int:
@@ -73,7 +62,7 @@ async def team(db_svc: Svc) -> AsyncIterator[Team]:
 async def test_generations_restore_and_the_writes_after_it(db_svc: Svc, team: Team) -> None:
     alice, bob = team.alice, team.bob
     creds = (await bob.client.post(URL)).json()
-    await _sql(creds, "create table notes (id int primary key, body text)",
+    await as_project(creds, "create table notes (id int primary key, body text)",
                "insert into notes values (1, 'one'), (2, 'two')")
     assert await _check(db_svc) == 1
     first = (await _generations(bob, 1))["generations"][0]
@@ -86,13 +75,13 @@ async def test_generations_restore_and_the_writes_after_it(db_svc: Svc, team: Te
     listed = await _generations(bob, 1)
     assert listed["lastCheckedAt"] is not None
 
-    await _sql(creds, "insert into notes values (3, 'three')", "update notes set body = 'TWO' where id = 2")
+    await as_project(creds, "insert into notes values (3, 'three')", "update notes set body = 'TWO' where id = 2")
     assert await _check(db_svc) == 1
     second = (await _generations(bob, 2))["generations"][0]  # newest first
     assert (second["epoch"], second["seq"]) == (1, 2) and second["verified"] is True
 
     # Writes after the chosen generation are lost by a restore: the rows are exactly generation 1's.
-    await _sql(creds, "insert into notes values (4, 'four')", "create table later (x int)")
+    await as_project(creds, "insert into notes values (4, 'four')", "create table later (x int)")
     assert_error(await bob.client.post(URL + "/restore", json={"epoch": 1, "seq": 1}), 403, "forbidden")
     assert_error(await alice.client.post(URL + "/restore", json={"epoch": 1, "seq": 9}), 404, "not_found")
     assert_error(await alice.client.post(URL + "/restore", json={"epoch": 1}), 400, "bad_request")
@@ -107,15 +96,16 @@ async def test_generations_restore_and_the_writes_after_it(db_svc: Svc, team: Te
     assert (op["kind"], op["phase"], op["terminalCode"]) == ("restore", "done", "ok")
     if again.status_code == 202:
         await _finished(bob, again.json()["operationId"])
-        assert await _sql(creds, "select id, body from notes order by id") == [(1, "one"), (2, "TWO"), (3, "three")]
+        rows = await as_project(creds, "select id, body from notes order by id")
+        assert rows == [(1, "one"), (2, "TWO"), (3, "three")]
     else:
-        assert await _sql(creds, "select id, body from notes order by id") == [(1, "one"), (2, "two")]
-        assert await _sql(creds, "select count(*) from pg_tables where tablename = 'later'") == [(0,)]
+        assert await as_project(creds, "select id, body from notes order by id") == [(1, "one"), (2, "two")]
+        assert await as_project(creds, "select count(*) from pg_tables where tablename = 'later'") == [(0,)]
     # What the restore replaced is kept (pre_restore, in epoch 1); the next generation is epoch 2's.
     gens = (await _generations(bob, 3 if again.status_code == 409 else 4))["generations"]
     assert gens[0]["kind"] == "pre_restore" and gens[0]["epoch"] == 1
     assert_error(await alice.client.post(f"{URL}/operations/{op_id}/abort"), 409, "not_abortable")
-    await _sql(creds, "insert into notes values (5, 'five')")
+    await as_project(creds, "insert into notes values (5, 'five')")
     assert await _check(db_svc) == 1
     newest = (await _generations(bob, len(gens) + 1))["generations"][0]
     assert (newest["epoch"], newest["seq"]) == (2 if again.status_code == 409 else 3, 1)
@@ -124,17 +114,17 @@ async def test_generations_restore_and_the_writes_after_it(db_svc: Svc, team: Te
 async def test_a_tampered_generation_is_refused_and_the_database_untouched(db_svc: Svc, team: Team) -> None:
     alice = team.alice
     creds = (await alice.client.post(URL)).json()
-    await _sql(creds, "create table t (x int)", "insert into t values (1)")
+    await as_project(creds, "create table t (x int)", "insert into t values (1)")
     await _check(db_svc)
     gen = (await _generations(alice, 1))["generations"][0]
-    await _sql(creds, "insert into t values (2)")
+    await as_project(creds, "insert into t values (2)")
     blobs = db_svc.ctx.settings.data_dir / "blobs"
     archive = next(p for p in blobs.rglob("*.dump"))
     archive.write_bytes(archive.read_bytes()[:-10] + b"0123456789")
     r = await alice.client.post(URL + "/restore", json={"epoch": gen["epoch"], "seq": gen["seq"]})
     op = await _finished(alice, r.json()["operationId"])
     assert op["terminalCode"] == "failed"
-    assert await _sql(creds, "select x from t order by x") == [(1,), (2,)]
+    assert await as_project(creds, "select x from t order by x") == [(1,), (2,)]
     notes = (await alice.client.get("/v1/orgs/acme/notifications")).json()["notifications"]
     assert any("sha256" in n["message"] for n in notes), notes
 
@@ -142,7 +132,7 @@ async def test_a_tampered_generation_is_refused_and_the_database_untouched(db_sv
 async def test_delete_keeps_the_final_generation(db_svc: Svc, team: Team) -> None:
     alice, bob = team.alice, team.bob
     creds = (await bob.client.post(URL)).json()
-    await _sql(creds, "create table t (x int)", "insert into t values (42)")
+    await as_project(creds, "create table t (x int)", "insert into t values (42)")
     assert_error(await bob.client.post(URL + "/delete", json={"confirm": "web"}), 403, "forbidden")
     assert_error(await alice.client.post(URL + "/delete", json={"confirm": "Web"}), 400, "confirm_mismatch")
     assert (await bob.client.get(URL)).json() == {"db": True}  # nothing started
@@ -162,12 +152,12 @@ async def test_delete_keeps_the_final_generation(db_svc: Svc, team: Team) -> Non
     assert final["verified"] is True
     with pytest.raises((asyncpg.InvalidCatalogNameError, asyncpg.InvalidPasswordError,
                         asyncpg.InvalidAuthorizationSpecificationError)):
-        await _sql(creds, "select 1")
+        await as_project(creds, "select 1")
     # Another project's operation id is not found under this project.
     assert_error(await bob.client.get(f"/v1/orgs/acme/projects/nope/database/operations/{op['id']}"), 404)
     # The database can be created again (a new one, empty).
     again = (await bob.client.post(URL)).json()
-    assert await _sql(again, "select count(*) from pg_tables where schemaname = 'public'") == [(0,)]
+    assert await as_project(again, "select count(*) from pg_tables where schemaname = 'public'") == [(0,)]
 
 
 async def test_abort_a_delete_before_committing(settings: Settings, project_cluster: Any) -> None:
@@ -181,20 +171,20 @@ async def test_abort_a_delete_before_committing(settings: Settings, project_clus
             team = await make_team(svc, project="web")
             alice = team.alice
             creds = (await alice.client.post(URL)).json()
-            await _sql(creds, "create table t (x int)")
+            await as_project(creds, "create table t (x int)")
             runner = job_runner(svc)
             op_id = (await alice.client.post(URL + "/delete", json={"confirm": "web"})).json()["operationId"]
             await runner.run_once()  # draining: the database is closed
             op = (await alice.client.get(f"{URL}/operations/{op_id}")).json()
             assert op["phase"] == "sealing" and op["terminalCode"] is None
             with pytest.raises(asyncpg.PostgresError):
-                await _sql(creds, "select 1")
+                await as_project(creds, "select 1")
             aborted = await alice.client.post(f"{URL}/operations/{op_id}/abort")
             assert aborted.status_code == 200 and aborted.json()["terminalCode"] == "aborted"
             assert_error(await alice.client.post(f"{URL}/operations/{op_id}/abort"), 409, "not_abortable")
             while await runner.run_once():
                 pass
-            assert await _sql(creds, "select count(*) from t") == [(0,)]  # open again, as it was
+            assert await as_project(creds, "select count(*) from t") == [(0,)]  # open again, as it was
             assert (await alice.client.get(URL)).json() == {"db": True}
     finally:
         await node.close()
@@ -209,7 +199,7 @@ async def test_project_teardown_drops_its_database_and_keeps_a_final_generation(
 
     alice = team.alice
     creds = (await alice.client.post(URL)).json()
-    await _sql(creds, "create table t (x int)", "insert into t values (7)")
+    await as_project(creds, "create table t (x int)", "insert into t values (7)")
     r = await alice.client.request("DELETE", "/v1/orgs/acme/projects/web", json={"confirm": "web"})
     assert r.status_code == 202, r.text
     op = await wait_operation(alice, "acme", r.json()["operationId"])
@@ -249,11 +239,11 @@ async def test_a_crash_in_any_restore_phase_resumes_to_exactly_the_chosen_genera
             runner = job_runner(svc)
             alice = (await make_team(svc, project="web")).alice
             creds = (await alice.client.post(URL)).json()
-            await _sql(creds, "create table t (x int)", "insert into t values (1), (2)")
+            await as_project(creds, "create table t (x int)", "insert into t values (1), (2)")
             assert await _check(svc) == 1
             while await runner.run_once():  # the generation and its verification
                 pass
-            await _sql(creds, "insert into t values (3)", "delete from t where x = 1")
+            await as_project(creds, "insert into t values (3)", "delete from t where x = 1")
             op_id = (await alice.client.post(URL + "/restore", json={"epoch": 1, "seq": 1})).json()["operationId"]
 
             real_lock = queries.lock_project
@@ -279,7 +269,7 @@ async def test_a_crash_in_any_restore_phase_resumes_to_exactly_the_chosen_genera
                     break
             assert crashed == [crash_in]
             assert (op["phase"], op["terminalCode"]) == ("done", "ok"), op
-            assert await _sql(creds, "select x from t order by x") == [(1,), (2,)]
+            assert await as_project(creds, "select x from t order by x") == [(1,), (2,)]
             gens = (await alice.client.get(URL + "/generations")).json()["generations"]
             assert [(g["epoch"], g["seq"], g["kind"]) for g in gens] == [(1, 2, "pre_restore"), (1, 1, "scheduled")]
     finally:

@@ -10,6 +10,9 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+import asyncpg
 
 from svc.adapters.database.process import PrivateCluster, find_postgres
 
@@ -30,3 +33,18 @@ async def running_cluster(max_connections: int = 1000) -> AsyncIterator[PrivateC
     finally:
         await cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+async def as_project(creds: dict[str, Any], *statements: str) -> list[Any]:
+    """Run statements as a project's role with the credentials svc gave it; the last one's rows (as
+    tuples). The connection is closed after, which also flushes its statistics (what the change
+    check reads)."""
+    con = await asyncpg.connect(host=creds["host"], port=creds["port"], database=creds["database"],
+                                user=creds["user"], password=creds["password"])
+    try:
+        rows: list[Any] = []
+        for statement in statements:
+            rows = await con.fetch(statement)
+        return [tuple(r) for r in rows]
+    finally:
+        await con.close()
