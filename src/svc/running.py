@@ -43,9 +43,9 @@ OWN_SETTINGS: tuple[type[OwnSettings], ...] = (
 
 
 def read_config(settings: Settings, given: Iterable[OwnSettings] = ()) -> Config:
-    """The shared settings with every area's and component's own, read from the environment once (a
-    bad value raises pydantic's ValidationError, which `svc serve` says in one line); `given`
-    replaces some (the tests')."""
+    """The shared settings with every area's and component's own, read from the environment once;
+    `given` replaces some (the tests'). Bad values raise BadSettings, every class's refusals
+    together, which `svc serve` says in one line."""
     own: dict[type[OwnSettings], OwnSettings] = {type(part): part for part in given}
     refused: list[ValidationError] = []
     for kind in OWN_SETTINGS:
