@@ -76,20 +76,59 @@ How each call of the port maps onto DNSimple:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
-import json
 import re
 import time as clock
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from datetime import date
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
 
 from svc.adapters.registrar import dnsimple_records as records
+from svc.adapters.registrar.dnsimple_answers import (
+    cents as _cents,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    charge_of as _charge_of,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    dollars as _dollars,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    domain as _domain,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    expiry as _expiry,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    get as _get,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    json_of as _json,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    key_date as _key_date,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    names as _names,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    object as _object,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    one_year as _one_year,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    reset as _reset,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    shape as _shape,
+)
+from svc.adapters.registrar.dnsimple_answers import (
+    state as _state,
+)
 from svc.adapters.registrar.dnsimple_contact import contact_body
 from svc.adapters.registrar.dnsimple_contact import rejected as _rejected
 from svc.adapters.registrar.dnsimple_contact import words as _words
@@ -103,16 +142,13 @@ from svc.adapters.registrar.port import (
     RegistrarRejected,
     Registration,
 )
-from svc.kit import money
 
 PRODUCTION_URL = "https://api.dnsimple.com"
 SANDBOX_URL = "https://api.sandbox.dnsimple.com"
 USER_AGENT = "svc-registrar/1"
-MAX_BODY = 1024 * 1024
 TLDS_KEPT_SECONDS = 3600.0
 REMEMBERED = 1000  # pending registrations / renewals kept in memory for resends
 _NAME = re.compile(r"(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9][a-z0-9-]{0,61}[a-z0-9]")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 PENDING = frozenset({"new", "registering", "renewing"})
 FAILED = frozenset({"failed", "cancelled"})
 HELD = frozenset({"registered", "expired"})
@@ -134,14 +170,6 @@ class _Answer:
 class _Prices:
     registration_cents: int
     renewal_cents: int
-    premium: bool
-
-
-@dataclass(frozen=True)
-class _Charge:
-    name: str
-    years: int
-    amount_cents: int
     premium: bool
 
 
@@ -517,112 +545,3 @@ def _remember(memory: dict[str, T], key: str, value: T) -> None:
     memory[key] = value
     while len(memory) > REMEMBERED:
         del memory[next(iter(memory))]
-
-
-# --- reading DNSimple's answers ---
-
-
-def _json(response: httpx.Response, what: str) -> Any:
-    if len(response.content) > MAX_BODY:
-        raise RegistrarError(f"DNSimple's answer is too large ({what})")
-    try:
-        return json.loads(response.content, parse_float=Decimal)
-    except ValueError:
-        raise RegistrarError(f"DNSimple's answer is not JSON ({what}: HTTP {response.status_code})") from None
-
-
-def _shape(what: str) -> RegistrarError:
-    return RegistrarError(f"DNSimple answered something that is not its API ({what})")
-
-
-def _object(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _shape(what)
-    return value
-
-
-def _get(data: dict[str, Any], key: str, kind: type[T], what: str) -> T:
-    value = data.get(key)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _shape(what)
-    return value
-
-
-def _state(domain: dict[str, Any] | None) -> str | None:
-    return None if domain is None else _get(domain, "state", str, "the domain")
-
-
-def _names(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
-        raise _shape("the nameservers")
-    return tuple(n.lower().rstrip(".") for n in value)
-
-
-def _cents(value: Any, what: str) -> int:
-    """Dollars (a JSON number, read as Decimal) in whole cents, rounding half up; never float."""
-    if isinstance(value, bool) or not isinstance(value, (int, Decimal, str)):
-        raise _shape(what)
-    try:
-        dollars = Decimal(value)
-    except InvalidOperation:
-        raise _shape(what) from None
-    if not dollars.is_finite() or dollars < 0:
-        raise _shape(what)
-    return int((dollars * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
-
-
-def _expiry(domain: dict[str, Any]) -> datetime:
-    at, on = domain.get("expires_at"), domain.get("expires_on")
-    try:
-        if isinstance(at, str):
-            parsed = datetime.fromisoformat(at)
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-        if isinstance(on, str):
-            return datetime.combine(date.fromisoformat(on), time(), UTC)
-    except ValueError:
-        pass
-    raise _shape("the domain's expiry")
-
-
-def _key_date(key: str) -> date | None:
-    """The expiry a renewal key says it starts from: its last ':'-separated part that is a date."""
-    for part in reversed(key.split(":")):
-        if _DATE.fullmatch(part):
-            with contextlib.suppress(ValueError):
-                return date.fromisoformat(part)
-    return None
-
-
-def _reset(header: str | None) -> str:
-    try:
-        return datetime.fromtimestamp(int(header or ""), UTC).isoformat() + " (X-RateLimit-Reset)"
-    except (ValueError, OverflowError, OSError):
-        return "the time in X-RateLimit-Reset"
-
-
-# --- the port's values in DNSimple's terms ---
-
-
-def _domain(name: str) -> str:
-    cleaned = name.strip().lower().rstrip(".")
-    if not _NAME.fullmatch(cleaned):
-        raise RegistrarRejected(f"{_words(name)[:80]!r} is not a domain name", field="name")
-    return cleaned
-
-
-def _one_year(years: int) -> None:
-    if years != 1:
-        raise RegistrarRejected("DNSimple registers a domain for one year (its registration takes no term): "
-                                "register for 1 year, then renew", field="years")
-
-
-def _charge_of(charge_id: str) -> _Charge:
-    parts = charge_id.split(":")
-    if len(parts) != 6 or parts[0] != "quote" or not parts[2].isdigit() or not parts[3].isdigit() \
-            or parts[4] not in ("standard", "premium"):
-        raise RegistrarRejected("not a charge of the DNSimple registrar", field="chargeId")
-    return _Charge(name=parts[1], years=int(parts[2]), amount_cents=int(parts[3]), premium=parts[4] == "premium")
-
-
-def _dollars(cents: int) -> str:
-    return money.dollars(cents * money.PER_CENT)
