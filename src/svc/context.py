@@ -14,7 +14,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from svc.db import Database
 from svc.models import Base
-from svc.settings import Config, Own, OwnSettings, Settings
+from svc.settings import Config, Own, OwnSettings, Settings, own_settings
 
 if TYPE_CHECKING:
     from svc.adapters.acme.port import AcmeFactory
@@ -186,8 +186,9 @@ class AppContext:
         return Config(self.settings, self.own_settings)
 
     def settings_of(self, kind: type[Own]) -> Own:
-        """An area's or a component's own settings (its settings.py), as read when svc started."""
-        return self.config.settings_of(kind)
+        """An area's or a component's own settings (its settings.py), as read when svc started
+        (looked up directly: a route may ask several times per request)."""
+        return own_settings(self.own_settings, kind)
 
     @property
     def keys(self) -> Keyring:

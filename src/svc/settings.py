@@ -154,9 +154,15 @@ class Config:
         return Config(shared, own)
 
     def settings_of(self, kind: type[Own]) -> Own:
-        found = self.own.get(kind)
-        if found is None:
-            found = self.own[kind] = kind()
-        if not isinstance(found, kind):
-            raise TypeError(f"{kind.__name__} was given a {type(found).__name__}")
-        return found
+        return own_settings(self.own, kind)
+
+
+def own_settings(own: dict[type[OwnSettings], OwnSettings], kind: type[Own]) -> Own:
+    """`kind` of the parts' own settings read at start (one a test left out: read from the
+    environment now, as `svc serve` would have)."""
+    found = own.get(kind)
+    if found is None:
+        found = own[kind] = kind()
+    if not isinstance(found, kind):
+        raise TypeError(f"{kind.__name__} was given a {type(found).__name__}")
+    return found
