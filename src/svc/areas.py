@@ -13,6 +13,7 @@ from svc.domains.databases.area import AREA as databases
 from svc.domains.deployments.area import AREA as deployments
 from svc.domains.dns.area import AREA as dns
 from svc.domains.domain_names.area import AREA as domains
+from svc.domains.email.area import AREA as email
 from svc.domains.hostnames.area import AREA as hostnames
 from svc.domains.identity.area import AREA as identity
 from svc.domains.invites.area import AREA as invites
@@ -30,5 +31,5 @@ from svc.manifest import Area
 AREAS: tuple[Area, ...] = (
     identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
     audit, dns, hostnames, mail, ratelimits, workers,
-    databases, certificates, billing, ai, domains, repos,
+    databases, certificates, billing, ai, domains, repos, email,
 )

@@ -8,6 +8,7 @@ from svc.models.certificates import AcmeAccount, AcmeChallenge, Certificate
 from svc.models.databases import DatabaseGeneration, DatabaseToken, ProjectDatabase
 from svc.models.dns import PendingChange, RRset, Zone
 from svc.models.domain_names import Domain, DomainEvent, DomainRenewal
+from svc.models.email import EmailGrant, MailDomainKey, MailLogEntry, MailSuppression
 from svc.models.invites import Invite
 from svc.models.jobs import Cycle, Job
 from svc.models.mail import OutboundMail
@@ -30,6 +31,8 @@ from svc.models.states import (
     HostnameStatus,
     InviteState,
     JobStatus,
+    MailDirection,
+    MailOutcome,
     ManagedBy,
     OperationKind,
     Plan,
@@ -37,6 +40,7 @@ from svc.models.states import (
     RegistrarDs,
     RepoVisibility,
     Role,
+    SpfResult,
     TeardownPhase,
     TerminalCode,
 )
@@ -75,6 +79,7 @@ __all__ = [
     "DomainSource",
     "DomainStatus",
     "EdgeState",
+    "EmailGrant",
     "GenerationKind",
     "Hostname",
     "HostnameKind",
@@ -85,6 +90,11 @@ __all__ = [
     "JobStatus",
     "LogLine",
     "LoginState",
+    "MailDirection",
+    "MailDomainKey",
+    "MailLogEntry",
+    "MailOutcome",
+    "MailSuppression",
     "ManagedBy",
     "Membership",
     "Notification",
@@ -108,6 +118,7 @@ __all__ = [
     "Role",
     "SSHKey",
     "Secret",
+    "SpfResult",
     "SshHostKey",
     "TeardownPhase",
     "TerminalCode",

@@ -177,3 +177,35 @@ class RepoVisibility(StrEnum):
     private = "private"
     # Clones and fetches without credentials; pushes still need a member's credential.
     public = "public"
+
+
+class MailDirection(StrEnum):
+    inbound = "in"  # received by svc's SMTP server for a granted address
+    outbound = "out"  # sent by the project (env.email or the API) through the relay
+
+
+class MailOutcome(StrEnum):
+    """Where one message of the mail log stands."""
+
+    received = "received"  # accepted and stored (inbound)
+    handled = "handled"  # the project's worker took it (its email() handler returned)
+    worker_rejected = "worker_rejected"  # the worker's handler called message.setReject()
+    queued = "queued"  # outbound, waiting for the relay (the mail.send job)
+    sent = "sent"  # the relay accepted it
+    delivered = "delivered"  # the provider reported delivery
+    bounced = "bounced"  # the provider reported a bounce
+    complained = "complained"  # the recipient marked it as spam
+    failed = "failed"  # the relay refused it for good, or attempts ran out
+    suppressed = "suppressed"  # not sent: the recipient bounced or complained before
+
+
+class SpfResult(StrEnum):
+    """RFC 7208's results, as Authentication-Results spells them."""
+
+    pass_ = "pass"
+    fail = "fail"
+    softfail = "softfail"
+    neutral = "neutral"
+    none = "none"
+    temperror = "temperror"
+    permerror = "permerror"

@@ -2,60 +2,26 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 
 from svc import models
 from svc.kit.api import ApiInput, ApiModel, Timestamp, invalid
+from svc.kit.cursors import Cursor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-MAX_CURSOR = 120
 
 # An event name ("member.add", "access.bypass.new") or a prefix of whole segments ending in "." ("member.").
 _ACTION = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\.?")
-
-
-def encode_cursor(at: datetime, event_id: str) -> str:
-    """Where the next page starts: the last event's instant (microseconds) and id, opaque to clients."""
-    micros = int(at.timestamp()) * 1_000_000 + at.microsecond
-    return base64.urlsafe_b64encode(f"{micros}:{event_id}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str] | None:
-    """(instant, id) from a nextCursor, or None for a value this list did not hand out."""
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, ValueError):
-        return None
-    micros, _, event_id = text.partition(":")
-    if not micros.isdigit() or not event_id or len(micros) > 18:
-        return None
-    seconds, rest = divmod(int(micros), 1_000_000)
-    try:
-        return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest), event_id
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _action(value: str) -> str:
     if not _ACTION.fullmatch(value):
         raise invalid("value_error", "must be an event name (member.add) or a prefix ending in a dot (member.)")
     return value
-
-
-def _cursor(value: str) -> str:
-    if decode_cursor(value) is None:
-        raise invalid("value_error", "is not a nextCursor of this list")
-    return value
-
-
-Cursor = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CURSOR), AfterValidator(_cursor)]
 
 
 class AuditQuery(ApiInput):

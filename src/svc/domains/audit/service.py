@@ -7,8 +7,9 @@ from typing import Any
 from svc.auth.roles import OrgAccess
 from svc.domains.audit import queries
 from svc.domains.audit.schemas import AuditEvent as AuditEventView
-from svc.domains.audit.schemas import AuditEventList, AuditQuery, decode_cursor, encode_cursor
+from svc.domains.audit.schemas import AuditEventList, AuditQuery
 from svc.kit.clock import utcnow
+from svc.kit.cursors import decode_cursor, encode_cursor
 from svc.kit.ids import new_id
 from svc.kit.store_session import StoreSession
 from svc.models import AuditEvent, Org, User

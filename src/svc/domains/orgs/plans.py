@@ -19,6 +19,8 @@ class PlanLimits:
     projects: int
     storage_bytes: int
     mail_per_hour: int
+    # How long a project's mail log keeps its messages (spec "Limits": keepDays).
+    mail_keep_days: int
     # An AI call's output tokens at most, and its input tokens; 0: the model decides.
     ai_max_output_tokens: int
     ai_max_input_tokens: int
@@ -43,12 +45,14 @@ def limits(config: Config, plan: str) -> PlanLimits:
     settings = config.settings_of(PlanSettings)
     if plan == Plan.pro:
         return PlanLimits(projects=settings.pro_project_limit, storage_bytes=100 * GIB, mail_per_hour=2000,
+                          mail_keep_days=365,
                           ai_max_output_tokens=0, ai_max_input_tokens=0,
                           ai_calls_per_minute=settings.pro_ai_calls_per_minute,
                           ai_micro_cents_per_day=100 * DOLLAR,
                           repo_storage_bytes=settings.pro_repo_storage_bytes, db_connections=40, db_token_users=16,
                           db_statement_seconds=120, db_idle_transaction_seconds=300)
     return PlanLimits(projects=settings.free_project_limit, storage_bytes=1 * GIB, mail_per_hour=100,
+                      mail_keep_days=30,
                       ai_max_output_tokens=4096, ai_max_input_tokens=0,
                       ai_calls_per_minute=settings.free_ai_calls_per_minute,
                       ai_micro_cents_per_day=1 * DOLLAR,

@@ -1,0 +1,1 @@
+"""Email per project (spec "Email"; docs/email.md)."""

@@ -1,0 +1,20 @@
+"""The email area: a project's address, mail in (svc's SMTP server) and out (the relay), the mail
+log, and the mail provider's notifications (docs/email.md)."""
+
+from __future__ import annotations
+
+from svc.domains.email import jobs, kinds, router, service
+from svc.domains.email.settings import EmailSettings
+from svc.manifest import Area, ProjectResource
+
+AREA = Area(
+    name="email",
+    routers=(router.router,),
+    resource=ProjectResource(name="email", binding="env.email", what="mail in and out at the project's address",
+                             granted=service.has_grant, command="svc email grant --project {project}", tab="/email",
+                             button="Grant email", off=service.unavailable),
+    jobs=jobs.register, job_kinds=kinds.EmailJob,
+    settings=EmailSettings,
+    hints={"email_unavailable": "The operator of this svc sets SVC_MAIL_DOMAIN (a domain whose MX points at svc) "
+                                "and restarts it."},
+)

@@ -1,0 +1,43 @@
+"""The email area's jobs: the cycle that prunes the mail log after each plan's keepDays (rows and
+their raw messages)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from svc.domains.email import queries
+from svc.domains.email.kinds import EmailJob
+from svc.domains.orgs import service as orgs
+from svc.jobs.registry import JobRegistry, JobRun
+from svc.kit.clock import utcnow
+from svc.models import Plan
+from svc.settings import Config
+from svc.uow import Tx, use_case
+
+PRUNE_EVERY_SECONDS = 3600.0
+# Rows deleted a run at most: a long backlog is pruned over several runs, never in one long transaction.
+PRUNE_BATCH = 500
+
+
+def register(registry: JobRegistry, config: Config) -> None:
+    registry.cycle(EmailJob.prune_cycle, PRUNE_EVERY_SECONDS, prune_cycle)
+
+
+@use_case(Tx.WRITE)
+async def prune_cycle(run: JobRun) -> None:
+    """Rows older than their org's plan keeps are deleted; their raw messages once that commits
+    (a blob left by a crash between is unreachable, and the next prune of a row finds none)."""
+    blobs = run.ctx.blobs
+    keys: list[str] = []
+    for plan in Plan:
+        keep = orgs.limits_of(run.ctx.config, plan).mail_keep_days
+        rows = await queries.expired(run.session, plan, utcnow() - timedelta(days=keep), PRUNE_BATCH)
+        keys += [r.raw_key for r in rows if r.raw_key]
+        await queries.delete_entries(run.session, [r.id for r in rows])
+
+    async def delete_raw() -> None:
+        for key in keys:
+            await blobs.delete(key)
+
+    if keys:
+        run.uow.after_commit(delete_raw)
