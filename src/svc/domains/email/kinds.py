@@ -9,3 +9,7 @@ from enum import StrEnum
 class EmailJob(StrEnum):
     # The cycle that deletes log rows (and their raw messages) older than the plan's keepDays.
     prune_cycle = "email.prune_cycle"
+    # A sent message to the relay ({"mail_id"}), retried with backoff (outbound.py).
+    send = "email.send"
+    # A received message to the project's worker's email() handler ({"mail_id"}), when one is live.
+    to_worker = "email.to_worker"
