@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from svc.domains.email import queries
+from svc.domains.email import outbound, queries
 from svc.domains.email.kinds import EmailJob
 from svc.domains.orgs import service as orgs
 from svc.jobs.registry import JobRegistry, JobRun
@@ -21,6 +21,7 @@ PRUNE_BATCH = 500
 
 def register(registry: JobRegistry, config: Config) -> None:
     registry.cycle(EmailJob.prune_cycle, PRUNE_EVERY_SECONDS, prune_cycle)
+    registry.handler(EmailJob.send, outbound.deliver)
 
 
 @use_case(Tx.WRITE)
