@@ -64,3 +64,9 @@ async def expired(session: StoreSession, plan: str, older_than: datetime, limit:
 async def delete_entries(session: StoreSession, ids: list[str]) -> None:
     if ids:
         await session.execute(delete(MailLogEntry).where(MailLogEntry.id.in_(ids)))
+
+
+async def raw_keys(session: StoreSession, project_id: str) -> list[str]:
+    rows = await session.scalars(select(MailLogEntry.raw_key).where(MailLogEntry.project_id == project_id,
+                                                                   MailLogEntry.raw_key.is_not(None)))
+    return [str(k) for k in rows.all()]
