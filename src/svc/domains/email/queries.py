@@ -107,3 +107,9 @@ async def settle(session: StoreSession, mail_id: str, *, outcome: MailOutcome, a
         .values(outcome=outcome, updated_at=at, attempts=attempts, provider_id=provider_id, detail=detail)
         .execution_options(synchronize_session=False))
     return bool(getattr(result, "rowcount", 0))
+
+
+async def raw_keys(session: StoreSession, project_id: str) -> list[str]:
+    rows = await session.scalars(select(MailLogEntry.raw_key).where(MailLogEntry.project_id == project_id,
+                                                                   MailLogEntry.raw_key.is_not(None)))
+    return [str(k) for k in rows.all()]
