@@ -20,7 +20,7 @@ from typing import Any
 from svc.adapters.blobs.port import BlobMissing
 from svc.adapters.workers.port import EntrypointBinding
 from svc.context import AppContext
-from svc.domains.email import errors, queries
+from svc.domains.email import errors, outbound, queries
 from svc.domains.projects import service as projects
 from svc.errors import BadRequest, NotFound
 from svc.kit.store_session import StoreSession
@@ -104,8 +104,6 @@ def recipients(given: object) -> list[str]:
 async def forward(uow: UnitOfWork, project_id: str, mail_id: str, to: object, headers: object) -> MailLogEntry:
     """message.forward() of a received message: its raw bytes (with X-* headers added) sent on to
     `to` as they are, through the outbound service (the grant and the cap apply)."""
-    from svc.domains.email import outbound  # h46-out's module (contract 3)
-
     rcpts, extra = recipients(to), forward_headers(headers)
     project = await project_of(uow, project_id)
     row = await queries.entry(uow.session, project.id, mail_id)

@@ -17,6 +17,7 @@ from svc.deps import Ctx, Uow, api_router
 from svc.domains.email import outbound, runtime, schemas, service
 from svc.domains.workers import service as workers
 from svc.domains.workers.schemas import RUNTIME_PROJECT_ID
+from svc.errors import BadRequest
 from svc.uow import runs
 
 router = api_router(include_in_schema=False)
@@ -45,7 +46,6 @@ async def runtime_forward(uow: Uow, ctx: Ctx, body: dict[str, Any] = Body(),
     workers.check_runtime_token(ctx, token)
     mail_id = body.get("mailId")
     if not isinstance(mail_id, str):
-        from svc.errors import BadRequest
         raise BadRequest("mailId: the received message's id")
     row = await runtime.forward(uow, project_id, mail_id, body.get("to"), body.get("headers"))
     return service.entry_view(row)
