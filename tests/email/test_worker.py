@@ -280,3 +280,76 @@ async def test_a_visitor_cannot_reach_the_email_handler(project: Project) -> Non
                                   headers=bare | ({"x-svc-control-token": wrong} if wrong else {}))
             assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text
     assert not any(line["message"].startswith("email()") for line in await logs(project))
+
+
+async def test_env_email_send_queues_a_message(project: Project) -> None:
+    await deploy(project)
+    address = await grant(project)
+    sent = await _post(project, "/api/send", {"to": "friend@example.com", "subject": "From the worker",
+                                              "text": "Hello, friend.", "from": "hello", "replyTo": "me@example.org"})
+    assert sent.status_code == 200, sent.text
+    assert sent.json()["outcome"] == "queued" and sent.json()["id"].startswith("mail")
+    entry = (await project.http.get(f"{project.base}/email/log/{sent.json()['id']}", headers=project.auth)).json()
+    assert entry["direction"] == "out" and entry["to"] == "friend@example.com" and entry["subject"] == "From the worker"
+    assert entry["from"] == f"hello@{address}"
+
+    async def went_out() -> bool:
+        got = await project.http.get(f"{project.base}/email/log/{sent.json()['id']}", headers=project.auth)
+        return bool(got.json()["outcome"] == "sent")
+
+    await until(went_out, what="the message sent (to the .eml directory: no relay here)")
+    raw = (await project.http.get(f"{project.base}/email/log/{sent.json()['id']}/raw", headers=project.auth)).content
+    assert b"DKIM-Signature:" in raw and b"Hello, friend." in raw and b"Reply-To: me@example.org" in raw
+    # svc's refusals reach the worker as an EmailError with svc's code.
+    bad = await _post(project, "/api/send", {"to": ["friend@example.com"], "subject": "no body"})
+    assert bad.status_code == 418 and bad.json() == {"thrown": "EmailError", "code": "bad_request", "status": 400}
+
+
+async def test_the_runtime_route_is_the_runtimes_and_checks_the_grant(project: Project) -> None:
+    pid = await project_id(project)
+    _, _, token, control = _runtime_config(project.server)
+    url = f"{project.server.api}/v1/runtime/projects/{pid}/email/send"
+    body = {"to": ["friend@example.com"], "subject": "s", "text": "t"}
+    async with httpx.AsyncClient(timeout=30) as client:
+        for wrong in (None, control, token[:-1]):
+            r = await client.post(url, json=body, headers={"x-svc-runtime-token": wrong} if wrong else {})
+            assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text
+        # Not granted (a worker that kept its env.email past a revoke would be told so).
+        r = await client.post(url, json=body, headers={"x-svc-runtime-token": token})
+        assert r.status_code == 403 and r.json()["code"] == "email_not_granted", r.text
+        # forward() names a received message of this project only.
+        await grant(project)
+        r = await client.post(url.replace("/send", "/forward"), json={"mailId": "mail_nope", "to": "a@b.c"},
+                              headers={"x-svc-runtime-token": token})
+        assert r.status_code == 404, r.text
+        mail = await receive(project, "a message")
+        r = await client.post(url.replace("/send", "/forward"),
+                              json={"mailId": mail.id, "to": "a@b.c", "headers": [["Bcc", "x@y.z"]]},
+                              headers={"x-svc-runtime-token": token})
+        assert r.status_code == 400 and "X-* headers only" in r.json()["message"], r.text
+
+
+async def test_forward_sends_the_message_on(project: Project) -> None:
+    await deploy(project)
+    await grant(project)
+    mail = await receive(project, "forward")
+    entry = await settled(project, mail)
+    assert entry.outcome == MailOutcome.handled, entry.detail
+
+    async def forwarded() -> str | None:
+        line = next((x for x in await logs(project) if x["message"].startswith("forwarded ")), None)
+        return str(line["message"]) if line else None
+
+    said = await until(forwarded, what="the worker's line about the forward")
+    out_id, outcome = said.split()[1:]
+    assert outcome == "queued"
+    out = (await project.http.get(f"{project.base}/email/log/{out_id}", headers=project.auth)).json()
+    assert out["direction"] == "out" and out["to"] == "boss@example.com" and out["subject"] == "forward"
+    raw = (await project.http.get(f"{project.base}/email/log/{out_id}/raw", headers=project.auth)).content
+    assert b"X-Forwarded-By: the worker\r\n" in raw and b"Hello from outside." in raw
+
+
+async def _post(project: Project, path: str, body: object) -> httpx.Response:
+    async with httpx.AsyncClient(timeout=30) as client:
+        return await client.post(f"http://127.0.0.1:{project.server.edge_port}{path}", json=body,
+                                 headers={"host": project.host})

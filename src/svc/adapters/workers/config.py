@@ -176,7 +176,8 @@ def render(options: RuntimeOptions, direct: Sequence[DirectWorker] = (), dispatc
                       f"service = \"w{w.slot}\")" for w in direct)
     listen = _address(options.listen_host, options.listen_port)
     if options.control_port is not None:
-        sockets += (f",\n    (name = \"control\", address = {text(_address(options.listen_host, options.control_port))}, "
+        control = text(_address(options.listen_host, options.control_port))
+        sockets += (f",\n    (name = \"control\", address = {control}, "
                     f"http = (), service = (name = \"dispatcher\", entrypoint = \"Control\"))")
     return f"""# Written by svc at each start of the worker runtime; edits are lost (docs/workers.md).
 using Workerd = import "/workerd/workerd.capnp";

@@ -356,9 +356,9 @@ class WorkerdRuntime:
         except httpx.HTTPError as exc:
             raise RuntimeUnavailable(f"the worker runtime did not answer: {exc}") from None
         verdict = _json(answer)
-        if answer.status_code == 200 and verdict.get("outcome") in ("handled", "rejected", "no_handler"):
-            reason = verdict.get("reason")
-            return EmailVerdict(outcome=verdict["outcome"], reason=str(reason) if reason is not None else None)
+        outcome, reason = verdict.get("outcome"), verdict.get("reason")
+        if answer.status_code == 200 and outcome in ("handled", "rejected", "no_handler"):
+            return EmailVerdict(outcome=str(outcome), reason=str(reason) if reason is not None else None)
         if answer.status_code == 500 and verdict.get("code") == "worker_error":
             raise WorkerFailed(str(verdict.get("message") or "its email() threw"))
         raise RuntimeUnavailable(f"the worker runtime answered {answer.status_code}: {verdict.get('message', '')}")

@@ -87,6 +87,8 @@ def forward_headers(given: object) -> bytes:
             raise BadRequest(f"headers: {name[:80]!r} cannot be added; forward() adds X-* headers only")
         if len(value) > MAX_FORWARD_VALUE or any(c in value for c in "\r\n\0"):
             raise BadRequest(f"headers: the value of {name} is one line of at most {MAX_FORWARD_VALUE} characters")
+        # A Headers hands its names in lower case: written as mail's headers are usually spelled.
+        name = "-".join(part[:1].upper() + part[1:] for part in name.split("-"))
         lines.append(f"{name}: {value}\r\n".encode())
     return b"".join(lines)
 

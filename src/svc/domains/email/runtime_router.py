@@ -42,7 +42,8 @@ async def runtime_send(body: schemas.SendRequest, uow: Uow, ctx: Ctx,
 @runs(runtime.forward)
 async def runtime_forward(uow: Uow, ctx: Ctx, body: dict[str, Any] = Body(),
                           project_id: str = Path(alias="projectId", pattern=RUNTIME_PROJECT_ID),
-                          token: str | None = Header(default=None, alias="X-Svc-Runtime-Token")) -> schemas.MailLogEntry:
+                          token: str | None = Header(default=None, alias="X-Svc-Runtime-Token"),
+                          ) -> schemas.MailLogEntry:
     workers.check_runtime_token(ctx, token)
     mail_id = body.get("mailId")
     if not isinstance(mail_id, str):
