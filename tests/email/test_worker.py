@@ -65,6 +65,17 @@ export default {
       const sent = await message.forward("boss@example.com", new Headers({ "X-Forwarded-By": "the worker" }));
       console.log(`forwarded ${sent.id} ${sent.outcome}`);
     }
+    if (subject === "reply") {
+      const raw = `From: ${message.to}\\r\\nTo: ${message.from}\\r\\nSubject: Re: reply\\r\\n` +
+                  `In-Reply-To: ${message.headers.get("message-id")}\\r\\n\\r\\nThanks!\\r\\n`;
+      const sent = await message.reply({ raw });
+      console.log(`replied ${sent.id} ${sent.outcome}`);
+      try {
+        await message.reply({ raw: "Subject: not a reply\\r\\n\\r\\nto anyone\\r\\n" });
+      } catch (error) {
+        console.log(`refused ${error.name} ${error.code}`);
+      }
+    }
   },
 };
 """
@@ -123,9 +134,9 @@ async def project_id(project: Project) -> str:
     return str(r.json()["id"])
 
 
-def message(to: str, subject: str, body: str = "Hello from outside.\r\n") -> bytes:
+def message(to: str, subject: str, body: str = "Hello from outside.\r\n", message_id: str = "m@example.org") -> bytes:
     return (f"Received: from mx.example.org by svc\r\nFrom: Sender <sender@example.org>\r\nTo: {to}\r\n"
-            f"Subject: {subject}\r\nMessage-ID: <{new_id('m')}@example.org>\r\n\r\n{body}").encode()
+            f"Subject: {subject}\r\nMessage-ID: <{message_id}>\r\n\r\n{body}").encode()
 
 
 async def receive(project: Project, subject: str, *, attempts: int = 4) -> Mail:
@@ -133,8 +144,9 @@ async def receive(project: Project, subject: str, *, attempts: int = 4) -> Mail:
     pid = await project_id(project)
     async with store(project.server) as ctx:
         address = f"hello@site.{project.owner}.{MAIL_DOMAIN}"
-        raw = message(address, subject)
         mail_id = new_id("mail")
+        message_id = f"{mail_id}@example.org"
+        raw = message(address, subject, message_id=message_id)
         path = Path(project.server.data_dir or ".") / f"{mail_id}.eml"
         path.write_bytes(raw)
         await ctx.blobs.put_file(raw_key(pid, mail_id), path)
@@ -146,7 +158,7 @@ async def receive(project: Project, subject: str, *, attempts: int = 4) -> Mail:
             uow.session.add(MailLogEntry(
                 id=mail_id, project_id=pid, org_id=row_project.org_id, direction=MailDirection.inbound,
                 from_addr="sender@example.org", to_addr=address, subject=subject, outcome=MailOutcome.received,
-                size=len(raw), spf="pass", raw_key=raw_key(pid, mail_id), message_id=None, created_at=now,
+                size=len(raw), spf="pass", raw_key=raw_key(pid, mail_id), message_id=message_id, created_at=now,
                 updated_at=now))
             uow.enqueue(EmailJob.to_worker, {"mail_id": mail_id}, max_attempts=attempts)
     return Mail(id=mail_id, project_id=pid)
@@ -353,3 +365,23 @@ async def _post(project: Project, path: str, body: object) -> httpx.Response:
     async with httpx.AsyncClient(timeout=30) as client:
         return await client.post(f"http://127.0.0.1:{project.server.edge_port}{path}", json=body,
                                  headers={"host": project.host})
+
+
+async def test_reply_answers_the_sender(project: Project) -> None:
+    await deploy(project)
+    address = await grant(project)
+    mail = await receive(project, "reply")
+    entry = await settled(project, mail)
+    assert entry.outcome == MailOutcome.handled, entry.detail
+
+    async def said(prefix: str) -> str | None:
+        line = next((x for x in await logs(project) if x["message"].startswith(prefix)), None)
+        return str(line["message"]) if line else None
+
+    replied = await until(lambda: said("replied "), what="the worker's reply")
+    out_id, outcome = replied.split()[1:]
+    out = (await project.http.get(f"{project.base}/email/log/{out_id}", headers=project.auth)).json()
+    assert outcome == "queued" and out["to"] == "sender@example.org" and out["from"] == f"hello@{address}"
+    assert out["subject"] == "Re: reply"
+    # A "reply" that names no message it answers is refused.
+    assert await until(lambda: said("refused ")) == "refused EmailError bad_request"

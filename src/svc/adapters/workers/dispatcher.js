@@ -133,11 +133,20 @@ export class AI extends WorkerEntrypoint {
 // from the project's address through svc (docs/email.md), which checks the grant and the plan's
 // hourly cap, signs it (DKIM) and queues it for the relay. The props name the project, as svc set
 // them. send() takes { to, subject, text, html, from, replyTo }; forward() is a received message's
-// (the wrapper's message.forward()): its raw bytes, which svc holds, sent on to another address.
+// (the wrapper's message.forward()): its raw bytes, which svc holds, sent on to another address;
+// reply() sends the worker's reply to a received message's sender.
 // Each answers { status, result }: the log entry, or svc's Error envelope, for the wrapper to throw.
 export class Email extends WorkerEntrypoint {
   send(message) { return this.call("send", message); }
   forward(mailId, to, headers) { return this.call("forward", { mailId, to, headers }); }
+
+  // message.reply(): the worker's whole reply (bytes), to the received message's sender.
+  async reply(mailId, raw) {
+    const url = `http://svc/v1/runtime/projects/${this.ctx.props.project}/email/reply?mailId=${encodeURIComponent(mailId)}`;
+    const answer = await this.env.SVC.fetch(url, { method: "POST", headers: { "content-type": "message/rfc822" },
+                                                   body: raw });
+    return { status: answer.status, result: await answer.json().catch(() => null) };
+  }
 
   async call(op, body) {
     const answer = await this.env.SVC.fetch(`http://svc/v1/runtime/projects/${this.ctx.props.project}/email/${op}`, {

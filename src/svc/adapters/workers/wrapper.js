@@ -228,7 +228,10 @@ function email(binding) {
 // ReadableStream, a fresh one each read) and `rawSize`; `setReject(reason)` marks it rejected
 // in the mail log (svc accepted it already: its sender is not told); `forward(rcptTo, headers?)`
 // sends it on as it is, with X-* headers added, through env.email's sending (the plan's hourly
-// cap counts it) and gives the log entry of the sent copy.
+// cap counts it) and gives the log entry of the sent copy; `reply(message)` sends the worker's
+// reply (a whole message: `{ raw }`, as Cloudflare's EmailMessage has it, or the raw itself; its
+// In-Reply-To naming this message's Message-ID) to this message's sender, from the address it was
+// received at.
 class ReceivedMessage {
   #bytes;
   #binding;
@@ -257,6 +260,14 @@ class ReceivedMessage {
     if (!this.#binding) throw new EmailError(403, "email_not_granted", "The project is not granted email", null);
     const extra = headers ? [...new Headers(headers)] : [];
     return mailed(await this.#binding.forward(this.#id, rcptTo, extra));
+  }
+
+  async reply(reply) {
+    if (!this.#binding) throw new EmailError(403, "email_not_granted", "The project is not granted email", null);
+    const raw = reply && typeof reply === "object" && "raw" in reply ? reply.raw : reply;
+    const bytes = typeof raw === "string" ? new TextEncoder().encode(raw)
+      : new Uint8Array(await new Response(raw).arrayBuffer());
+    return mailed(await this.#binding.reply(this.#id, bytes));
   }
 }
 

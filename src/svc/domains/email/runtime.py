@@ -11,9 +11,11 @@ apply the same."""
 from __future__ import annotations
 
 import asyncio
+import email.policy
 import os
 import re
 import tempfile
+from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,31 @@ def recipients(given: object) -> list[str]:
                        for r in rcpts)):
         raise BadRequest(f"to: 1 to {MAX_FORWARD_RCPTS} addresses")
     return list(rcpts)
+
+
+# A reply's local part: the received message's, when svc can send from it (outbound's rule).
+_LOCAL_PART = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
+_MESSAGE_IDS = re.compile(r"<([^<>\s]+)>")
+
+
+@use_case(Tx.WRITE)
+async def reply(uow: UnitOfWork, project_id: str, mail_id: str, raw: bytes) -> MailLogEntry:
+    """message.reply(): the worker's reply to a received message, sent to its envelope's sender
+    only, from the local part it was received at. As Cloudflare asks, the reply names the message
+    in In-Reply-To (a worker cannot use reply() to write to anyone else)."""
+    project = await project_of(uow, project_id)
+    row = await queries.entry(uow.session, project.id, mail_id)
+    if row is None or row.direction != MailDirection.inbound:
+        raise errors.MailNotFound()
+    if not row.from_addr or "@" not in row.from_addr:
+        raise BadRequest("The message has no sender to reply to (a bounce's sender is empty)")
+    headers = BytesHeaderParser(policy=email.policy.compat32).parsebytes(raw)
+    answering = set(_MESSAGE_IDS.findall(str(headers.get("In-Reply-To") or "")))
+    if row.message_id and row.message_id not in answering:
+        raise BadRequest(f"A reply names the message it answers: In-Reply-To: <{row.message_id}>")
+    local = row.to_addr.split(",")[0].strip().rpartition("@")[0]
+    return await outbound.send_raw(uow, project, rcpts=[row.from_addr], raw=raw,
+                                   from_local=local if len(local) <= 64 and _LOCAL_PART.match(local) else None)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the raw message is read from the blob store with nothing of the store held

@@ -5,13 +5,15 @@ edge sends /__svc/ to the API's /v1/edge/ only). The project is the one svc name
 props. Not for API clients: left out of the OpenAPI document.
 
 - POST /v1/runtime/projects/{projectId}/email/send: env.email.send(), the body of POST .../email/send
-- POST /v1/runtime/projects/{projectId}/email/forward: message.forward() of a received message"""
+- POST /v1/runtime/projects/{projectId}/email/forward: message.forward() of a received message
+- POST /v1/runtime/projects/{projectId}/email/reply?mailId=: message.reply(), the reply's raw bytes
+  (the API's JSON bound of 1 MB holds)"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Body, Header, Path
+from fastapi import Body, Header, Path, Query, Request
 
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.email import outbound, runtime, schemas, service
@@ -49,4 +51,15 @@ async def runtime_forward(uow: Uow, ctx: Ctx, body: dict[str, Any] = Body(),
     if not isinstance(mail_id, str):
         raise BadRequest("mailId: the received message's id")
     row = await runtime.forward(uow, project_id, mail_id, body.get("to"), body.get("headers"))
+    return service.entry_view(row)
+
+
+@router.post(_P + "/reply", status_code=202, response_model=schemas.MailLogEntry)
+@runs(runtime.reply)
+async def runtime_reply(request: Request, uow: Uow, ctx: Ctx, mail_id: str = Query(alias="mailId", max_length=40),
+                        project_id: str = Path(alias="projectId", pattern=RUNTIME_PROJECT_ID),
+                        token: str | None = Header(default=None, alias="X-Svc-Runtime-Token"),
+                        ) -> schemas.MailLogEntry:
+    workers.check_runtime_token(ctx, token)
+    row = await runtime.reply(uow, project_id, mail_id, await request.body())
     return service.entry_view(row)
