@@ -31,7 +31,7 @@ from tests.support import components
 from tests.support.bundles import site
 from tests.support.serve import Server, svc_serve
 from tests.support.wait import until
-from tests.workers.test_serve import Project
+from tests.workers.test_serve import Project, until_steady
 
 pytestmark = components.WORKERD
 
@@ -206,6 +206,9 @@ async def test_env_email_is_there_only_with_the_grant(project: Project) -> None:
     granted = await env_of(project)
     assert granted["email"] == "object" and granted["send"] == "function"
     assert "email" in granted["bindings"] and "__SVC_EMAIL__" not in granted["bindings"]
+    # The steady path (the shard's own process) has it as the loading path has it.
+    await until_steady(project)
+    assert (await env_of(project))["send"] == "function"
     assert (await project.http.delete(f"{project.base}/email", headers=project.auth)).status_code == 204
     assert (await env_of(project))["email"] == "undefined"
 
@@ -385,3 +388,20 @@ async def test_reply_answers_the_sender(project: Project) -> None:
     assert out["subject"] == "Re: reply"
     # A "reply" that names no message it answers is refused.
     assert await until(lambda: said("refused ")) == "refused EmailError bad_request"
+
+
+async def test_past_the_hourly_cap_env_email_throws_rate_limited(project: Project) -> None:
+    await deploy(project)
+    await grant(project)
+    pid = await project_id(project)
+    async with store(project.server) as ctx, unit_of_work(ctx, Tx.WRITE) as uow:
+        owner = await uow.session.get(ProjectRow, pid)
+        assert owner is not None
+        now = utcnow()
+        for _ in range(100):  # the free plan's cap, sent this hour
+            uow.session.add(MailLogEntry(
+                id=new_id("mail"), project_id=pid, org_id=owner.org_id, direction=MailDirection.outbound,
+                from_addr="noreply@x", to_addr="a@example.com", subject="s", outcome=MailOutcome.sent, size=1,
+                created_at=now, updated_at=now))
+    over = await _post(project, "/api/send", {"to": "friend@example.com", "subject": "one more", "text": "t"})
+    assert over.status_code == 418 and over.json() == {"thrown": "EmailError", "code": "rate_limited", "status": 429}
