@@ -61,6 +61,7 @@ export default {
                 `read=${body.length} env=${typeof env.email}`);
     if (subject === "reject me") message.setReject("not wanted here");
     if (subject === "throw") throw new Error("thrown in email()");
+    if (subject === "hang") await new Promise(() => {});
     if (subject === "forward") {
       const sent = await message.forward("boss@example.com", new Headers({ "X-Forwarded-By": "the worker" }));
       console.log(`forwarded ${sent.id} ${sent.outcome}`);
@@ -240,10 +241,12 @@ async def test_set_reject_marks_the_message_rejected(project: Project) -> None:
 async def test_a_handler_that_throws_is_retried_then_left_received(project: Project) -> None:
     await deploy(project)
     await grant(project)
-    mail = await receive(project, "throw", attempts=2)
+    # Enqueued as the SMTP server does (the jobs' default attempts, 8): the handoff stops at its own 4
+    # (backoff ~2, 4, 8 s between them).
+    mail = await receive(project, "throw", attempts=8)
     entry = await settled(project, mail)
     assert entry.outcome == MailOutcome.received
-    assert entry.detail is not None and "thrown in email()" in entry.detail and "2 attempts" in entry.detail
+    assert entry.detail is not None and "thrown in email()" in entry.detail and "(4 attempts)" in entry.detail
     assert any(line["message"] == "Error: thrown in email()" and line["requestId"] == mail.id
                for line in await logs(project))
 
@@ -405,3 +408,11 @@ async def test_past_the_hourly_cap_env_email_throws_rate_limited(project: Projec
                 created_at=now, updated_at=now))
     over = await _post(project, "/api/send", {"to": "friend@example.com", "subject": "one more", "text": "t"})
     assert over.status_code == 418 and over.json() == {"thrown": "EmailError", "code": "rate_limited", "status": 429}
+
+
+async def test_a_handler_that_never_finishes_is_left_received(project: Project) -> None:
+    await deploy(project)
+    await grant(project)
+    entry = await settled(project, await receive(project, "hang", attempts=1))
+    assert entry.outcome == MailOutcome.received and entry.detail is not None
+    assert entry.detail.startswith("the worker's email() failed (1 attempt): ") and "hung" in entry.detail

@@ -272,7 +272,8 @@ export class Control extends WorkerEntrypoint {
         log(`worker ${key}: ${said.slice(said.indexOf(UNAVAILABLE) + UNAVAILABLE.length)}`);
         return refusal(request, 503, "worker_unavailable", "The worker is not available; try again", null);
       }
-      return refusal(request, 500, "worker_error", `the worker failed as it loaded: ${said}`, null);
+      // Top-level code that threw as the worker loaded, or an email() the runtime found hung.
+      return refusal(request, 500, "worker_error", `the worker failed: ${said}`, null);
     }
   }
 }

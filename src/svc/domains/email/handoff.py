@@ -24,8 +24,8 @@ from svc.uow import Tx, use_case
 
 log = logging.getLogger("svc.email")
 
-# Attempts at a message's handoff (the SMTP server enqueues it with this many): a worker that keeps
-# throwing is not retried for hours.
+# Attempts at a message's handoff at most, whatever the job was enqueued with (the jobs' default
+# is 8, whose backoff reaches minutes): a worker that keeps throwing is not retried for long.
 ATTEMPTS = 4
 DETAIL_MAX = 2000
 
@@ -51,9 +51,10 @@ async def to_worker(run: JobRun) -> None:
     try:
         verdict = await runtime_adapter.deliver_email(project_id, key, InboundEmail(raw=raw, **message))
     except (WorkerFailed, RuntimeUnavailable) as exc:
-        if not run.last_attempt:
+        if not (run.last_attempt or run.attempt >= ATTEMPTS):
             raise
-        await _settle(run, mail_id, None, f"the worker's email() failed ({run.attempt} attempts): {exc}")
+        tries = f"{run.attempt} attempt{'' if run.attempt == 1 else 's'}"
+        await _settle(run, mail_id, None, f"the worker's email() failed ({tries}): {exc}")
         return
     if verdict.outcome == "handled":
         await _settle(run, mail_id, MailOutcome.handled, None)
