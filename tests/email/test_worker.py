@@ -258,6 +258,12 @@ async def test_no_email_export_or_no_worker_leaves_it_received(project: Project)
     await deploy(project, NO_HANDLER)
     no_handler = await settled(project, await receive(project, "only fetch here"))
     assert no_handler.outcome == MailOutcome.received and no_handler.detail is None
+    # Revoked after a message came, before its job ran: it is not handed over (mail in and out
+    # stopped). (The job is written after the revoke here: what the job finds is the same.)
+    await deploy(project)
+    assert (await project.http.delete(f"{project.base}/email", headers=project.auth)).status_code == 204
+    revoked = await settled(project, await receive(project, "hi there"))
+    assert revoked.outcome == MailOutcome.received
 
 
 def _runtime_config(server: Server) -> tuple[int, int, str, str]:
@@ -297,6 +303,11 @@ async def test_a_visitor_cannot_reach_the_email_handler(project: Project) -> Non
             r = await client.post(f"http://127.0.0.1:{control_port}/email", content=b"x",
                                   headers=bare | ({"x-svc-control-token": wrong} if wrong else {}))
             assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text
+        # The steady socket (the project's own) serves the worker's default entrypoint only, too.
+        await until_steady(project)
+        r = await client.post(f"http://127.0.0.1:{project.server.edge_port}/email", content=b"x",
+                              headers={"host": project.host, **forged})
+        assert r.status_code == 200 and r.json() == {"fetched": "/email", "method": "POST"}, r.text
     assert not any(line["message"].startswith("email()") for line in await logs(project))
 
 

@@ -15,7 +15,7 @@ import logging
 
 from svc.adapters.blobs.port import BlobMissing
 from svc.adapters.workers.port import InboundEmail, RuntimeUnavailable, WorkerFailed
-from svc.domains.email import runtime
+from svc.domains.email import queries, runtime
 from svc.domains.workers import service as workers
 from svc.jobs.registry import JobRun
 from svc.kit.clock import utcnow
@@ -36,6 +36,8 @@ async def to_worker(run: JobRun) -> None:
     row = await uow.session.get(MailLogEntry, mail_id)
     if row is None or row.direction != MailDirection.inbound or row.outcome != MailOutcome.received:
         return  # pruned, or handed over already (a job run twice)
+    if await queries.grant(uow.session, row.project_id) is None:
+        return  # revoked since it came: mail in and out stopped, the worker is not given it
     runtime_adapter = run.ctx.adapters.runtime
     key = await workers.live_key(uow, row.project_id)
     if key is None or runtime_adapter is None or row.raw_key is None:
