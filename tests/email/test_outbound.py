@@ -3,7 +3,6 @@ domain's DKIM key, stores it, and the email.send job hands it to the relay (a re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import dkim
@@ -12,29 +11,13 @@ from sqlalchemy import func, select
 
 from svc.domains.email.dkim import SELECTOR, record_text
 from svc.models import Job, MailDomainKey, MailLogEntry
-from svc.settings import Settings
 from tests.email.conftest import MAIL_DOMAIN
-from tests.support.api import Svc, assert_error, job_runner, running_svc
-from tests.support.config import configured
+from tests.support.api import Svc, assert_error, job_runner
 from tests.support.smtp import SmtpSink
 from tests.support.team import Team, make_team
 
 E = "/v1/orgs/acme/projects/site/email"
 ADDRESS = f"site.acme.{MAIL_DOMAIN}"
-
-
-@pytest.fixture
-def relay() -> Iterator[SmtpSink]:
-    with SmtpSink() as sink:
-        yield sink
-
-
-@pytest.fixture
-async def out_svc(settings: Settings, relay: SmtpSink) -> AsyncIterator[Svc]:
-    """A svc with a mail domain whose relay is the sink; its jobs run when a test runs them."""
-    async with running_svc(configured(settings, mail_domain=MAIL_DOMAIN, smtp_relay_url=relay.url),
-                           run_workers=False) as running:
-        yield running
 
 
 async def granted_team(svc: Svc) -> Team:

@@ -15,7 +15,6 @@ from svc.kit.clock import utcnow
 from svc.models import RRset, Zone
 from svc.uow import UnitOfWork
 
-
 _TTL = records.DEFAULT_TTL
 
 
