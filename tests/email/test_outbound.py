@@ -112,3 +112,25 @@ async def test_bad_input_is_refused_with_nothing_changed(out_svc: Svc, body: dic
     async with out_svc.ctx.db.transaction(write=False) as s:
         assert await s.scalar(select(func.count()).select_from(MailLogEntry)) == 0
         assert await s.scalar(select(func.count()).select_from(Job).where(Job.kind == "email.send")) == 0
+
+
+def test_the_signature_is_dkimpys_own() -> None:
+    """svc signs through OpenSSL (dkim.py's _rsa_sign) in place of dkimpy's pure-Python RSA:
+    PKCS#1 v1.5 is deterministic, so the header must be byte for byte what dkimpy makes alone."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from svc.domains.email import dkim as svc_dkim
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption())
+    raw = b"From: a@site.acme.mail.svc.test\r\nTo: b@example.com\r\nSubject: x\r\n\r\nHello.\r\n"
+    ours = svc_dkim.sign(raw, svc_dkim.SigningKey(domain=MAIL_DOMAIN, selector="svc1", private_pem=pem))
+    assert dkim.RSASSA_PKCS1_v1_5_sign is not svc_dkim.PURE_PYTHON_SIGN  # type: ignore[attr-defined]
+    try:
+        dkim.RSASSA_PKCS1_v1_5_sign = svc_dkim.PURE_PYTHON_SIGN  # type: ignore[attr-defined]
+        theirs = svc_dkim.sign(raw, svc_dkim.SigningKey(domain=MAIL_DOMAIN, selector="svc1", private_pem=pem))
+    finally:
+        dkim.RSASSA_PKCS1_v1_5_sign = svc_dkim._rsa_sign  # type: ignore[attr-defined]
+    assert ours == theirs
