@@ -12,7 +12,9 @@ import dns.resolver
 import pytest
 
 from svc.app import default_adapters
+from svc.domains.email.kinds import EmailJob
 from svc.settings import Config
+from svc.uow import unit_of_work
 from tests.support.api import Svc, assert_error, running_svc
 from tests.support.config import configured
 from tests.support.pdns import Pdns, clear_zones
@@ -94,3 +96,19 @@ async def _answered(pdns: Pdns, name: str, rtype: str) -> bool:
         return bool(await pdns.answer(name, rtype))
     except dns.exception.DNSException:
         return False
+
+
+async def test_a_zone_made_later_gets_the_records_from_the_cycle(dns_mail_svc: Svc, pdns: Pdns) -> None:
+    team = await make_team(dns_mail_svc, project="site")
+    assert (await team.bob.client.post(E)).status_code == 200
+    r = await team.alice.client.post("/v1/orgs/acme/dns/zones", json={"name": "example-mail.test"})
+    assert r.status_code in (200, 201), r.text
+    assert (await team.vic.client.get(E + "/records")).json()["published"] is False
+    async with unit_of_work(dns_mail_svc.ctx) as uow:
+        uow.enqueue(EmailJob.records_cycle, {}, max_attempts=1)
+    await until(lambda: _published(team), what="the records published by the cycle")
+    await until(lambda: _answered(pdns, f"_dmarc.{MAIL_DOMAIN}", "TXT"), what="DMARC served")
+
+
+async def _published(team: Any) -> bool:
+    return bool((await team.vic.client.get(E + "/records")).json()["published"])
