@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -21,15 +21,8 @@ async def mail_svc(settings: Settings) -> AsyncIterator[Svc]:
 
 
 @pytest.fixture
-def relay() -> Iterator[SmtpSink]:
-    """The relay outbound mail goes through: a real SMTP server (aiosmtpd) keeping what it gets."""
-    with SmtpSink() as sink:
-        yield sink
-
-
-@pytest.fixture
-async def out_svc(settings: Settings, relay: SmtpSink) -> AsyncIterator[Svc]:
-    """A svc with a mail domain whose relay is `relay`; its jobs run when a test runs them."""
-    async with running_svc(configured(settings, mail_domain=MAIL_DOMAIN, smtp_relay_url=relay.url),
+async def out_svc(settings: Settings, sink: SmtpSink) -> AsyncIterator[Svc]:
+    """A svc with a mail domain whose relay is `sink` (tests/conftest.py); its jobs run when a test runs them."""
+    async with running_svc(configured(settings, mail_domain=MAIL_DOMAIN, smtp_relay_url=sink.url),
                            run_workers=False) as running:
         yield running

@@ -44,7 +44,7 @@ async def dns_txt(svc: Svc) -> Any:
     return txt
 
 
-async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, sink: SmtpSink) -> None:
     team = await granted_team(out_svc)
     r = await team.bob.client.post(E + "/send", json={
         "to": ["Carol@Example.com", "dan@example.org"], "subject": "Hello", "text": "Hi there.\n",
@@ -53,10 +53,10 @@ async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, relay: Smtp
     entry = r.json()
     assert entry["direction"] == "out" and entry["outcome"] == "queued" and entry["hasRaw"] is True
     assert entry["from"] == f"news@{ADDRESS}" and entry["to"] == "Carol@example.com, dan@example.org"
-    assert relay.messages == [], "nothing goes out before the job runs"
+    assert sink.messages == [], "nothing goes out before the job runs"
 
     await deliver(out_svc)
-    [got] = await relay.wait_for(1)
+    [got] = await sink.wait_for(1)
     assert got.mail_from == f"news@{ADDRESS}"
     assert sorted(got.rcpt_tos) == ["Carol@example.com", "dan@example.org"]
     assert got.message["Message-ID"] == f"<{entry['id']}@{ADDRESS}>"
@@ -80,7 +80,7 @@ async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, relay: Smtp
     assert dkim.verify(stored, dnsfunc=await dns_txt(out_svc))
 
 
-async def test_sending_without_a_grant_is_refused(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_sending_without_a_grant_is_refused(out_svc: Svc, sink: SmtpSink) -> None:
     team = await make_team(out_svc, project="site")
     body = {"to": ["carol@example.com"], "subject": "Hi", "text": "x"}
     assert_error(await team.bob.client.post(E + "/send", json=body), 403, "email_not_granted")

@@ -49,7 +49,7 @@ async def _project(svc: Svc) -> Project:
         return (await s.scalars(select(Project).where(Project.name == "site"))).one()
 
 
-async def test_past_the_hourly_cap_a_send_is_429_with_retry_after(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_past_the_hourly_cap_a_send_is_429_with_retry_after(out_svc: Svc, sink: SmtpSink) -> None:
     team = await granted_team(out_svc)
     project = await _project(out_svc)
     now = utcnow()
@@ -73,7 +73,7 @@ async def test_past_the_hourly_cap_a_send_is_429_with_retry_after(out_svc: Svc, 
     assert len(await _rows(out_svc)) == 102
 
 
-async def test_a_suppressed_recipient_is_dropped(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_a_suppressed_recipient_is_dropped(out_svc: Svc, sink: SmtpSink) -> None:
     team = await granted_team(out_svc)
     project = await _project(out_svc)
     async with out_svc.ctx.db.transaction() as s:
@@ -86,16 +86,16 @@ async def test_a_suppressed_recipient_is_dropped(out_svc: Svc, relay: SmtpSink) 
     assert both.json()["to"] == "dan@example.com"
     assert len(await _send_jobs(out_svc)) == 1, "the all-suppressed message has no job"
     await deliver(out_svc)
-    [got] = await relay.wait_for(1)
+    [got] = await sink.wait_for(1)
     assert got.rcpt_tos == ["dan@example.com"]
-    assert relay.rcpt_answers("carol@example.com") == []
+    assert sink.rcpt_answers("carol@example.com") == []
     sent = (await team.vic.client.get(E, params={})).json()
     assert sent["sent24h"] == 1, "a suppressed message is not counted as sent"
 
 
-async def test_a_relay_refusing_for_good_fails_the_message(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_a_relay_refusing_for_good_fails_the_message(out_svc: Svc, sink: SmtpSink) -> None:
     team = await granted_team(out_svc)
-    relay.refuse("carol@example.com")
+    sink.refuse("carol@example.com")
     mail_id = (await team.bob.client.post(E + "/send", json=MESSAGE)).json()["id"]
     await deliver(out_svc)
     [row] = await _rows(out_svc)
@@ -103,12 +103,12 @@ async def test_a_relay_refusing_for_good_fails_the_message(out_svc: Svc, relay: 
     [job] = await _send_jobs(out_svc)
     assert job.status == JobStatus.done, "a 5xx is not retried"
     assert (await team.vic.client.get(f"{E}/log/{mail_id}")).json()["outcome"] == "failed"
-    assert relay.messages == []
+    assert sink.messages == []
 
 
-async def test_a_relay_deferring_is_retried_then_sent(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_a_relay_deferring_is_retried_then_sent(out_svc: Svc, sink: SmtpSink) -> None:
     team = await granted_team(out_svc)
-    relay.defer("carol@example.com")
+    sink.defer("carol@example.com")
     await team.bob.client.post(E + "/send", json=MESSAGE)
     await deliver(out_svc)
     [row] = await _rows(out_svc)
@@ -116,21 +116,21 @@ async def test_a_relay_deferring_is_retried_then_sent(out_svc: Svc, relay: SmtpS
     assert row.outcome == "queued" and job.status == JobStatus.queued and job.attempts == 1
     assert "451" in (job.last_error or "") and job.run_at > utcnow(), "a deferral backs off"
     await deliver(out_svc)
-    assert relay.rcpt_answers("carol@example.com") == [451], "not due yet: the relay is not asked again"
+    assert sink.rcpt_answers("carol@example.com") == [451], "not due yet: the relay is not asked again"
 
-    relay.accept("carol@example.com")
+    sink.accept("carol@example.com")
     await _make_due(out_svc)
     await deliver(out_svc)
     [row] = await _rows(out_svc)
     assert row.outcome == "sent" and row.attempts == 2
-    assert relay.rcpt_answers("carol@example.com") == [451, 250]
-    [got] = await relay.wait_for(1)
+    assert sink.rcpt_answers("carol@example.com") == [451, 250]
+    [got] = await sink.wait_for(1)
     assert dkim.verify(got.message.as_bytes(), dnsfunc=await dns_txt(out_svc))
 
 
-async def test_a_relay_deferring_to_the_last_attempt_fails_the_message(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_a_relay_deferring_to_the_last_attempt_fails_the_message(out_svc: Svc, sink: SmtpSink) -> None:
     team = await granted_team(out_svc)
-    relay.stop()  # the relay is unreachable
+    sink.stop()  # the relay is unreachable
     await team.bob.client.post(E + "/send", json=MESSAGE)
     async with out_svc.ctx.db.transaction() as s:
         await s.execute(update(Job).where(Job.kind == "email.send").values(attempts=MAX_ATTEMPTS - 1))
@@ -141,7 +141,7 @@ async def test_a_relay_deferring_to_the_last_attempt_fails_the_message(out_svc: 
     assert job.status == JobStatus.done
 
 
-async def test_a_raw_message_is_resent_whole_and_signed(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_a_raw_message_is_resent_whole_and_signed(out_svc: Svc, sink: SmtpSink) -> None:
     """send_raw, as a worker's forward() uses it: the message as it came, the envelope svc's."""
     await granted_team(out_svc)
     project = await _project(out_svc)
@@ -151,7 +151,7 @@ async def test_a_raw_message_is_resent_whole_and_signed(out_svc: Svc, relay: Smt
         row = await outbound.send_raw(uow, project, rcpts=["carol@example.com"], raw=raw, from_local="fwd")
         mail_id = row.id
     await deliver(out_svc)
-    [got] = await relay.wait_for(1)
+    [got] = await sink.wait_for(1)
     assert got.mail_from == f"fwd@{ADDRESS}" and got.rcpt_tos == ["carol@example.com"]
     assert got.message["Message-ID"] == "<orig-1@example.net>" and got.message["Date"] is not None
     assert dkim.verify(got.message.as_bytes(), dnsfunc=await dns_txt(out_svc))

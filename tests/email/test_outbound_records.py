@@ -28,10 +28,10 @@ MX_HOST = "mx.example-mail.test"
 
 
 @pytest.fixture
-async def dns_mail_svc(dns_settings: Config, pdns: Pdns, relay: SmtpSink) -> AsyncIterator[Svc]:
+async def dns_mail_svc(dns_settings: Config, pdns: Pdns, sink: SmtpSink) -> AsyncIterator[Svc]:
     """svc driving the shared PowerDNS, with a mail domain and the relay."""
     await clear_zones(pdns)
-    config = configured(dns_settings, mail_domain=MAIL_DOMAIN, mail_mx_host=MX_HOST, smtp_relay_url=relay.url)
+    config = configured(dns_settings, mail_domain=MAIL_DOMAIN, mail_mx_host=MX_HOST, smtp_relay_url=sink.url)
     adapters = default_adapters(config)
     adapters.nameserver = pdns.nameserver
     async with running_svc(config, adapters) as running:
@@ -56,7 +56,7 @@ async def test_records_are_listed_to_copy_without_a_zone(dns_mail_svc: Svc) -> N
     assert (await team.vic.client.get(E + "/records")).json() == got
 
 
-async def test_records_are_published_in_svcs_own_zone(dns_mail_svc: Svc, pdns: Pdns, relay: SmtpSink) -> None:
+async def test_records_are_published_in_svcs_own_zone(dns_mail_svc: Svc, pdns: Pdns, sink: SmtpSink) -> None:
     team = await make_team(dns_mail_svc, project="site")
     r = await team.alice.client.post("/v1/orgs/acme/dns/zones", json={"name": "example-mail.test"})
     assert r.status_code in (200, 201), r.text
@@ -81,7 +81,7 @@ async def test_records_are_published_in_svcs_own_zone(dns_mail_svc: Svc, pdns: P
     await until(lambda: _answered(pdns, f"svc1._domainkey.{MAIL_DOMAIN}", "TXT"), what="DKIM served")
     sent = await team.bob.client.post(E + "/send", json={"to": ["carol@example.com"], "subject": "Hi", "text": "x"})
     assert sent.status_code == 202, sent.text
-    [received] = await relay.wait_for(1)  # this svc's own job worker sends it
+    [received] = await sink.wait_for(1)  # this svc's own job worker sends it
     resolver = pdns.resolver()
 
     def served_txt(name: bytes, timeout: int = 5) -> bytes | None:

@@ -3,10 +3,13 @@ topic the mail provider's notifications must come from."""
 
 from __future__ import annotations
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 
 from svc.kit.hosts import valid_host
 from svc.settings import AreaSettings
+
+# What the SPF and DMARC records must start with.
+_RECORD_STARTS = {"mail_spf": "v=spf1", "mail_dmarc": "v=DMARC1"}
 
 
 class EmailSettings(AreaSettings):
@@ -35,18 +38,12 @@ class EmailSettings(AreaSettings):
             raise ValueError("must be a host name (mx.example.com)")
         return host
 
-    @field_validator("mail_spf")
+    @field_validator("mail_spf", "mail_dmarc")
     @classmethod
-    def _an_spf_record(cls, value: str) -> str:
-        if not value.startswith("v=spf1"):
-            raise ValueError('must be an SPF record starting with "v=spf1"')
-        return value
-
-    @field_validator("mail_dmarc")
-    @classmethod
-    def _a_dmarc_record(cls, value: str) -> str:
-        if not value.startswith("v=DMARC1"):
-            raise ValueError('must be a DMARC record starting with "v=DMARC1"')
+    def _a_record_of_its_kind(cls, value: str, info: ValidationInfo) -> str:
+        kind = _RECORD_STARTS[str(info.field_name)]
+        if not value.startswith(kind):
+            raise ValueError(f'must be a record starting with "{kind}"')
         return value
 
     @field_validator("mail_domain")
