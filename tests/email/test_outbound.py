@@ -3,7 +3,6 @@ domain's DKIM key, stores it, and the email.send job hands it to the relay (a re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import dkim
@@ -12,29 +11,13 @@ from sqlalchemy import func, select
 
 from svc.domains.email.dkim import SELECTOR, record_text
 from svc.models import Job, MailDomainKey, MailLogEntry
-from svc.settings import Settings
 from tests.email.conftest import MAIL_DOMAIN
-from tests.support.api import Svc, assert_error, job_runner, running_svc
-from tests.support.config import configured
+from tests.support.api import Svc, assert_error, job_runner
 from tests.support.smtp import SmtpSink
 from tests.support.team import Team, make_team
 
 E = "/v1/orgs/acme/projects/site/email"
 ADDRESS = f"site.acme.{MAIL_DOMAIN}"
-
-
-@pytest.fixture
-def relay() -> Iterator[SmtpSink]:
-    with SmtpSink() as sink:
-        yield sink
-
-
-@pytest.fixture
-async def out_svc(settings: Settings, relay: SmtpSink) -> AsyncIterator[Svc]:
-    """A svc with a mail domain whose relay is the sink; its jobs run when a test runs them."""
-    async with running_svc(configured(settings, mail_domain=MAIL_DOMAIN, smtp_relay_url=relay.url),
-                           run_workers=False) as running:
-        yield running
 
 
 async def granted_team(svc: Svc) -> Team:
@@ -61,7 +44,7 @@ async def dns_txt(svc: Svc) -> Any:
     return txt
 
 
-async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, sink: SmtpSink) -> None:
     team = await granted_team(out_svc)
     r = await team.bob.client.post(E + "/send", json={
         "to": ["Carol@Example.com", "dan@example.org"], "subject": "Hello", "text": "Hi there.\n",
@@ -70,10 +53,10 @@ async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, relay: Smtp
     entry = r.json()
     assert entry["direction"] == "out" and entry["outcome"] == "queued" and entry["hasRaw"] is True
     assert entry["from"] == f"news@{ADDRESS}" and entry["to"] == "Carol@example.com, dan@example.org"
-    assert relay.messages == [], "nothing goes out before the job runs"
+    assert sink.messages == [], "nothing goes out before the job runs"
 
     await deliver(out_svc)
-    [got] = await relay.wait_for(1)
+    [got] = await sink.wait_for(1)
     assert got.mail_from == f"news@{ADDRESS}"
     assert sorted(got.rcpt_tos) == ["Carol@example.com", "dan@example.org"]
     assert got.message["Message-ID"] == f"<{entry['id']}@{ADDRESS}>"
@@ -97,7 +80,7 @@ async def test_a_sent_message_reaches_the_relay_signed(out_svc: Svc, relay: Smtp
     assert dkim.verify(stored, dnsfunc=await dns_txt(out_svc))
 
 
-async def test_sending_without_a_grant_is_refused(out_svc: Svc, relay: SmtpSink) -> None:
+async def test_sending_without_a_grant_is_refused(out_svc: Svc, sink: SmtpSink) -> None:
     team = await make_team(out_svc, project="site")
     body = {"to": ["carol@example.com"], "subject": "Hi", "text": "x"}
     assert_error(await team.bob.client.post(E + "/send", json=body), 403, "email_not_granted")
@@ -129,3 +112,25 @@ async def test_bad_input_is_refused_with_nothing_changed(out_svc: Svc, body: dic
     async with out_svc.ctx.db.transaction(write=False) as s:
         assert await s.scalar(select(func.count()).select_from(MailLogEntry)) == 0
         assert await s.scalar(select(func.count()).select_from(Job).where(Job.kind == "email.send")) == 0
+
+
+def test_the_signature_is_dkimpys_own() -> None:
+    """svc signs through OpenSSL (dkim.py's _rsa_sign) in place of dkimpy's pure-Python RSA:
+    PKCS#1 v1.5 is deterministic, so the header must be byte for byte what dkimpy makes alone."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from svc.domains.email import dkim as svc_dkim
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption())
+    raw = b"From: a@site.acme.mail.svc.test\r\nTo: b@example.com\r\nSubject: x\r\n\r\nHello.\r\n"
+    ours = svc_dkim.sign(raw, svc_dkim.SigningKey(domain=MAIL_DOMAIN, selector="svc1", private_pem=pem))
+    assert dkim.RSASSA_PKCS1_v1_5_sign is not svc_dkim.PURE_PYTHON_SIGN  # type: ignore[attr-defined]
+    try:
+        dkim.RSASSA_PKCS1_v1_5_sign = svc_dkim.PURE_PYTHON_SIGN  # type: ignore[attr-defined]
+        theirs = svc_dkim.sign(raw, svc_dkim.SigningKey(domain=MAIL_DOMAIN, selector="svc1", private_pem=pem))
+    finally:
+        dkim.RSASSA_PKCS1_v1_5_sign = svc_dkim._rsa_sign  # type: ignore[attr-defined]
+    assert ours == theirs

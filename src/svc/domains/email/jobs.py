@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from svc.domains.email import handoff, outbound, queries
+from svc.domains.email import handoff, outbound, queries, records
 from svc.domains.email.kinds import EmailJob
 from svc.domains.orgs import service as orgs
 from svc.jobs.registry import JobRegistry, JobRun, TeardownStep
@@ -17,6 +17,8 @@ from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
 
 PRUNE_EVERY_SECONDS = 3600.0
+# The mail domain's records: a zone made for it later gets them within this, and a change is repaired.
+RECORDS_EVERY_SECONDS = 600.0
 # Rows deleted a run at most: a long backlog is pruned over several runs, never in one long transaction.
 PRUNE_BATCH = 500
 
@@ -25,6 +27,7 @@ def register(registry: JobRegistry, config: Config) -> None:
     registry.cycle(EmailJob.prune_cycle, PRUNE_EVERY_SECONDS, prune_cycle)
     registry.handler(EmailJob.to_worker, handoff.to_worker)
     registry.handler(EmailJob.send, outbound.deliver)
+    registry.cycle(EmailJob.records_cycle, RECORDS_EVERY_SECONDS, records_cycle)
     registry.teardown_step(TeardownStep(TeardownPhase.routing, write=teardown_grant))
     registry.teardown_step(TeardownStep(TeardownPhase.files, outside=teardown_raw))
 
@@ -59,3 +62,8 @@ async def prune_cycle(run: JobRun) -> None:
 
     if keys:
         run.uow.after_commit(delete_raw)
+
+
+@use_case(Tx.WRITE)
+async def records_cycle(run: JobRun) -> None:
+    await records.publish(run.uow)

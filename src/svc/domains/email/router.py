@@ -10,7 +10,7 @@ from starlette.background import BackgroundTask
 
 from svc.auth.projects import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.deps import Uow, api_router
-from svc.domains.email import outbound, schemas, service
+from svc.domains.email import outbound, records, schemas, service
 from svc.uow import runs
 
 router = api_router(tags=["email"])
@@ -69,3 +69,10 @@ async def send_mail(p: ProjectMember, uow: Uow, body: schemas.SendRequest) -> sc
         to=body.to, subject=body.subject, text=body.text, html=body.html, from_local=body.from_,
         reply_to=body.reply_to))
     return service.entry_view(row)
+
+
+@router.get(_E + "/records", response_model=schemas.MailRecords, operation_id="getMailRecords",
+            summary="The mail domain's DNS records (MX, SPF, DKIM, DMARC), and whether svc publishes them itself")
+@runs(records.view)
+async def get_mail_records(p: ProjectViewer, uow: Uow) -> schemas.MailRecords:
+    return await records.view(uow)

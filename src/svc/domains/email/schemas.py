@@ -70,3 +70,18 @@ class SendRequest(ApiInput):
         if self.text is None and self.html is None:
             raise invalid("value_error", "text or html must be given")
         return self
+
+
+class DnsRecord(ApiModel):
+    name: str = Field(description="The owner name, absolute, without the trailing dot")
+    type: Literal["MX", "TXT"]
+    content: str = Field(description="The record's value as a DNS provider's form takes it (TXT unquoted)")
+
+
+class MailRecords(ApiModel):
+    """GET .../email/records (an addition to the spec): the mail domain's MX, SPF, DKIM and DMARC."""
+
+    records: list[DnsRecord]
+    published: bool = Field(description="true: svc serves them itself, in the zone named by `zone`; false: "
+                                        "they are to be copied to the zone that serves the mail domain")
+    zone: str | None = Field(default=None, description="The zone of svc holding them, when published")
