@@ -95,6 +95,7 @@ async def test_sending_without_a_grant_is_refused(out_svc: Svc, sink: SmtpSink) 
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"to": ["not an address"], "subject": "Hi", "text": "x"}, "to"),
+    ({"to": ["jörg@example.com"], "subject": "Hi", "text": "x"}, "to"),
     ({"to": [], "subject": "Hi", "text": "x"}, "to"),
     ({"to": [f"u{i}@example.com" for i in range(51)], "subject": "Hi", "text": "x"}, "to"),
     ({"to": ["carol@example.com"], "subject": "Hi"}, None),

@@ -69,17 +69,19 @@ class SmtpSender:
                 return exchange(client)
         except smtplib.SMTPRecipientsRefused as exc:
             codes = [code for code, _ in exc.recipients.values()]
+            said = "; ".join(f"{code} {_words(words)}" for code, words in exc.recipients.values())
             if all(500 <= c < 600 for c in codes):
-                raise MailRejected(f"recipient refused ({codes[0]})") from None
-            raise MailDeferred(f"recipient deferred ({codes[0]})") from None
+                raise MailRejected(f"recipient refused ({codes[0]})", said) from None
+            raise MailDeferred(f"recipient deferred ({codes[0]})", said) from None
         except (smtplib.SMTPAuthenticationError, smtplib.SMTPConnectError, smtplib.SMTPHeloError) as exc:
             # Wrong credentials or a server turning us away: a fault of the setup, not of this
             # message, so keep it for when the setup is fixed rather than drop it as refused.
             raise MailDeferred(f"the SMTP server did not let us send ({exc.smtp_code})") from None
         except smtplib.SMTPResponseException as exc:
+            said = f"{exc.smtp_code} {_words(exc.smtp_error)}"
             if 500 <= exc.smtp_code < 600:
-                raise MailRejected(f"server refused the message ({exc.smtp_code} {_words(exc.smtp_error)})") from None
-            raise MailDeferred(f"server deferred the message ({exc.smtp_code} {_words(exc.smtp_error)})") from None
+                raise MailRejected(f"server refused the message ({exc.smtp_code})", said) from None
+            raise MailDeferred(f"server deferred the message ({exc.smtp_code})", said) from None
         except (OSError, smtplib.SMTPException) as exc:
             raise MailDeferred(f"could not reach the SMTP server: {type(exc).__name__}") from None
 

@@ -196,13 +196,15 @@ def _take(path: Path) -> bytes:
 
 
 def _recipients(addresses: list[str], field: str) -> list[str]:
-    """Each address checked (syntax only: a relay finds out the rest), in its normal form."""
+    """Each address checked (syntax only: a relay finds out the rest), in its normal form; ASCII
+    local parts only (a relay without SMTPUTF8 could not take the rest), an IDN domain as punycode."""
     if not 1 <= len(addresses) <= MAX_RECIPIENTS:
         raise BadRequest.of_field(field, f"must name 1 to {MAX_RECIPIENTS} addresses")
     valid: list[str] = []
     for address in addresses:
         try:
-            valid.append(validate_email(address, check_deliverability=False).normalized)
+            checked = validate_email(address, check_deliverability=False, allow_smtputf8=False)
+            valid.append(checked.ascii_email or checked.normalized)
         except (EmailNotValidError, TypeError):
             raise BadRequest.of_field(field, "must hold email addresses only (name@example.com)") from None
     return list(dict.fromkeys(valid))
@@ -243,12 +245,12 @@ async def deliver(run: JobRun) -> None:
             raise MailDeferred("no relay yet")
         queue_id = await relay.send_raw(sender, rcpts, raw)
     except MailRejected as exc:
-        await _settle(run, MailOutcome.failed, detail=str(exc))
+        await _settle(run, MailOutcome.failed, detail=_detail(exc))
         return
     except Exception as exc:  # MailDeferred, a blob store hiccup, a relay failing in a way it did not classify
         said = str(exc) if isinstance(exc, MailDeferred) else type(exc).__name__
         if run.last_attempt:
-            await _settle(run, MailOutcome.failed, detail=f"gave up after {run.attempt} attempts: {said}")
+            await _settle(run, MailOutcome.failed, detail=f"gave up after {run.attempt} attempts: {_detail(exc)}")
             return
         log.info("mail %s deferred (attempt %d): %s", mail_id, run.attempt, said)
         raise MailDeferred(said) from None
@@ -261,8 +263,16 @@ async def _settle(run: JobRun, outcome: MailOutcome, *, provider_id: str | None 
     session = await run.uow.begin_write()
     await queries.settle(session, mail_id, outcome=outcome, at=utcnow(), attempts=run.attempt,
                          provider_id=provider_id, detail=detail)
-    log.log(logging.INFO if outcome == MailOutcome.sent else logging.WARNING, "mail %s %s (attempt %d)%s",
-            mail_id, outcome.value, run.attempt, f": {detail}" if detail else "")
+    # Never the detail: the relay's words may name a recipient.
+    log.log(logging.INFO if outcome == MailOutcome.sent else logging.WARNING, "mail %s %s (attempt %d)",
+            mail_id, outcome.value, run.attempt)
+
+
+def _detail(exc: Exception) -> str:
+    """What the log entry says of a failure: the cause, and the relay's own words when it gave some."""
+    if isinstance(exc, (MailRejected, MailDeferred)):
+        return f"{exc}: {exc.said}" if exc.said else str(exc)
+    return type(exc).__name__
 
 
 async def _read(ctx: AppContext, key: str) -> bytes:
