@@ -6,8 +6,10 @@ from datetime import datetime
 
 from sqlalchemy import and_, delete, func, or_, select
 
+from svc.db import dialect_insert
+from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
-from svc.models import EmailGrant, MailDirection, MailLogEntry, MailOutcome, Org
+from svc.models import EmailGrant, MailDirection, MailLogEntry, MailOutcome, MailSuppression, Org
 
 
 async def grant(session: StoreSession, project_id: str) -> EmailGrant | None:
@@ -64,3 +66,32 @@ async def expired(session: StoreSession, plan: str, older_than: datetime, limit:
 async def delete_entries(session: StoreSession, ids: list[str]) -> None:
     if ids:
         await session.execute(delete(MailLogEntry).where(MailLogEntry.id.in_(ids)))
+
+
+# The provider's notifications (events.py): the sent message they name, held while they apply.
+
+async def sent_with_message_id(session: StoreSession, message_id: str) -> MailLogEntry | None:
+    stmt = (select(MailLogEntry).where(MailLogEntry.message_id == message_id,
+                                       MailLogEntry.direction == MailDirection.outbound)
+            .limit(1).with_for_update())
+    return (await session.scalars(stmt)).first()
+
+
+async def sent_with_provider_id(session: StoreSession, provider_id: str) -> MailLogEntry | None:
+    stmt = (select(MailLogEntry).where(MailLogEntry.provider_id == provider_id,
+                                       MailLogEntry.direction == MailDirection.outbound)
+            .limit(1).with_for_update())
+    return (await session.scalars(stmt)).first()
+
+
+async def suppress(session: StoreSession, project_id: str, recipients: list[str], *, reason: str,
+                   mail_id: str) -> bool:
+    """The recipients suppressed for the project, those already suppressed left as they are;
+    whether any was added."""
+    now = utcnow()
+    stmt = (dialect_insert(session, MailSuppression.__table__)
+            .values([{"project_id": project_id, "recipient": r, "reason": reason, "mail_id": mail_id,
+                      "created_at": now} for r in dict.fromkeys(recipients)])
+            .on_conflict_do_nothing(index_elements=["project_id", "recipient"]))
+    result = await session.execute(stmt)
+    return bool(getattr(result, "rowcount", 0))
