@@ -277,3 +277,25 @@ async def test_received_mail_is_never_touched(ses_svc: Svc, sns_server: SnsServe
     assert (await post(ses_svc, sns_server.notification(TOPIC, event))).json() == {"applied": False}
     assert (await row_of(ses_svc, row.id)).outcome == "received"
     assert await suppressions(ses_svc) == []
+
+
+async def test_a_certificate_that_cannot_be_fetched_is_502_and_not_kept(ses_svc: Svc, sns_server: SnsServer) -> None:
+    """SNS retries on a 5xx: a notification is not lost to an outage, and nothing bad is kept."""
+    row = await sent_row(ses_svc)
+    body = sns_server.notification(TOPIC, ses_event("Bounce", message_id=row.message_id))
+    sns_server.cert_body = b"x" * (64 * 1024)  # more than a certificate
+    assert_error(await post(ses_svc, body), 502, "mail_provider_unavailable")
+    sns_server.cert_body = b"not a certificate"
+    assert_error(await post(ses_svc, body), 403, "bad_signature")
+    assert (await row_of(ses_svc, row.id)).outcome == "sent"
+    sns_server.cert_body = None
+    assert (await post(ses_svc, body)).json() == {"applied": True}
+    assert (await row_of(ses_svc, row.id)).outcome == "bounced"
+
+
+async def test_an_unreachable_certificate_host_is_502(ses_svc: Svc) -> None:
+    with SnsServer() as gone:
+        gone.trust(ses_svc.ctx)
+        body = gone.notification(TOPIC, ses_event("Delivery"))
+    # The server is shut: its port refuses the connection.
+    assert_error(await post(ses_svc, body), 502, "mail_provider_unavailable")

@@ -76,6 +76,8 @@ class SnsServer:
         server_cert = _cert("127.0.0.1", server_key, "svc test CA", ca_key, ca=False, ip="127.0.0.1")
         self.signing_cert = _cert("sns.amazonaws.com", self.signing_key, "svc test CA", ca_key, ca=False)
         self.requests: list[str] = []
+        # What the certificate's path answers instead of the certificate, when set (a test's failure).
+        self.cert_body: bytes | None = None
         self._dir = tempfile.TemporaryDirectory(prefix="svc-sns-")
         chain, keyfile = Path(self._dir.name, "server.pem"), Path(self._dir.name, "server.key")
         chain.write_bytes(_pem(server_cert))
@@ -87,15 +89,18 @@ class SnsServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 outer.requests.append(self.path)
-                body = _pem(outer.signing_cert) if self.path == CERT_PATH else b"<ConfirmSubscriptionResponse/>"
+                if self.path == CERT_PATH:
+                    body = _pem(outer.signing_cert) if outer.cert_body is None else outer.cert_body
+                else:
+                    body = b"<ConfirmSubscriptionResponse/>"
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

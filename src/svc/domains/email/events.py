@@ -30,7 +30,7 @@ log = logging.getLogger("svc.email")
 # How far each notification moves a sent message: never backwards (a delivery arriving after the
 # bounce of the same message, or a duplicate, changes nothing). A row the relay refused (failed)
 # can still be reported: the provider knows better. Received or suppressed rows are never touched.
-_RANK = {MailOutcome.queued: 0, MailOutcome.sent: 0, MailOutcome.failed: 0, MailOutcome.delivered: 1,
+_RANK: dict[str, int] = {MailOutcome.queued: 0, MailOutcome.sent: 0, MailOutcome.failed: 0, MailOutcome.delivered: 1,
          MailOutcome.bounced: 2, MailOutcome.complained: 3}
 _OUTCOME = {"Delivery": MailOutcome.delivered, "Bounce": MailOutcome.bounced, "Complaint": MailOutcome.complained}
 # The row's detail keeps this much of the provider's words.
@@ -142,7 +142,7 @@ async def apply(uow: UnitOfWork, event: ProviderEvent) -> bool:
         return False
     changed = False
     outcome = _OUTCOME[event.kind]
-    current = _RANK.get(row.outcome)  # type: ignore[call-overload]
+    current = _RANK.get(row.outcome)
     if current is not None and _RANK[outcome] > current:
         row.outcome, row.detail, row.updated_at = outcome, event.detail, utcnow()
         changed = True
