@@ -299,3 +299,14 @@ async def test_an_unreachable_certificate_host_is_502(ses_svc: Svc) -> None:
         body = gone.notification(TOPIC, ses_event("Delivery"))
     # The server is shut: its port refuses the connection.
     assert_error(await post(ses_svc, body), 502, "mail_provider_unavailable")
+
+
+async def test_a_redirect_is_never_followed(ses_svc: Svc, sns_server: SnsServer) -> None:
+    """The host rule holds for every fetch: a redirect could lead anywhere."""
+    row = await sent_row(ses_svc)
+    with SnsServer() as elsewhere:
+        sns_server.cert_redirect = elsewhere.cert_url
+        body = sns_server.notification(TOPIC, ses_event("Bounce", message_id=row.message_id))
+        assert_error(await post(ses_svc, body), 502, "mail_provider_unavailable")
+        assert elsewhere.requests == []
+    assert (await row_of(ses_svc, row.id)).outcome == "sent"

@@ -78,6 +78,8 @@ class SnsServer:
         self.requests: list[str] = []
         # What the certificate's path answers instead of the certificate, when set (a test's failure).
         self.cert_body: bytes | None = None
+        # Where the certificate's path redirects, when set.
+        self.cert_redirect: str | None = None
         self._dir = tempfile.TemporaryDirectory(prefix="svc-sns-")
         chain, keyfile = Path(self._dir.name, "server.pem"), Path(self._dir.name, "server.key")
         chain.write_bytes(_pem(server_cert))
@@ -91,6 +93,12 @@ class SnsServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 outer.requests.append(self.path)
+                if self.path == CERT_PATH and outer.cert_redirect is not None:
+                    self.send_response(302)
+                    self.send_header("Location", outer.cert_redirect)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if self.path == CERT_PATH:
                     body = _pem(outer.signing_cert) if outer.cert_body is None else outer.cert_body
                 else:
