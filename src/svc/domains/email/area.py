@@ -3,13 +3,13 @@ log, and the mail provider's notifications (docs/email.md)."""
 
 from __future__ import annotations
 
-from svc.domains.email import jobs, kinds, router, runtime, runtime_router, service
+from svc.domains.email import hooks, jobs, kinds, router, runtime, runtime_router, service
 from svc.domains.email.settings import EmailSettings
 from svc.manifest import Area, ProjectResource
 
 AREA = Area(
     name="email",
-    routers=(router.router, runtime_router.router),
+    routers=(router.router, hooks.router, runtime_router.router),
     bindings=runtime.worker_env,
     resource=ProjectResource(name="email", binding="env.email", what="mail in and out at the project's address",
                              granted=service.has_grant, command="svc email grant --project {project}", tab="/email",

@@ -6,7 +6,8 @@ from datetime import datetime
 
 from sqlalchemy import and_, delete, func, or_, select, update
 
-from svc.db import lock_rows
+from svc.db import dialect_insert, lock_rows
+from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import EmailGrant, MailDirection, MailLogEntry, MailOutcome, MailSuppression, Org
 
@@ -113,3 +114,30 @@ async def raw_keys(session: StoreSession, project_id: str) -> list[str]:
     rows = await session.scalars(select(MailLogEntry.raw_key).where(MailLogEntry.project_id == project_id,
                                                                    MailLogEntry.raw_key.is_not(None)))
     return [str(k) for k in rows.all()]
+# The provider's notifications (events.py): the sent message they name, held while they apply.
+
+async def sent_with_message_id(session: StoreSession, message_id: str) -> MailLogEntry | None:
+    stmt = (select(MailLogEntry).where(MailLogEntry.message_id == message_id,
+                                       MailLogEntry.direction == MailDirection.outbound)
+            .limit(1).with_for_update())
+    return (await session.scalars(stmt)).first()
+
+
+async def sent_with_provider_id(session: StoreSession, provider_id: str) -> MailLogEntry | None:
+    stmt = (select(MailLogEntry).where(MailLogEntry.provider_id == provider_id,
+                                       MailLogEntry.direction == MailDirection.outbound)
+            .limit(1).with_for_update())
+    return (await session.scalars(stmt)).first()
+
+
+async def suppress(session: StoreSession, project_id: str, recipients: list[str], *, reason: str,
+                   mail_id: str) -> bool:
+    """The recipients suppressed for the project, those already suppressed left as they are;
+    whether any was added."""
+    now = utcnow()
+    stmt = (dialect_insert(session, MailSuppression.__table__)
+            .values([{"project_id": project_id, "recipient": r, "reason": reason, "mail_id": mail_id,
+                      "created_at": now} for r in dict.fromkeys(recipients)])
+            .on_conflict_do_nothing(index_elements=["project_id", "recipient"]))
+    result = await session.execute(stmt)
+    return bool(getattr(result, "rowcount", 0))
