@@ -18,14 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, select
-from sqlalchemy.orm import Session
 
-from svc.domains.email.service import raw_key
 from svc.kit.clock import utcnow
-from svc.kit.ids import new_id
-from svc.models import MailLogEntry, Org, Project
 from tests.cli.conftest import SVC, Cli, running_server, uniq
+from tests.support import mail_rows
 from tests.support.wait import WAIT_SECONDS
 
 MAIL_DOMAIN = "mail.svc.test"
@@ -47,35 +43,7 @@ def mail_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MailServer
 
 def add_mail(server: MailServer, org: str, project: str, n: int, *, start: datetime | None = None,
              raw: bytes | None = None) -> list[str]:
-    """n messages in the project's log, alternating in and out, a second apart, oldest first; the
-    first with `raw` as its raw copy in the blob store (files under the data directory)."""
-    engine = create_engine(f"sqlite:///{server.data / 'svc.sqlite3'}")
-    start = start or utcnow() - timedelta(minutes=10)
-    ids = []
-    try:
-        with Session(engine) as s, s.begin():
-            row = s.scalars(select(Project).join(Org, Org.id == Project.org_id)
-                            .where(Org.slug == org, Project.name == project)).one()
-            for i in range(n):
-                mail_id = new_id("mail")
-                key = None
-                if raw is not None and i == 0:
-                    key = raw_key(row.id, mail_id)
-                    blob = server.data / "blobs" / key
-                    blob.parent.mkdir(parents=True, exist_ok=True)
-                    blob.write_bytes(raw)
-                inbound = i % 2 == 0
-                s.add(MailLogEntry(
-                    id=mail_id, project_id=row.id, org_id=row.org_id, direction="in" if inbound else "out",
-                    from_addr="ann@example.com" if inbound else f"noreply@{project}.{org}.{MAIL_DOMAIN}",
-                    to_addr=f"hi@{project}.{org}.{MAIL_DOMAIN}" if inbound else "ann@example.com",
-                    subject=f"message {i}", outcome="received" if inbound else "sent",
-                    size=len(raw) if key else 100, spf="pass" if inbound else None, raw_key=key,
-                    created_at=start + timedelta(seconds=i), updated_at=start + timedelta(seconds=i)))
-                ids.append(mail_id)
-    finally:
-        engine.dispose()
-    return ids
+    return mail_rows.add_mail(server.data, org, project, n, domain=MAIL_DOMAIN, start=start, raw=raw)
 
 
 def _team(mail_server: MailServer, home: Path) -> tuple[Cli, Cli, str, tuple[str, ...]]:
