@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from svc.settings import Settings
 from tests.support.api import Svc, running_svc
 from tests.support.config import configured
+from tests.support.smtp import SmtpSink
 
 MAIL_DOMAIN = "mail.svc.test"
 
@@ -16,4 +17,19 @@ MAIL_DOMAIN = "mail.svc.test"
 @pytest.fixture
 async def mail_svc(settings: Settings) -> AsyncIterator[Svc]:
     async with running_svc(configured(settings, mail_domain=MAIL_DOMAIN)) as running:
+        yield running
+
+
+@pytest.fixture
+def relay() -> Iterator[SmtpSink]:
+    """The relay outbound mail goes through: a real SMTP server (aiosmtpd) keeping what it gets."""
+    with SmtpSink() as sink:
+        yield sink
+
+
+@pytest.fixture
+async def out_svc(settings: Settings, relay: SmtpSink) -> AsyncIterator[Svc]:
+    """A svc with a mail domain whose relay is `relay`; its jobs run when a test runs them."""
+    async with running_svc(configured(settings, mail_domain=MAIL_DOMAIN, smtp_relay_url=relay.url),
+                           run_workers=False) as running:
         yield running

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from svc.errors import Conflict, NotFound, RateLimited, ServiceUnavailable
+from svc.errors import Conflict, Forbidden, NotFound, RateLimited, ServiceUnavailable
 
 
 class EmailUnavailable(Conflict):
@@ -15,6 +15,13 @@ class EmailNotConfigured(ServiceUnavailable):
 
     code = "email_not_configured"
     default_message = "This svc has no mail domain (its operator sets SVC_MAIL_DOMAIN)"
+
+
+class EmailNotGranted(Forbidden):
+    """A send from a project without email (never granted, or revoked)."""
+
+    code = "email_not_granted"
+    default_message = "This project is not granted email: grant it (POST .../email) to send"
 
 
 class AddressTaken(Conflict):

@@ -10,7 +10,7 @@ from starlette.background import BackgroundTask
 
 from svc.auth.projects import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.deps import Uow, api_router
-from svc.domains.email import schemas, service
+from svc.domains.email import outbound, records, schemas, service
 from svc.uow import runs
 
 router = api_router(tags=["email"])
@@ -58,3 +58,21 @@ async def get_mail_raw(p: ProjectViewer, uow: Uow, mailId: str) -> FileResponse:
     path = await service.raw_message(uow, p.project, mailId)
     return FileResponse(path, media_type="message/rfc822", filename=f"{mailId}.eml",
                         background=BackgroundTask(path.unlink, missing_ok=True))
+
+
+@router.post(_E + "/send", status_code=202, response_model=schemas.MailLogEntry, operation_id="sendMail",
+             summary="Send a message from the project's address: signed, queued for the relay (outcome queued)",
+             responses={429: {"description": "The plan's hourly cap is reached (Retry-After: seconds)"}})
+@runs(outbound.send)
+async def send_mail(p: ProjectMember, uow: Uow, body: schemas.SendRequest) -> schemas.MailLogEntry:
+    row = await outbound.send(uow, p.project, outbound.Outgoing(
+        to=body.to, subject=body.subject, text=body.text, html=body.html, from_local=body.from_,
+        reply_to=body.reply_to))
+    return service.entry_view(row)
+
+
+@router.get(_E + "/records", response_model=schemas.MailRecords, operation_id="getMailRecords",
+            summary="The mail domain's DNS records (MX, SPF, DKIM, DMARC), and whether svc publishes them itself")
+@runs(records.view)
+async def get_mail_records(p: ProjectViewer, uow: Uow) -> schemas.MailRecords:
+    return await records.view(uow)

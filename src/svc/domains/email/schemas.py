@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
-from svc.kit.api import ApiInput, ApiModel, Timestamp
+from svc.kit.api import ApiInput, ApiModel, Timestamp, invalid
 from svc.kit.cursors import Cursor
 
 DEFAULT_LIMIT = 50
@@ -52,3 +52,36 @@ class MailLogQuery(ApiInput):
     direction: Literal["in", "out", ""] = Field(default="", description="in, out, or empty for both")
     cursor: Cursor | None = Field(default=None, description="A nextCursor: the messages older than those listed")
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Page size")
+
+
+class SendRequest(ApiInput):
+    """POST .../email/send: a message from the project's address (at least one of text and html)."""
+
+    to: list[str] = Field(min_length=1, max_length=50, description="Recipients' addresses, 1 to 50")
+    subject: str = Field(max_length=400)
+    text: str | None = Field(default=None, description="The plain-text body")
+    html: str | None = Field(default=None, description="The HTML body")
+    from_: str | None = Field(default=None, alias="from", max_length=64,
+                              description="The local part to send from at the project's address (default noreply)")
+    reply_to: str | None = Field(default=None, max_length=320, description="A Reply-To address")
+
+    @model_validator(mode="after")
+    def _a_body(self) -> SendRequest:
+        if self.text is None and self.html is None:
+            raise invalid("value_error", "text or html must be given")
+        return self
+
+
+class DnsRecord(ApiModel):
+    name: str = Field(description="The owner name, absolute, without the trailing dot")
+    type: Literal["MX", "TXT"]
+    content: str = Field(description="The record's value as a DNS provider's form takes it (TXT unquoted)")
+
+
+class MailRecords(ApiModel):
+    """GET .../email/records (an addition to the spec): the mail domain's MX, SPF, DKIM and DMARC."""
+
+    records: list[DnsRecord]
+    published: bool = Field(description="true: svc serves them itself, in the zone named by `zone`; false: "
+                                        "they are to be copied to the zone that serves the mail domain")
+    zone: str | None = Field(default=None, description="The zone of svc holding them, when published")

@@ -16,6 +16,38 @@ class EmailSettings(AreaSettings):
     # The notification topic (an ARN) the provider's bounces, complaints and deliveries come from;
     # unset: /v1/hooks/ses answers 501.
     mail_topic: str | None = None
+    # The host the mail domain's MX records name: svc's SMTP server as the world reaches it.
+    # Unset: the host of SVC_PUBLIC_URL (docs/email.md "Outbound": the records).
+    mail_mx_host: str | None = None
+    # The SPF record of the projects' addresses (the envelope sender of their mail): it must name
+    # the relay's sending hosts, e.g. "v=spf1 include:amazonses.com ~all" for Amazon SES.
+    mail_spf: str = "v=spf1 mx ~all"
+    # The DMARC record at _dmarc.<mail domain>.
+    mail_dmarc: str = "v=DMARC1; p=none; adkim=r; aspf=r"
+
+    @field_validator("mail_mx_host")
+    @classmethod
+    def _a_host(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        host = value.strip().lower().removesuffix(".")
+        if not valid_host(host):
+            raise ValueError("must be a host name (mx.example.com)")
+        return host
+
+    @field_validator("mail_spf")
+    @classmethod
+    def _an_spf_record(cls, value: str) -> str:
+        if not value.startswith("v=spf1"):
+            raise ValueError('must be an SPF record starting with "v=spf1"')
+        return value
+
+    @field_validator("mail_dmarc")
+    @classmethod
+    def _a_dmarc_record(cls, value: str) -> str:
+        if not value.startswith("v=DMARC1"):
+            raise ValueError('must be a DMARC record starting with "v=DMARC1"')
+        return value
 
     @field_validator("mail_domain")
     @classmethod
