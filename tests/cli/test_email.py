@@ -22,7 +22,7 @@ import pytest
 from svc.kit.clock import utcnow
 from tests.cli.conftest import SVC, Cli, running_server, uniq
 from tests.support import mail_rows
-from tests.support.wait import WAIT_SECONDS
+from tests.support.wait import WAIT_SECONDS, until_sync
 
 MAIL_DOMAIN = "mail.svc.test"
 RAW = b"From: ann@example.com\r\nTo: hi@site.x.mail.svc.test\r\nSubject: first\r\n\r\nhello\r\n"
@@ -165,3 +165,41 @@ def test_follow_prints_new_messages_as_they_are_logged(mail_server: MailServer, 
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=WAIT_SECONDS)
     assert proc.returncode == 0, err
+
+
+def test_send_and_records(mail_server: MailServer, tmp_path: Path) -> None:
+    """A quick test send from the project's address goes out (here as an .eml file under the data
+    directory: no relay) and shows in the log; the records to publish (svc does not serve the mail
+    domain's zone here)."""
+    owner, member, org, where = _team(mail_server, tmp_path)
+    address = f"site.{org}.{MAIL_DOMAIN}"
+    member.fails("email_not_granted", "email", "send", *where, "--to", "bob@example.com", "--subject", "hi",
+                 "--text", "hello")
+    member.ok("email", "grant", *where)
+    sent = member.ok("email", "send", *where, "--to", "bob@example.com", "--to", "cy@example.com", "--subject",
+                     "Hello there", "--text", "hello", "--from", "team", "--json").json()
+    assert sent["direction"] == "out" and sent["from"] == f"team@{address}" and sent["subject"] == "Hello there"
+    assert "bob@example.com" in sent["to"] and "cy@example.com" in sent["to"]
+    said = member.ok("email", "send", *where, "--to", "bob@example.com", "--subject", "again", "--html",
+                     "<p>hi</p>").out
+    assert said.startswith("Message mail_") and "svc email show" in said
+    member.fails("bad_request", "email", "send", *where, "--to", "not an address", "--subject", "x", "--text", "y")
+
+    def delivered() -> dict[str, Any] | None:
+        entry = member.ok("email", "show", sent["id"], *where, "--json").json()
+        return entry if entry["outcome"] == "sent" else None
+
+    entry = until_sync(delivered)
+    assert entry["hasRaw"] is True
+    raw = member.ok("email", "raw", sent["id"], *where).out
+    assert "Subject: Hello there" in raw and "DKIM-Signature:" in raw and f"team@{address}" in raw
+    assert [e["id"] for e in member.ok("email", "log", *where, "--direction", "out", "--json").json()["entries"]][
+        -1] == sent["id"]
+
+    shown = owner.ok("email", "records", *where, "--json").json()
+    assert shown["published"] is False
+    assert {(r["name"], r["type"]) for r in shown["records"]} >= {(f"*.{MAIL_DOMAIN}", "MX"),
+                                                                    (f"_dmarc.{MAIL_DOMAIN}", "TXT")}
+    dkim = next(r for r in shown["records"] if "._domainkey." in r["name"])
+    text = owner.ok("email", "records", *where).out
+    assert "Publish these records" in text and dkim["content"] in text.replace("\n", "")

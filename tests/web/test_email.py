@@ -89,6 +89,17 @@ async def test_grant_log_message_raw_viewer_and_revoke(mail_server: Server, serv
         await expect(page.locator("#email-grant")).to_contain_text(f"@{address}")
         await expect(page.get_by_role("button", name="Revoke email")).to_have_count(0)
 
+        # The records to publish where the mail domain's DNS is served (this svc's zones do not hold
+        # it), as the API gives them, each with a copy button.
+        dns = page.get_by_role("table", name="DNS records to publish")
+        wanted = (await http.get(f"/v1{tab}/records", headers=owner)).json()
+        assert wanted["published"] is False
+        await expect(dns.locator("tbody tr")).to_have_count(len(wanted["records"]))
+        for r in wanted["records"]:
+            await expect(dns.get_by_role("row").filter(has_text=r["name"]).filter(has_text=r["content"])
+                         ).to_have_count(1)
+        await expect(dns).to_contain_text("._domainkey.")
+
         # 2. Granting is refused in words while "old" holds the address; nothing changes.
         await page.get_by_role("button", name="Grant email").click()
         alert = page.locator("#email-grant").get_by_role("alert")

@@ -1,7 +1,8 @@
 """The project's Email tab: its address and sender, the plan's cap and the day's counts, the grant
-(members) and revoke (admins), the mail log with its direction filter and pages, one message, and
-its raw download. The same service calls and role rules as the API's (router.py); the log's
-filters are the API's query parameters, read through the API's own model."""
+(members) and revoke (admins), the mail domain's DNS records to publish when svc does not serve its
+zone, the mail log with its direction filter and pages, one message, and its raw download. The
+same service calls and role rules as the API's (router.py); the log's filters are the API's query
+parameters, read through the API's own model."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from starlette.background import BackgroundTask
 from svc.auth.projects import ProjectAccess
 from svc.auth.roles import at_least
 from svc.deps import Uow
-from svc.domains.email import errors, schemas, service
+from svc.domains.email import errors, records, schemas, service
 from svc.models import Role
 from svc.uow import runs
 from svc.web import render
@@ -34,6 +35,7 @@ def _url(p: ProjectAccess) -> str:
 
 
 @router.get(PAGE)
+@runs(records.view)  # as GET .../email/records: the mail domain's DKIM key is made at its first look
 async def email_page(request: Request, p: ProjectViewer, uow: Uow) -> Response:
     given = {k: v for k, v in request.query_params.items() if k in ("direction", "cursor") and v != ""}
     query = parse(schemas.MailLogQuery, {"limit": LOG_ROWS} | given)
@@ -41,6 +43,8 @@ async def email_page(request: Request, p: ProjectViewer, uow: Uow) -> Response:
         status: schemas.EmailStatus | None = await service.status(uow, p.access.org, p.project)
     except errors.EmailNotConfigured:
         status = None  # no mail domain: said in words on the page, the log (if any) still shown
+    # The records to publish where the mail domain's DNS is served (or the zone svc publishes them in).
+    dns = await records.view(uow) if status is not None else None
     log = await service.log(uow, p.project, query)
     base = _url(p)
     kept = {"direction": query.direction} if query.direction else {}
@@ -49,7 +53,7 @@ async def email_page(request: Request, p: ProjectViewer, uow: Uow) -> Response:
     return await render.render(request, "email/project.html", title=f"{p.project.name}: Email",
                                project=p.project.name, email=status, unavailable=service.unavailable(uow.ctx),
                                member=at_least(p.access.role, Role.member), admin=at_least(p.access.role, Role.admin),
-                               page_url=base, log=log, query=query, older=older, newest=newest)
+                               page_url=base, records=dns, log=log, query=query, older=older, newest=newest)
 
 
 @router.post(PAGE)
