@@ -4,11 +4,13 @@ job queue's backoff, a message re-sent whole (send_raw), and the .eml files of a
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 from datetime import timedelta
 
 import dkim
+import pytest
 from sqlalchemy import func, select, update
 
 from svc.domains.email import outbound
@@ -174,3 +176,33 @@ async def test_without_a_relay_mail_is_written_as_eml_files(settings: Settings) 
         async with svc.ctx.db.transaction(write=False) as s:
             assert await s.scalar(select(func.count()).select_from(Job).where(Job.status != JobStatus.done,
                                                                               Job.kind == "email.send")) == 0
+
+
+async def test_two_sends_cannot_both_take_the_last_slot(out_svc: Svc, sink: SmtpSink) -> None:
+    """The count runs with the grant held (FOR UPDATE on PostgreSQL; SQLite's writers are serial)."""
+    team = await granted_team(out_svc)
+    project = await _project(out_svc)
+    now = utcnow()
+    async with out_svc.ctx.db.transaction() as s:
+        for i in range(99):
+            s.add(MailLogEntry(id=new_id("mail"), project_id=project.id, org_id=project.org_id, direction="out",
+                               from_addr=f"noreply@{ADDRESS}", to_addr="x@example.com", subject=f"{i}",
+                               outcome="sent", size=1, created_at=now, updated_at=now))
+    answers = await asyncio.gather(*(team.bob.client.post(E + "/send", json=MESSAGE) for _ in range(4)))
+    assert sorted(r.status_code for r in answers) == [202, 429, 429, 429]
+    assert len(await _send_jobs(out_svc)) == 1
+
+
+async def test_a_send_that_does_not_commit_leaves_no_blob(out_svc: Svc) -> None:
+    await granted_team(out_svc)
+    project = await _project(out_svc)
+    key = None
+    with pytest.raises(RuntimeError):
+        async with unit_of_work(out_svc.ctx) as uow:
+            row = await outbound.send(uow, project, outbound.Outgoing(to=["carol@example.com"], subject="Hi",
+                                                                      text="x"))
+            key = row.raw_key
+            assert key is not None and await out_svc.ctx.blobs.exists(key)
+            raise RuntimeError("the unit of work fails after the send")
+    assert key is not None and not await out_svc.ctx.blobs.exists(key)
+    assert await _rows(out_svc) == []
