@@ -28,7 +28,7 @@ from email_validator import EmailNotValidError, validate_email
 
 from svc.adapters.mail_relay.port import MailDeferred, MailRejected
 from svc.context import AppContext
-from svc.domains.email import dkim, errors, queries
+from svc.domains.email import dkim, errors, queries, schemas
 from svc.domains.email.kinds import EmailJob
 from svc.domains.email.service import SENDER_LOCAL_PART, mail_domain, raw_key
 from svc.domains.orgs import service as orgs
@@ -48,8 +48,6 @@ MAX_SUBJECT = 400
 # Attempts before a message the relay keeps deferring is failed: with the queue's backoff (2 s
 # doubling, at most an hour apart) about three hours, as svc's own mail (domains/mail).
 MAX_ATTEMPTS = 14
-# RFC 5322's dot-atom, the local parts svc sends from (no quoted strings: a From a person can read).
-_LOCAL_PART = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
 _HOUR = timedelta(hours=1)
 
 
@@ -213,7 +211,7 @@ def _recipients(addresses: list[str], field: str) -> list[str]:
 def _local_part(local: str | None) -> str:
     if local is None or local == "":
         return SENDER_LOCAL_PART
-    if len(local) > 64 or not _LOCAL_PART.match(local):
+    if len(local) > 64 or not schemas.LOCAL_PART.match(local):
         raise BadRequest.of_field("from", "must be a local part (letters, digits, dots, no @), at most 64 characters")
     return local
 

@@ -22,7 +22,7 @@ from typing import Any
 from svc.adapters.blobs.port import BlobMissing
 from svc.adapters.workers.port import EntrypointBinding
 from svc.context import AppContext
-from svc.domains.email import errors, outbound, queries
+from svc.domains.email import errors, outbound, queries, schemas
 from svc.domains.projects import service as projects
 from svc.errors import BadRequest, NotFound
 from svc.kit.store_session import StoreSession
@@ -104,8 +104,6 @@ def recipients(given: object) -> list[str]:
     return list(rcpts)
 
 
-# A reply's local part: the received message's, when svc can send from it (outbound's rule).
-_LOCAL_PART = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
 _MESSAGE_IDS = re.compile(r"<([^<>\s]+)>")
 
 
@@ -126,7 +124,7 @@ async def reply(uow: UnitOfWork, project_id: str, mail_id: str, raw: bytes) -> M
         raise BadRequest(f"A reply names the message it answers: In-Reply-To: <{row.message_id}>")
     local = row.to_addr.split(",")[0].strip().rpartition("@")[0]
     return await outbound.send_raw(uow, project, rcpts=[row.from_addr], raw=raw,
-                                   from_local=local if len(local) <= 64 and _LOCAL_PART.match(local) else None)
+                                   from_local=local if len(local) <= 64 and schemas.LOCAL_PART.match(local) else None)
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the raw message is read from the blob store with nothing of the store held

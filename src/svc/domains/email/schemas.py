@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from svc.kit.api import ApiInput, ApiModel, Timestamp, invalid
 from svc.kit.cursors import Cursor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
+
+# A local part svc sends from (RFC 5322's dot-atom, ASCII): outbound.py and runtime.py decide by it.
+LOCAL_PART = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$")
+# What the document tells clients of a recipient; the service's check (email-validator) decides.
+_ADDRESS = (r"^[A-Za-z0-9_+-]+(\.[A-Za-z0-9_+-]+)*@([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
+            r"[A-Za-z]{2,24}$")
+Address = Annotated[str, StringConstraints(min_length=6, max_length=254, pattern=_ADDRESS)]
 
 
 class EmailStatus(ApiModel):
@@ -57,13 +65,13 @@ class MailLogQuery(ApiInput):
 class SendRequest(ApiInput):
     """POST .../email/send: a message from the project's address (at least one of text and html)."""
 
-    to: list[str] = Field(min_length=1, max_length=50, description="Recipients' addresses, 1 to 50")
-    subject: str = Field(max_length=400)
+    to: list[Address] = Field(min_length=1, max_length=50, description="Recipients' addresses, 1 to 50")
+    subject: str = Field(max_length=400, pattern=r"^[^\r\n]*$", description="One line")
     text: str | None = Field(default=None, description="The plain-text body")
     html: str | None = Field(default=None, description="The HTML body")
-    from_: str | None = Field(default=None, alias="from", max_length=64,
+    from_: str | None = Field(default=None, alias="from", max_length=64, pattern=LOCAL_PART.pattern,
                               description="The local part to send from at the project's address (default noreply)")
-    reply_to: str | None = Field(default=None, max_length=320, description="A Reply-To address")
+    reply_to: Address | None = Field(default=None, description="A Reply-To address")
 
     @model_validator(mode="after")
     def _a_body(self) -> SendRequest:
