@@ -37,6 +37,8 @@ class MailLogEntry(Base):
         Index("ux_mail_log_project_dedupe", "project_id", "dedupe_key", unique=True),
         # The provider's notifications find their message by its Message-ID.
         Index("ix_mail_log_message_id", "message_id"),
+        # ... or by the id the relay answered with (the provider's own message id).
+        Index("ix_mail_log_provider_id", "provider_id"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)

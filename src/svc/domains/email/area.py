@@ -3,12 +3,22 @@ log, and the mail provider's notifications (docs/email.md)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from svc.domains.email import hooks, jobs, kinds, pages, router, runtime, runtime_router, service
+from svc.context import AppContext
+from svc.domains.email import hooks, jobs, kinds, pages, records, router, runtime, runtime_router, service
 from svc.domains.email.settings import EmailSettings
 from svc.manifest import Area, NavLink, ProjectResource
 from svc.web.dashboard import Place
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
+    await records.make_key(ctx)
+    yield
+
 
 AREA = Area(
     name="email",
@@ -22,6 +32,7 @@ AREA = Area(
                              button="Grant email", off=service.unavailable),
     jobs=jobs.register, job_kinds=kinds.EmailJob,
     settings=EmailSettings,
+    lifespan=_lifespan,
     hints={"email_unavailable": "The operator of this svc sets SVC_MAIL_DOMAIN (a domain whose MX points at svc) "
                                 "and restarts it.",
            "email_address_taken": "The project holding it is being deleted, or was renamed away from this name "

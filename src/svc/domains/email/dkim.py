@@ -1,4 +1,4 @@
-"""DKIM: one key per mail domain, made on first need, its private half sealed by svc's keyring.
+"""DKIM: one key per mail domain, made when svc starts (or on first need), its private half sealed by svc's keyring.
 
 The signature's d= is the mail domain itself (SVC_MAIL_DOMAIN), not the project's address under it:
 every project's address is a subdomain of it, so one published record (`<selector>._domainkey.<mail

@@ -35,7 +35,6 @@ def _url(p: ProjectAccess) -> str:
 
 
 @router.get(PAGE)
-@runs(records.view)  # as GET .../email/records: the mail domain's DKIM key is made at its first look
 async def email_page(request: Request, p: ProjectViewer, uow: Uow) -> Response:
     given = {k: v for k, v in request.query_params.items() if k in ("direction", "cursor") and v != ""}
     query = parse(schemas.MailLogQuery, {"limit": LOG_ROWS} | given)

@@ -22,7 +22,7 @@ from svc.domains.dns import service as dns
 from svc.domains.email import dkim, errors, schemas
 from svc.domains.email.settings import EmailSettings
 from svc.models import ManagedBy
-from svc.uow import Tx, UnitOfWork, use_case
+from svc.uow import Tx, UnitOfWork, unit_of_work
 
 MX_PREFERENCE = 10
 
@@ -73,8 +73,7 @@ def _managed(records: list[Record]) -> list[dns.ManagedRecord]:
 
 async def publish(uow: UnitOfWork) -> bool:
     """The records in the zone of the store holding the mail domain, if one does (call in a write
-    transaction); whether they are all in place. Without such a zone nothing is made (the DKIM key
-    waits for the first send or look)."""
+    transaction); whether they are all in place. Without such a zone nothing is made."""
     domain = uow.ctx.settings_of(EmailSettings).mail_domain
     if domain is None or await dns.zone_holding(uow, domain) is None:
         return False
@@ -91,9 +90,18 @@ async def published_in(uow: UnitOfWork, records: list[Record]) -> str | None:
     return await dns.managed_zone(uow, domain, _managed(records), ManagedBy.mail)
 
 
-@use_case(Tx.WRITE)  # the domain's DKIM key is made on first need, a look included
+async def make_key(ctx: AppContext) -> None:
+    """The mail domain's DKIM key, made when svc starts if it has none (several processes starting
+    at once: one insert wins), so that reading the records never writes."""
+    domain = ctx.settings_of(EmailSettings).mail_domain
+    if domain is None:
+        return
+    async with unit_of_work(ctx, Tx.WRITE) as uow:
+        await dkim.signing_key(uow.session, ctx.keys, domain)
+
+
 async def view(uow: UnitOfWork) -> schemas.MailRecords:
-    records = await needed(uow)
+    records = await shown(uow)
     if records is None:
         raise errors.EmailNotConfigured()
     zone = await published_in(uow, records)

@@ -67,6 +67,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('mail_log', schema=None) as batch_op:
         batch_op.create_index('ix_mail_log_message_id', ['message_id'], unique=False)
+        batch_op.create_index('ix_mail_log_provider_id', ['provider_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_mail_log_org_id'), ['org_id'], unique=False)
         batch_op.create_index('ix_mail_log_project_created', ['project_id', 'created_at', 'id'], unique=False)
         batch_op.create_index('ux_mail_log_project_dedupe', ['project_id', 'dedupe_key'], unique=True)
@@ -89,6 +90,7 @@ def downgrade() -> None:
         batch_op.drop_index('ix_mail_log_project_created')
         batch_op.drop_index(batch_op.f('ix_mail_log_org_id'))
         batch_op.drop_index('ix_mail_log_message_id')
+        batch_op.drop_index('ix_mail_log_provider_id')
 
     op.drop_table('mail_log')
     with op.batch_alter_table('email_grants', schema=None) as batch_op:
