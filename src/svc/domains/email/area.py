@@ -3,9 +3,22 @@ log, and the mail provider's notifications (docs/email.md)."""
 
 from __future__ import annotations
 
-from svc.domains.email import jobs, kinds, router, service
+import contextlib
+from collections.abc import AsyncIterator
+
+from svc.context import AppContext
+from svc.domains.email import inbound, jobs, kinds, router, service
 from svc.domains.email.settings import EmailSettings
 from svc.manifest import Area, ProjectResource
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
+    # Before the components start: the SMTP server delivers what it accepts to this area.
+    if ctx.adapters.smtp is not None:
+        ctx.adapters.smtp.deliver_to(inbound.Inbound(ctx))
+    yield
+
 
 AREA = Area(
     name="email",
@@ -15,6 +28,7 @@ AREA = Area(
                              button="Grant email", off=service.unavailable),
     jobs=jobs.register, job_kinds=kinds.EmailJob,
     settings=EmailSettings,
+    lifespan=_lifespan,
     hints={"email_unavailable": "The operator of this svc sets SVC_MAIL_DOMAIN (a domain whose MX points at svc) "
                                 "and restarts it."},
 )

@@ -64,3 +64,10 @@ async def expired(session: StoreSession, plan: str, older_than: datetime, limit:
 async def delete_entries(session: StoreSession, ids: list[str]) -> None:
     if ids:
         await session.execute(delete(MailLogEntry).where(MailLogEntry.id.in_(ids)))
+
+
+async def stored_before(session: StoreSession, project_id: str, dedupe_key: str) -> bool:
+    """Whether the project's log holds a received message of this dedupe key (a sender's retry)."""
+    found = await session.scalar(select(MailLogEntry.id).where(MailLogEntry.project_id == project_id,
+                                                               MailLogEntry.dedupe_key == dedupe_key).limit(1))
+    return found is not None
