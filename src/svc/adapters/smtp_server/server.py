@@ -28,7 +28,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from svc.adapters.smtp_server.port import InboundMessage, Mailbox, NoRecipient, Unstorable
 from svc.adapters.smtp_server.settings import SmtpServerSettings
-from svc.adapters.smtp_server.spf import check_spf
+from svc.adapters.smtp_server.spf import SpfChecker
 
 log = logging.getLogger("svc.email.smtp")
 
@@ -138,7 +138,7 @@ class InboundSmtpServer:
         self.settings = settings
         self.port: int | None = None
         self.mailbox: Mailbox | None = None
-        self.resolver: dns.resolver.Resolver | None = None
+        self.spf = SpfChecker(None)
         self.per_ip = RateBounds(settings.smtp_rate_per_ip)
         self.per_address = RateBounds(settings.smtp_rate_per_address)
         self.hostname = settings.smtp_hostname or socket.getfqdn()
@@ -157,7 +157,7 @@ class InboundSmtpServer:
 
     async def start(self, *, resolver: dns.resolver.Resolver | None) -> None:
         """Listen (SVC_SMTP_HOST:SVC_SMTP_PORT); raises OSError when the port is taken."""
-        self.resolver = resolver
+        self.spf = SpfChecker(resolver)
         if self.settings.smtp_hostname is None and self.mailbox is not None:
             self.hostname = self.mailbox.hostname() or self.hostname
         await self._load_tls()
@@ -199,7 +199,7 @@ class InboundSmtpServer:
         mailbox = self.mailbox
         if mailbox is None or not envelope.rcpt_tos:
             return "451 4.3.0 Not receiving mail now; try again later"
-        result = await check_spf(self.resolver, ip=ip, mail_from=mail_from, helo=helo)
+        result = await self.spf.check(ip=ip, mail_from=mail_from, helo=helo)
         added = self._headers(ip=ip, helo=helo, mail_from=mail_from, rcpts=envelope.rcpt_tos, spf=result,
                               tls=session.ssl is not None)
         message = InboundMessage(mail_from=mail_from, rcpts=tuple(envelope.rcpt_tos), content=content, added=added,

@@ -24,9 +24,10 @@ class SmtpServerSettings(ComponentSettings):
     smtp_rate_per_ip: int = Field(default=120, ge=1)
     # Messages one project's address may receive a minute (any local part counts), likewise.
     smtp_rate_per_address: int = Field(default=120, ge=1)
-    # A certificate and key (PEM files) for STARTTLS; unset: the edge's certificate for the
-    # server's name when svc holds one, else no STARTTLS.
+    # A certificate chain (PEM file) for STARTTLS; unset: the edge's certificate for the server's
+    # name (or a wildcard above it) when svc holds one, else no STARTTLS.
     smtp_tls_cert: Path | None = None
+    # The key of SVC_SMTP_TLS_CERT (PEM file, readable by svc alone); set with it.
     smtp_tls_key: Path | None = None
 
     @model_validator(mode="after")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 from typing import Any
 
 import dns.exception
@@ -70,7 +71,33 @@ def _check(resolver: dns.resolver.Resolver | None, ip: str, sender: str, helo: s
     return result if result in {r.value for r in SpfResult} else SpfResult.permerror.value
 
 
-async def check_spf(resolver: dns.resolver.Resolver | None, *, ip: str, mail_from: str, helo: str) -> str:
-    """The SPF result of `mail_from` (or of the HELO name for a bounce's empty sender) sent from `ip`."""
-    sender = mail_from or (f"postmaster@{helo}" if helo else "")
-    return await asyncio.to_thread(_check, resolver, ip, sender, helo)
+# A result is kept this long for the same client address, sender and HELO: a sender's burst is
+# checked once (a DNS cache would keep its records as long; a record changed meanwhile counts after
+# this). A temperror is never kept.
+KEEP_SECONDS = 60.0
+KEEP_AT_MOST = 10_000
+
+
+class SpfChecker:
+    """SPF checks asking one resolver (None: pyspf's own, the system's), with the recent results."""
+
+    def __init__(self, resolver: dns.resolver.Resolver | None) -> None:
+        self.resolver = resolver
+        self._kept: dict[tuple[str, str, str], tuple[str, float]] = {}
+
+    async def check(self, *, ip: str, mail_from: str, helo: str) -> str:
+        """The SPF result of `mail_from` (or of the HELO name for a bounce's empty sender) sent from `ip`."""
+        key = (ip, mail_from.lower(), helo.lower())
+        now = time.monotonic()
+        kept = self._kept.get(key)
+        if kept is not None and kept[1] > now:
+            return kept[0]
+        sender = mail_from or (f"postmaster@{helo}" if helo else "")
+        result = await asyncio.to_thread(_check, self.resolver, ip, sender, helo)
+        if result != SpfResult.temperror.value:
+            if len(self._kept) >= KEEP_AT_MOST:
+                self._kept = {k: v for k, v in self._kept.items() if v[1] > now}
+                if len(self._kept) >= KEEP_AT_MOST:
+                    self._kept.clear()
+            self._kept[key] = (result, now + KEEP_SECONDS)
+        return result
