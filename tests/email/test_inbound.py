@@ -3,6 +3,8 @@ from TXT records the test PowerDNS serves, on both stores."""
 
 from __future__ import annotations
 
+import asyncio
+import smtplib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -219,3 +221,25 @@ async def test_a_flood_is_bounded_per_address_and_per_client(dns_settings: Confi
         answer = await send(port, "ann@pass.senders.test", [f"b@{shop}"], numbered(5))
         assert (answer.code, answer.stage) == (451, "mail")
         assert len(await _rows(svc)) == 4
+
+
+async def test_open_sessions_are_bounded_per_client(dns_settings: Config, pdns: Pdns) -> None:
+    async with inbound_svc(dns_settings, pdns, smtp_connections_per_ip=2) as svc:
+        await _granted(svc)
+        port = _port(svc)
+
+        def session() -> smtplib.SMTP:
+            return smtplib.SMTP("127.0.0.1", port, local_hostname=HELO, timeout=60)
+
+        held = [await asyncio.to_thread(session) for _ in range(2)]
+        with pytest.raises(smtplib.SMTPConnectError) as refused:
+            await asyncio.to_thread(session)
+        assert refused.value.smtp_code == 421
+        # One of them ends: there is room again, and the others still work.
+        await asyncio.to_thread(held.pop().quit)
+        third = await asyncio.to_thread(session)
+        sent = message(sender="ann@pass.senders.test", to=f"a@{SITE}")
+        await asyncio.to_thread(third.sendmail, "ann@pass.senders.test", [f"a@{SITE}"], sent)
+        for s in (third, *held):
+            await asyncio.to_thread(s.quit)
+        assert len(await _rows(svc)) == 1

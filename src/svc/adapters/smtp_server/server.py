@@ -78,7 +78,59 @@ def _domain(address: str) -> str:
     return address.rpartition("@")[2].lower().rstrip(".")
 
 
+@dataclass
+class Connections:
+    """Open sessions by client address, at most `per_ip` each: idle sessions cost memory and a
+    timer each, and a client holding hundreds would starve the others."""
+
+    per_ip: int
+    open: dict[str, int] = field(default_factory=dict)
+
+    def admit(self, ip: str) -> bool:
+        if self.open.get(ip, 0) >= self.per_ip:
+            return False
+        self.open[ip] = self.open.get(ip, 0) + 1
+        return True
+
+    def leave(self, ip: str) -> None:
+        left = self.open.get(ip, 0) - 1
+        if left > 0:
+            self.open[ip] = left
+        else:
+            self.open.pop(ip, None)
+
+
 class _Smtp(SMTP):
+    def __init__(self, handler: _Handler, connections: Connections, **options: Any) -> None:
+        super().__init__(handler, **options)
+        self._connections = connections
+        self._ip: str | None = None
+        self._turned_away = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # Called again with the TLS transport after STARTTLS: the session is counted once.
+        if self._ip is None and not self._turned_away:
+            ip = _ip_of(transport.get_extra_info("peername"))
+            if not self._connections.admit(ip):
+                self._turned_away = True
+                assert isinstance(transport, asyncio.WriteTransport)
+                transport.write(b"421 4.7.0 Too many connections from your address; try again later\r\n")
+                transport.close()
+                return
+            self._ip = ip
+        super().connection_made(transport)
+
+    def connection_lost(self, error: Exception | None) -> None:
+        if self._turned_away:
+            return
+        if self._ip is not None:
+            self._connections.leave(self._ip)
+            self._ip = None
+        super().connection_lost(error)
+
+    def eof_received(self) -> bool | None:
+        return False if self._turned_away else super().eof_received()
+
     async def smtp_AUTH(self, arg: str) -> None:
         await self.push("502 5.5.1 AUTH is not offered: this server only receives mail for its own addresses")
 
@@ -124,10 +176,13 @@ class _Handler:
         return await self.server.receive(session, envelope)
 
 
-def _peer_ip(session: Session) -> str:
-    peer: Any = session.peer
+def _ip_of(peer: Any) -> str:
     ip = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer or "")
     return ip.removeprefix("::ffff:")
+
+
+def _peer_ip(session: Session) -> str:
+    return _ip_of(session.peer)
 
 
 class InboundSmtpServer:
@@ -141,6 +196,7 @@ class InboundSmtpServer:
         self.spf = SpfChecker(None)
         self.per_ip = RateBounds(settings.smtp_rate_per_ip)
         self.per_address = RateBounds(settings.smtp_rate_per_address)
+        self.connections = Connections(settings.smtp_connections_per_ip)
         self.hostname = settings.smtp_hostname or socket.getfqdn()
         self._tmp_dir = tmp_dir
         self._server: asyncio.Server | None = None
@@ -183,9 +239,9 @@ class InboundSmtpServer:
         self.port = None
 
     def _protocol(self) -> SMTP:
-        session = _Smtp(_Handler(self), hostname=self.hostname, data_size_limit=self.settings.smtp_max_message_bytes,
-                     enable_SMTPUTF8=True, tls_context=self._tls, timeout=IDLE_SECONDS,
-                     loop=asyncio.get_running_loop())
+        session = _Smtp(_Handler(self), self.connections, hostname=self.hostname,
+                        data_size_limit=self.settings.smtp_max_message_bytes, enable_SMTPUTF8=True,
+                        tls_context=self._tls, timeout=IDLE_SECONDS, loop=asyncio.get_running_loop())
         self._sessions.add(session)
         return session
 

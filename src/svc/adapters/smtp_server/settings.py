@@ -24,6 +24,8 @@ class SmtpServerSettings(ComponentSettings):
     smtp_rate_per_ip: int = Field(default=120, ge=1)
     # Messages one project's address may receive a minute (any local part counts), likewise.
     smtp_rate_per_address: int = Field(default=120, ge=1)
+    # Sessions one client IP address may hold open at once; another is answered 421 and closed.
+    smtp_connections_per_ip: int = Field(default=20, ge=1)
     # A certificate chain (PEM file) for STARTTLS; unset: the edge's certificate for the server's
     # name (or a wildcard above it) when svc holds one, else no STARTTLS.
     smtp_tls_cert: Path | None = None
