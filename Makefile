@@ -73,6 +73,7 @@ bench: setup
 	$(BIN)/python bench/ai.py
 	$(BIN)/python bench/domains.py
 	$(BIN)/python bench/git.py
+	$(BIN)/python bench/mail.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

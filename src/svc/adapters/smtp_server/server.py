@@ -197,7 +197,8 @@ class InboundSmtpServer:
         self.per_ip = RateBounds(settings.smtp_rate_per_ip)
         self.per_address = RateBounds(settings.smtp_rate_per_address)
         self.connections = Connections(settings.smtp_connections_per_ip)
-        self.hostname = settings.smtp_hostname or socket.getfqdn()
+        # The machine's name (gethostname: getfqdn may wait on DNS) until the mail domain is known.
+        self.hostname = settings.smtp_hostname or socket.gethostname()
         self._tmp_dir = tmp_dir
         self._server: asyncio.Server | None = None
         self._tls: ssl.SSLContext | None = None
