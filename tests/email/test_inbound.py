@@ -243,3 +243,8 @@ async def test_open_sessions_are_bounded_per_client(dns_settings: Config, pdns: 
         for s in (third, *held):
             await asyncio.to_thread(s.quit)
         assert len(await _rows(svc)) == 1
+
+
+async def test_without_a_port_there_is_no_smtp_server(svc: Svc) -> None:
+    assert svc.ctx.adapters.smtp is None and svc.ctx.adapters.off["smtp"]
+    assert "smtpPort" not in (await svc.anon.get("/v1/config")).json()
