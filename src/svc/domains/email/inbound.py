@@ -17,6 +17,7 @@ import logging
 import os
 import tempfile
 from dataclasses import dataclass
+from email.header import decode_header, make_header
 from email.parser import BytesHeaderParser
 from pathlib import Path
 
@@ -48,10 +49,14 @@ class _Headers:
 
 
 def _headers(content: bytes) -> _Headers:
-    """The Subject (RFC 2047 words decoded) and Message-ID (without <>) of a message as sent."""
+    """The Subject (RFC 2047 words decoded) and Message-ID (without <>) of a message as sent. The
+    header block only, with the plain parser (the modern policy's full parse of every header cost
+    a third of a millisecond a message, bench/mail.py)."""
+    head = content.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
     try:
-        parsed = BytesHeaderParser(policy=email.policy.default).parsebytes(content)
-        subject = str(parsed.get("subject", "") or "")
+        parsed = BytesHeaderParser(policy=email.policy.compat32).parsebytes(head)
+        raw_subject = parsed.get("subject")
+        subject = str(make_header(decode_header(str(raw_subject)))) if raw_subject is not None else ""
         message_id = str(parsed.get("message-id", "") or "").strip().strip("<>").strip() or None
     except Exception:  # a header the parser cannot read: the row keeps what it can
         return _Headers("", None)
@@ -75,18 +80,14 @@ async def receive(uow: UnitOfWork, message: InboundMessage) -> list[str]:
     by_domain: dict[str, list[str]] = {}
     for rcpt in message.rcpts:
         by_domain.setdefault(domain_of(rcpt), []).append(rcpt)
-    targets: list[_Target] = []
-    known = False
-    for domain, rcpts in by_domain.items():
-        grant = await queries.grant_at(uow.session, domain)
-        if grant is None:
-            continue  # revoked since its RCPT: the others still get it
-        known = True
-        key = message.dedupe_key(tuple(rcpts))
-        if not await queries.stored_before(uow.session, grant.project_id, key):
-            targets.append(_Target(grant.project_id, grant.org_id, tuple(rcpts), key, new_id("mail")))
-    if not known:
+    # A recipient revoked since its RCPT is left out; the others still get the message.
+    held = await queries.holders(uow.session, list(by_domain))
+    if not held:
         raise NoRecipient()
+    wanted = {domain: message.dedupe_key(tuple(by_domain[domain])) for domain in held}
+    stored = await queries.stored_before(uow.session, [(held[d][0], key) for d, key in wanted.items()])
+    targets = [_Target(held[d][0], held[d][1], tuple(by_domain[d]), key, new_id("mail"))
+               for d, key in wanted.items() if (held[d][0], key) not in stored]
     if not targets:
         return []
     await uow.close_reads()
@@ -146,7 +147,7 @@ class Inbound:
         if "@" not in address or not domain:
             return False
         async with unit_of_work(self.ctx, Tx.READ) as uow:
-            return await queries.grant_at(uow.session, domain) is not None
+            return bool(await queries.holders(uow.session, [domain]))
 
     async def deliver(self, message: InboundMessage) -> None:
         try:
