@@ -159,6 +159,12 @@ async def sink(root: Path) -> AsyncIterator[int]:
         await server.wait_closed()
 
 
+def _cpu() -> float:
+    """CPU seconds of this process, every thread's (user and system)."""
+    t = os.times()
+    return t.user + t.system
+
+
 def _temp(tmp: Path, content: bytes) -> Path:
     fd, name = tempfile.mkstemp(dir=tmp, suffix=".eml")
     with os.fdopen(fd, "wb") as f:
@@ -200,21 +206,27 @@ async def main(args: argparse.Namespace) -> None:
                 RRsetData("spf." + ZONE, "TXT", 60, ('"v=spf1 ip4:127.0.0.1 -all"',))], delete=[])
             async with svc_smtp(root / "svc", (pdns.host, pdns.port)) as (svc_port, rcpt), sink(root / "sink") as bare:
                 rates: dict[str, list[float]] = {"svc": [], "sink": []}
+                cpu: dict[str, list[float]] = {"svc": [], "sink": []}
                 for port in (svc_port, bare):  # warm-up
                     await asyncio.to_thread(load, port, rcpt, 1.0, args.concurrency, args.size)
                 for i in range(args.rounds):
                     for label, port in (("svc", svc_port), ("sink", bare)):
+                        before = _cpu()
                         got = await asyncio.to_thread(load, port, rcpt, args.seconds, args.concurrency, args.size)
                         if got["refused"]:
                             sys.exit(f"{label}: {got['refused']} messages refused")
                         rate = got["ok"] / got["seconds"]
                         rates[label].append(rate)
+                        cpu[label].append((_cpu() - before) / got["ok"] * 1000)
                         print(f"round {i + 1}: {label:4} {rate:8.1f} messages/s "
-                              f"({int(got['ok'])} in {got['seconds']:.1f} s)")
+                              f"({int(got['ok'])} in {got['seconds']:.1f} s), {cpu[label][-1]:.2f} ms CPU a message")
     svc_rate, sink_rate = statistics.median(rates["svc"]), statistics.median(rates["sink"])
     ratio = svc_rate / sink_rate
+    svc_cpu, sink_cpu = statistics.median(cpu["svc"]), statistics.median(cpu["sink"])
     print(f"median: svc {svc_rate:.1f} messages/s, bare aiosmtpd sink {sink_rate:.1f} messages/s: "
           f"{ratio:.2f}x (goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'})")
+    print(f"CPU of the server process (its threads too) a message: svc {svc_cpu:.2f} ms, sink {sink_cpu:.2f} ms: "
+          f"the sink's is {sink_cpu / svc_cpu:.2f}x svc's (steadier on a shared machine)")
 
 
 if __name__ == "__main__":
