@@ -6,7 +6,12 @@ each with its own raw copy): the raw bytes in the blob store first, then one tra
 the log row and enqueues its hand-off to the project's worker. A crash before the commit leaves at
 most a blob no row points to, and the sender, never answered 250, sends again; a crash after it,
 before the 250 reached the sender, makes the sender send again too, and the dedupe key (the
-envelope and bytes) finds the row: answered 250, not stored twice."""
+envelope and bytes) finds the row: answered 250, not stored twice.
+
+Messages arriving while a batch is written wait for the next one and go in together, in one unit
+of work (a group commit, as the billing webhook's deliveries: domains/billing/deliveries.py); each
+session is answered once the transaction holding its message has committed. A batch that fails is
+written again one message per transaction, so a message svc cannot store fails alone (451)."""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import email.policy
 import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.header import decode_header, make_header
 from email.parser import BytesHeaderParser
 from pathlib import Path
@@ -74,36 +79,54 @@ class _Target:
 
 
 @use_case(Tx.READ_THEN_WRITE)  # the raw copies are written to the blob store with nothing of the store held
-async def receive(uow: UnitOfWork, message: InboundMessage) -> list[str]:
-    """Store `message` for each project it is addressed to; the ids of the rows written (none when
-    every project had it already). NoRecipient when no recipient is a granted address any more."""
-    by_domain: dict[str, list[str]] = {}
-    for rcpt in message.rcpts:
-        by_domain.setdefault(domain_of(rcpt), []).append(rcpt)
+async def receive(uow: UnitOfWork, messages: list[InboundMessage]) -> list[list[str] | None]:
+    """Store each message for each project it is addressed to, all in one transaction: for each
+    message, the ids of the rows written (none when every project had it already), or None when no
+    recipient of it is a granted address any more (revoked since its RCPT: 550)."""
+    by_domain = [_by_domain(m) for m in messages]
     # A recipient revoked since its RCPT is left out; the others still get the message.
-    held = await queries.holders(uow.session, list(by_domain))
-    if not held:
-        raise NoRecipient()
-    wanted = {domain: message.dedupe_key(tuple(by_domain[domain])) for domain in held}
-    stored = await queries.stored_before(uow.session, [(held[d][0], key) for d, key in wanted.items()])
-    targets = [_Target(held[d][0], held[d][1], tuple(by_domain[d]), key, new_id("mail"))
-               for d, key in wanted.items() if (held[d][0], key) not in stored]
-    if not targets:
-        return []
-    await uow.close_reads()
-    await _store_raw(uow, message.raw, [raw_key(t.project_id, t.mail_id) for t in targets])
-    session = await uow.begin_write()
-    headers, now = _headers(message.content), utcnow()
-    for t in targets:
-        session.add(MailLogEntry(
-            id=t.mail_id, project_id=t.project_id, org_id=t.org_id, direction=MailDirection.inbound,
-            from_addr=message.mail_from[:_FROM], to_addr=",".join(t.rcpts)[:_TO], subject=headers.subject,
-            outcome=MailOutcome.received, size=len(message.raw), spf=message.spf,
-            raw_key=raw_key(t.project_id, t.mail_id), message_id=headers.message_id, dedupe_key=t.dedupe_key,
-            client_ip=message.client_ip, attempts=0, created_at=now, updated_at=now))
-        uow.enqueue(EmailJob.to_worker, {"mail_id": t.mail_id})
-    await session.flush()
-    return [t.mail_id for t in targets]
+    held = await queries.holders(uow.session, sorted({d for domains in by_domain for d in domains}))
+    wanted = [{d: m.dedupe_key(tuple(rcpts)) for d, rcpts in domains.items() if d in held}
+              for m, domains in zip(messages, by_domain, strict=True)]
+    stored = await queries.stored_before(uow.session, [(held[d][0], key) for w in wanted for d, key in w.items()])
+    targets: list[list[_Target]] = []
+    for domains, keys in zip(by_domain, wanted, strict=True):
+        fresh = [_Target(held[d][0], held[d][1], tuple(domains[d]), key, new_id("mail"))
+                 for d, key in keys.items() if (held[d][0], key) not in stored]
+        # The same message twice in one batch (a sender retrying at once) is written once.
+        seen = {(t.project_id, t.dedupe_key) for ts in targets for t in ts}
+        targets.append([t for t in fresh if (t.project_id, t.dedupe_key) not in seen])
+    if any(targets):
+        await uow.close_reads()
+        written = await asyncio.gather(*(_store_raw(uow, m.raw, [raw_key(t.project_id, t.mail_id) for t in ts])
+                                         for m, ts in zip(messages, targets, strict=True) if ts),
+                                       return_exceptions=True)
+        failed = [r for r in written if isinstance(r, BaseException)]
+        if failed:
+            raise failed[0]
+        session = await uow.begin_write()
+        now = utcnow()
+        for message, ts in zip(messages, targets, strict=True):
+            headers = _headers(message.content) if ts else None
+            for t in ts:
+                assert headers is not None
+                session.add(MailLogEntry(
+                    id=t.mail_id, project_id=t.project_id, org_id=t.org_id, direction=MailDirection.inbound,
+                    from_addr=message.mail_from[:_FROM], to_addr=",".join(t.rcpts)[:_TO],
+                    subject=headers.subject, outcome=MailOutcome.received, size=len(message.raw), spf=message.spf,
+                    raw_key=raw_key(t.project_id, t.mail_id), message_id=headers.message_id,
+                    dedupe_key=t.dedupe_key, client_ip=message.client_ip, attempts=0, created_at=now,
+                    updated_at=now))
+                uow.enqueue(EmailJob.to_worker, {"mail_id": t.mail_id})
+        await session.flush()
+    return [[t.mail_id for t in ts] if keys else None for ts, keys in zip(targets, wanted, strict=True)]
+
+
+def _by_domain(message: InboundMessage) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for rcpt in message.rcpts:
+        grouped.setdefault(domain_of(rcpt), []).append(rcpt)
+    return grouped
 
 
 async def _store_raw(uow: UnitOfWork, raw: bytes, keys: list[str]) -> None:
@@ -132,11 +155,26 @@ def _temp_file(tmp_dir: Path, raw: bytes) -> Path:
     return Path(name)
 
 
+# Messages in one transaction at most, and transactions under way at once (while one writes its raw
+# copies, the next reads; on SQLite their writes take turns).
+MAX_BATCH = 32
+WRITERS = 2
+
+
+@dataclass
+class _Waiting:
+    message: InboundMessage
+    answer: asyncio.Future[list[str] | None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
 class Inbound:
     """The SMTP server's Mailbox (adapters/smtp_server/port.py), handed in by the area's lifespan."""
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
+        self._waiting: list[_Waiting] = []
+        self._writers: set[asyncio.Task[None]] = set()
 
     def hostname(self) -> str | None:
         return mail_domain(self.ctx)
@@ -150,16 +188,50 @@ class Inbound:
             return bool(await queries.holders(uow.session, [domain]))
 
     async def deliver(self, message: InboundMessage) -> None:
-        try:
-            async with unit_of_work(self.ctx, Tx.READ_THEN_WRITE) as uow:
-                stored = await receive(uow, message)
-        except NoRecipient:
-            raise
-        except Exception as exc:
-            log.warning("a received message could not be stored: %s", exc, exc_info=True)
-            raise Unstorable(type(exc).__name__) from exc
+        waiting = _Waiting(message)
+        self._waiting.append(waiting)
+        if len(self._writers) < WRITERS:
+            writer = asyncio.create_task(self._write())
+            self._writers.add(writer)
+            writer.add_done_callback(self._writers.discard)
+        # Shielded: a session that ends meanwhile leaves its message in the batch (it was never
+        # answered 250; its sender sends it again, and finds it stored).
+        stored = await asyncio.shield(waiting.answer)
+        if stored is None:
+            raise NoRecipient()
         if stored:
             log.info("received mail %s from %s (spf=%s)", ",".join(stored), message.client_ip, message.spf)
+
+    async def _write(self) -> None:
+        batch: list[_Waiting] = []
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
+                await self._write_batch(batch)
+        except BaseException as exc:  # stopped (cancelled): nobody is left waiting for ever
+            for waiting in batch + self._waiting:
+                if not waiting.answer.done():
+                    waiting.answer.set_exception(Unstorable(f"not written: {exc!r}"))
+            self._waiting = []
+            raise
+
+    async def _write_batch(self, batch: list[_Waiting]) -> None:
+        try:
+            async with unit_of_work(self.ctx, Tx.READ_THEN_WRITE) as uow:
+                results = await receive(uow, [w.message for w in batch])
+        except Exception as exc:
+            if len(batch) > 1:  # each alone: one message svc cannot store fails alone
+                log.warning("a batch of %d received messages failed (%r): each is written alone", len(batch), exc)
+                for waiting in batch:
+                    await self._write_batch([waiting])
+                return
+            log.warning("a received message could not be stored: %s", exc, exc_info=True)
+            if not batch[0].answer.done():
+                batch[0].answer.set_exception(Unstorable(type(exc).__name__))
+            return
+        for waiting, result in zip(batch, results, strict=True):
+            if not waiting.answer.done():
+                waiting.answer.set_result(result)
 
     async def certificate(self, hostname: str) -> Certificate | None:
         """The edge's certificate for the server's name: its own, or a wildcard one above it."""
