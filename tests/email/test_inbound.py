@@ -253,3 +253,22 @@ async def test_open_sessions_are_bounded_per_client(dns_settings: Config, pdns: 
 async def test_without_a_port_there_is_no_smtp_server(svc: Svc) -> None:
     assert svc.ctx.adapters.smtp is None and svc.ctx.adapters.off["smtp"]
     assert "smtpPort" not in (await svc.anon.get("/v1/config")).json()
+
+
+async def test_results_in_svcs_name_that_the_sender_wrote_are_renamed(mx: Svc) -> None:
+    await _granted(mx)
+    forged = (b"Authentication-Results: " + MAIL_DOMAIN.upper().encode() + b"; spf=pass smtp.mailfrom=ceo@bank.test\r\n"
+              b"Authentication-Results: other.example; dkim=pass\r\n")
+    sent = forged + message(sender="ann@fail.senders.test", to=f"a@{SITE}")
+    assert (await send(_port(mx), "ann@fail.senders.test", [f"a@{SITE}"], sent)).code == 250
+    [row] = await _rows(mx)
+    path = mx.ctx.settings.tmp_dir() / "forged.eml"
+    await mx.ctx.blobs.get_to_file(row.raw_key or "", path)
+    raw = path.read_bytes()
+    head = raw.split(b"\r\n\r\n")[0]
+    assert head.count(b"\nAuthentication-Results: " + MAIL_DOMAIN.encode()) == 0 and raw.startswith(
+        f"Authentication-Results: {MAIL_DOMAIN};\r\n\tspf=fail ".encode())
+    assert b"\nX-Original-Authentication-Results: " + MAIL_DOMAIN.upper().encode() + b"; spf=pass" in head
+    # Another receiver's results are kept as they were.
+    assert b"\r\nAuthentication-Results: other.example; dkim=pass" in head
+    assert b"X-Original-Authentication-Results: other.example" not in head

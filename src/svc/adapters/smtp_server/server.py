@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import socket
 import ssl
 import tempfile
@@ -262,6 +263,7 @@ class InboundSmtpServer:
         result = await self.spf.check(ip=ip, mail_from=mail_from, helo=helo)
         added = self._headers(ip=ip, helo=helo, mail_from=mail_from, rcpts=envelope.rcpt_tos, spf=result,
                               tls=session.ssl is not None)
+        content = _disarm(content, self.hostname)
         message = InboundMessage(mail_from=mail_from, rcpts=tuple(envelope.rcpt_tos), content=content, added=added,
                                  client_ip=ip, helo=helo, spf=result)
         try:
@@ -321,6 +323,23 @@ def _context(cert: Path, key: Path) -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     return context
+
+
+_RESULTS = re.compile(rb"^(Authentication-Results:)([ \t]*(?:\r?\n[ \t]+)*)([^\s;]+)", re.IGNORECASE | re.MULTILINE)
+
+
+def _disarm(content: bytes, hostname: str) -> bytes:
+    """An Authentication-Results header the message already carries in svc's name (a sender's
+    forgery: RFC 8601 5) is renamed X-Original-Authentication-Results, in the header block only:
+    the one svc adds on top is the only one in its name a reader finds."""
+    end = content.find(b"\r\n\r\n")
+    head, body = (content, b"") if end < 0 else (content[:end], content[end:])
+    ours = hostname.lower().encode()
+
+    def rename(match: re.Match[bytes]) -> bytes:
+        return b"X-Original-" + match.group(0) if match.group(3).lower() == ours else match.group(0)
+
+    return _RESULTS.sub(rename, head) + body
 
 
 def _printable(text: str) -> str:
