@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from svc.adapters.git.port import GitNode
     from svc.adapters.idp.port import IdentityProvider
     from svc.adapters.mail.port import MailSender
+    from svc.adapters.mail_relay.port import MailRelay
     from svc.adapters.nameserver.port import Nameserver
     from svc.adapters.registrar.port import Registrar
     from svc.adapters.resolver.port import Resolver
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 @dataclass
 class Adapters:
     mail: MailSender
+    # The relay the projects' mail goes out through (SMTP, or .eml files without SVC_SMTP_RELAY_URL);
+    # None only until the serving process fills it from the settings.
+    relay: MailRelay | None = None
     idp: IdentityProvider | None = None
     # None: the default, files under SVC_DATA_DIR/blobs (or S3 when configured), made at start.
     blobs: BlobStore | None = None

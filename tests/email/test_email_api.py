@@ -8,12 +8,16 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from svc.domains.email import jobs
+from svc.domains.email.kinds import EmailJob
 from svc.domains.email.service import raw_key
+from svc.jobs.registry import JobRun
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import AuditEvent, EmailGrant, MailLogEntry, Project
+from svc.uow import Tx, unit_of_work
 from tests.email.conftest import MAIL_DOMAIN
-from tests.support.api import Svc, assert_error
+from tests.support.api import Svc, assert_error, wait_operation
 from tests.support.team import make_team
 
 E = "/v1/orgs/acme/projects/site/email"
@@ -128,3 +132,40 @@ async def test_entries_and_raw_messages_belong_to_their_project(mail_svc: Svc) -
     assert_error(await team.vic.client.get(f"{E}/log/{theirs}"), 404, "not_found")
     assert_error(await team.vic.client.get(f"{E}/log/{theirs}/raw"), 404, "not_found")
     assert_error(await team.eve.client.get(f"/v1/orgs/acme/projects/site/email/log/{with_raw}"), 404, "not_found")
+
+
+async def test_a_project_teardown_takes_its_grant_and_raw_messages(mail_svc: Svc) -> None:
+    team = await make_team(mail_svc, project="site")
+    assert (await team.bob.client.post(E)).status_code == 200
+    raw = b"Subject: kept until the project goes\r\n\r\nbody\r\n"
+    [mail_id] = await _log_rows(mail_svc, "site", 1, raw=raw)
+    async with mail_svc.ctx.db.transaction(write=False) as s:
+        project_id = (await s.scalars(select(Project.id).where(Project.name == "site"))).one()
+    key = raw_key(project_id, mail_id)
+    assert await mail_svc.ctx.blobs.exists(key)
+    op = (await team.alice.client.request("DELETE", "/v1/orgs/acme/projects/site", json={"confirm": "site"})).json()
+    assert (await wait_operation(team.alice, "acme", op["operationId"]))["terminalCode"] == "ok"
+    assert not await mail_svc.ctx.blobs.exists(key)
+    async with mail_svc.ctx.db.transaction(write=False) as s:
+        assert await s.scalar(select(func.count()).select_from(EmailGrant)) == 0
+        assert await s.scalar(select(func.count()).select_from(MailLogEntry)) == 0
+    # The address is free again for a new project of that name.
+    assert (await team.alice.client.post("/v1/orgs/acme/projects", json={"name": "site"})).status_code == 201
+    assert (await team.bob.client.post(E)).json()["granted"] is True
+
+
+async def test_the_log_keeps_the_plan_s_days(mail_svc: Svc) -> None:
+    team = await make_team(mail_svc, project="site")
+    raw = b"Subject: old\r\n\r\nbody\r\n"
+    old, recent = await _log_rows(mail_svc, "site", 2, raw=raw)
+    async with mail_svc.ctx.db.transaction(write=True) as s:
+        row = await s.get(MailLogEntry, old)
+        assert row is not None and row.raw_key is not None
+        old_key = row.raw_key
+        row.created_at = utcnow() - timedelta(days=31)  # past the free plan's 30 days
+    async with unit_of_work(mail_svc.ctx, Tx.WRITE) as uow:
+        await jobs.prune_cycle(JobRun(ctx=mail_svc.ctx, job_id="test", kind=EmailJob.prune_cycle, payload={},
+                                      attempt=1, max_attempts=1, uow=uow))
+    listed = (await team.vic.client.get(E + "/log")).json()["entries"]
+    assert [e["id"] for e in listed] == [recent]
+    assert not await mail_svc.ctx.blobs.exists(old_key)

@@ -171,6 +171,8 @@ class ManagedBy(StrEnum):
     system = "system"
     # A custom hostname's CNAME to the fallback origin in the org's own zone (domains/dns/links.py).
     project = "project"
+    # The mail domain's MX, SPF, DKIM and DMARC records, in the zone holding it (domains/email/records.py).
+    mail = "mail"
 
 
 class RepoVisibility(StrEnum):

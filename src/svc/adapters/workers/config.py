@@ -13,6 +13,9 @@ own on a unix socket of its own.
               w<slot>     a steady process's project worker: the project's modules under
                           svc's wrapper (wrapper.js), its env, Assets and Logs bound with props
     sockets   http        127.0.0.1:<port>, the address the edge proxies to (and the health probe)
+              control     127.0.0.1:<port>, a loading process's second address, which only svc
+                          calls (a received message to a worker's email(): the dispatcher's Control
+                          entrypoint, proved by a token of its own that nginx never holds)
               w<slot>     unix:<path>, a steady worker's own (renamed to <sockets>/slots/<slot>.sock,
                           where the edge's upstream svc_steady connects)
 
@@ -65,6 +68,10 @@ class RuntimeOptions:
     # The V8 heap of one isolate, in MB (Cloudflare's limit is 128): a worker that passes it ends
     # its process, which the supervisor starts again (docs/workers.md, "Limits").
     memory_mb: int = 128
+    # A loading process's control socket (the Control entrypoint) and the token it expects
+    # (X-Svc-Control-Token): svc's own calls, never proxied by the edge. None: no such socket.
+    control_port: int | None = None
+    control_token: str = ""
 
 
 def text(value: str) -> str:
@@ -156,6 +163,10 @@ def _direct_service(worker: DirectWorker) -> str:
 """
 
 
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def render(options: RuntimeOptions, direct: Sequence[DirectWorker] = (), dispatcher: str | None = None) -> str:
     """The configuration, whole in one text: every module's source is in it (workerd reads the
     configuration on its standard input, and no other file). `direct`: a steady process's workers."""
@@ -163,9 +174,11 @@ def render(options: RuntimeOptions, direct: Sequence[DirectWorker] = (), dispatc
     services = "".join(_direct_service(worker) for worker in direct)
     sockets = "".join(f",\n    (name = \"w{w.slot}\", address = {text(f'unix:{w.socket}')}, http = {HTTP}, "
                       f"service = \"w{w.slot}\")" for w in direct)
-    listen = f"{options.listen_host}:{options.listen_port}"
-    if ":" in options.listen_host:
-        listen = f"[{options.listen_host}]:{options.listen_port}"
+    listen = _address(options.listen_host, options.listen_port)
+    if options.control_port is not None:
+        control = text(_address(options.listen_host, options.control_port))
+        sockets += (f",\n    (name = \"control\", address = {control}, "
+                    f"http = (), service = (name = \"dispatcher\", entrypoint = \"Control\"))")
     return f"""# Written by svc at each start of the worker runtime; edits are lost (docs/workers.md).
 using Workerd = import "/workerd/workerd.capnp";
 
@@ -183,6 +196,7 @@ const config :Workerd.Config = (
         (name = "SITES", service = "sites"),
         (name = "INTERNET", service = "internet"),
         (name = "TOKEN", text = {text(options.token)}),
+        (name = "CONTROL_TOKEN", text = {text(options.control_token)}),
         (name = "WRAPPER_SOURCE", text = {text(source(WRAPPER))}),
         (name = "REFUSAL_SOURCE", text = {text(source(REFUSAL))}),
       ],

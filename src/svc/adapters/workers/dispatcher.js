@@ -129,8 +129,35 @@ export class AI extends WorkerEntrypoint {
   }
 }
 
+// env.email of a project's worker (the wrapper presents it as `env.email`, wrapper.js): mail sent
+// from the project's address through svc (docs/email.md), which checks the grant and the plan's
+// hourly cap, signs it (DKIM) and queues it for the relay. The props name the project, as svc set
+// them. send() takes { to, subject, text, html, from, replyTo }; forward() is a received message's
+// (the wrapper's message.forward()): its raw bytes, which svc holds, sent on to another address;
+// reply() sends the worker's reply to a received message's sender.
+// Each answers { status, result }: the log entry, or svc's Error envelope, for the wrapper to throw.
+export class Email extends WorkerEntrypoint {
+  send(message) { return this.call("send", message); }
+  forward(mailId, to, headers) { return this.call("forward", { mailId, to, headers }); }
+
+  // message.reply(): the worker's whole reply (bytes), to the received message's sender.
+  async reply(mailId, raw) {
+    const url = `http://svc/v1/runtime/projects/${this.ctx.props.project}/email/reply?mailId=${encodeURIComponent(mailId)}`;
+    const answer = await this.env.SVC.fetch(url, { method: "POST", headers: { "content-type": "message/rfc822" },
+                                                   body: raw });
+    return { status: answer.status, result: await answer.json().catch(() => null) };
+  }
+
+  async call(op, body) {
+    const answer = await this.env.SVC.fetch(`http://svc/v1/runtime/projects/${this.ctx.props.project}/email/${op}`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body ?? null),
+    });
+    return { status: answer.status, result: await answer.json().catch(() => null) };
+  }
+}
+
 // The entrypoints svc may bind into a project's env (svc names them; a project cannot).
-const ENTRYPOINTS = new Set(["Database", "AI"]);
+const ENTRYPOINTS = new Set(["Database", "AI", "Email"]);
 
 const LOGS = "__SVC_LOGS__";
 const WRAPPER = "__svc_main__.js";
@@ -210,6 +237,49 @@ export default {
     }
   },
 };
+
+// svc's own calls into a loading process, on its control socket (config.py: an address of its own
+// that the edge never proxies to, and a token of its own that nginx never holds): a received
+// message handed to a worker's email() handler. A visitor's request reaches only the default
+// export's fetch() above, and a worker's default entrypoint, never this one, nor the wrapper's
+// email entrypoint it calls (EMAIL_ENTRY: a named export, which no socket serves).
+export class Control extends WorkerEntrypoint {
+  async fetch(request) {
+    const env = this.env;
+    if (!env.CONTROL_TOKEN || request.headers.get("x-svc-control-token") !== env.CONTROL_TOKEN) {
+      return refusal(request, 403, "forbidden", "only svc may call the runtime's control socket", null);
+    }
+    if (new URL(request.url).pathname !== "/email" || request.method !== "POST") {
+      return refusal(request, 404, "not_found", "no such control path", null);
+    }
+    const key = request.headers.get("x-svc-worker") || "";
+    if (!KEY.test(key)) return refusal(request, 400, "bad_request", "X-Svc-Worker is missing or malformed", null);
+    const headers = new Headers({ "content-type": "message/rfc822" });
+    for (const name of ["x-svc-mail-id", "x-svc-mail-from", "x-svc-mail-to"]) {
+      headers.set(name, request.headers.get(name) || "");
+    }
+    // The wrapper's logs name the message by its id, as they name a request by its own.
+    headers.set("x-request-id", request.headers.get("x-svc-mail-id") || "");
+    const id = `${key}#${retries.get(key) || 0}`;
+    const worker = env.LOADER.get(id, () => load(env, this.ctx, key));
+    try {
+      return await worker.getEntrypoint(EMAIL_ENTRY).fetch(new Request("http://email/", {
+        method: "POST", headers, body: request.body }));
+    } catch (error) {
+      const said = `${error.message}`;
+      if (said.includes(UNAVAILABLE)) {
+        retry(key);
+        log(`worker ${key}: ${said.slice(said.indexOf(UNAVAILABLE) + UNAVAILABLE.length)}`);
+        return refusal(request, 503, "worker_unavailable", "The worker is not available; try again", null);
+      }
+      // Top-level code that threw as the worker loaded, or an email() the runtime found hung.
+      return refusal(request, 500, "worker_error", `the worker failed: ${said}`, null);
+    }
+  }
+}
+
+// The wrapper's named export that runs a worker's email() (wrapper.js).
+const EMAIL_ENTRY = "__svc_email__";
 
 // Whether a bundle's worker can run, before its deployment goes live: the module graph is loaded
 // (parse, imports, top-level code, the compatibility date) under a wrapper module that reports

@@ -36,6 +36,32 @@ class EntrypointBinding:
     props: Mapping[str, str]
 
 
+@dataclass(frozen=True)
+class InboundEmail:
+    """A received message handed to a project's worker's email() handler: the envelope and the
+    raw message as svc stored it (with the headers it added)."""
+
+    mail_id: str
+    sender: str
+    # The envelope's recipients at the project's address, comma-separated (usually one).
+    recipients: str
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class EmailVerdict:
+    """What the worker's email() did with a message: "handled" (returned), "rejected" (it called
+    message.setReject(reason)), or "no_handler" (its main module exports no email())."""
+
+    outcome: str
+    reason: str | None = None
+
+
+class WorkerFailed(Exception):
+    """The worker's handler threw, or did not finish in time; the message says which (the stack
+    is in the project's logs)."""
+
+
 class BadWorker(Exception):
     """The runtime cannot run this code; the message is the runtime's own words (the line and the
     column of a syntax error, the module an import names, the date it does not know)."""
@@ -116,6 +142,13 @@ class WorkerRuntime(Protocol):
 
     def changed(self, project_ids: Collection[str] | None = None) -> None:
         """The store may have changed these projects' workers (None: any): their shards converge."""
+        ...
+
+    async def deliver_email(self, project_id: str, key: str, message: InboundEmail) -> EmailVerdict:
+        """Run the email() handler of the worker `key` (the project's live one) on `message`, on
+        the loading process of the project's shard, through its control socket (never one the
+        edge reaches). WorkerFailed when the handler throws or overruns the wall-time bound;
+        RuntimeUnavailable when the runtime does not answer."""
         ...
 
     async def check(self, code: WorkerCode) -> None:

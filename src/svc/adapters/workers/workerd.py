@@ -37,11 +37,14 @@ import httpx
 from svc.adapters.workers.config import DirectWorker, RuntimeOptions, render
 from svc.adapters.workers.port import (
     BadWorker,
+    EmailVerdict,
+    InboundEmail,
     LiveWorkers,
     RuntimeUnavailable,
     SteadyChanged,
     Upstream,
     WorkerCode,
+    WorkerFailed,
 )
 from svc.adapters.workers.steady import SteadyWorkers
 from svc.supervisor import (
@@ -59,6 +62,8 @@ log = logging.getLogger("svc.workers")
 
 HEALTH_PATH = "/__svc/runtime/health"
 CHECK_PATH = "/__svc/runtime/check"
+# A received message to a worker's email() (the dispatcher's Control entrypoint, on the control socket).
+EMAIL_PATH = "/email"
 START_SECONDS = 10.0
 # How long svc's stop waits for a process before SIGKILL (one stuck in a loop never exits). A
 # replaced steady process is given the wall-time bound instead, to finish its requests in flight.
@@ -151,19 +156,23 @@ class _Process:
 
     def __init__(self, runtime: WorkerdRuntime, name: str, direct: Sequence[DirectWorker] = (),
                  on_ready: Callable[[], Awaitable[None]] | None = None,
-                 on_exit: Callable[[int], Awaitable[bool]] | None = None) -> None:
+                 on_exit: Callable[[int], Awaitable[bool]] | None = None, control: bool = False) -> None:
         self.runtime = runtime
         self.dir = runtime.options.root / name
         self.direct = tuple(direct)
         self.on_ready = on_ready
         self.port = free_tcp_port(runtime.options.host)
+        # A loading process's control socket: svc's own calls (a message to a worker's email()).
+        self.control_port = free_tcp_port(runtime.options.host) if control else None
         options = runtime.options
+        ports = (Port(options.host, self.port),) + (
+            (Port(options.host, self.control_port),) if self.control_port is not None else ())
         self.supervisor = Supervisor(ProcessSpec(
             name=f"workerd {name} ({options.host}:{self.port})", binary=options.binary, args=ARGS,
             log=self.dir / "workerd.log", pid_file=self.dir / "workerd.pid", cwd=self.dir,
             stdin=self.dir / "config.capnp",
             env={"PATH": os.defpath, "LANG": "C.UTF-8"}, user=options.user,
-            ports=(Port(options.host, self.port),), prepare=self._prepare, ready=self._ready,
+            ports=ports, prepare=self._prepare, ready=self._ready,
             start_seconds=START_SECONDS, stop_seconds=STOP_SECONDS, kill_group=True, on_exit=on_exit,
         ), logger=log)
 
@@ -186,8 +195,9 @@ class _Process:
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         config = render(RuntimeOptions(listen_host=options.host, listen_port=self.port,
                                        api_address=options.api_address, assets_address=options.assets_address,
-                                       memory_mb=options.memory_mb,
-                                       token=self.runtime.token), self.direct)
+                                       memory_mb=options.memory_mb, token=self.runtime.token,
+                                       control_port=self.control_port,
+                                       control_token=self.runtime.control_token), self.direct)
         # workerd reads it on its standard input (reopening /dev/stdin checks the file's own owner,
         # not the path): as another user it owns the file and its directory, nothing else of svc's.
         owner = pwd.getpwnam(options.user) if options.user is not None and os.geteuid() == 0 else None
@@ -233,7 +243,9 @@ class WorkerdRuntime:
     def __init__(self, options: WorkerdOptions) -> None:
         self.options = options
         self.token = secrets.token_urlsafe(32)
-        self._serving = [_Process(self, f"serve-{n}") for n in range(max(1, options.processes))]
+        # The control sockets' token: svc's alone (nginx, which holds `token`, never sees it).
+        self.control_token = secrets.token_urlsafe(32)
+        self._serving = [_Process(self, f"serve-{n}", control=True) for n in range(max(1, options.processes))]
         self._checker = _Process(self, "check")
         self._steady: SteadyWorkers | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -328,6 +340,29 @@ class WorkerdRuntime:
                     break
                 await asyncio.sleep(0.05)
 
+    async def deliver_email(self, project_id: str, key: str, message: InboundEmail) -> EmailVerdict:
+        process = self._serving[self.shard_of(project_id)]
+        url = f"http://{self.options.host}:{process.control_port}{EMAIL_PATH}"
+        headers = {"X-Svc-Control-Token": self.control_token, "X-Svc-Worker": key, "X-Svc-Mail-Id": message.mail_id,
+                   "X-Svc-Mail-From": message.sender, "X-Svc-Mail-To": message.recipients,
+                   "content-type": "message/rfc822"}
+        try:
+            # The handler's wall-time bound is a request's (SVC_WORKER_TIMEOUT_SECONDS), and a bit
+            # for the worker's loading.
+            answer = await self._client.post(url, content=message.raw, headers=headers,
+                                             timeout=self.options.drain_seconds + self.options.check_seconds)
+        except httpx.TimeoutException:
+            raise WorkerFailed(f"its email() did not finish within {self.options.drain_seconds:g} s") from None
+        except httpx.HTTPError as exc:
+            raise RuntimeUnavailable(f"the worker runtime did not answer: {exc}") from None
+        verdict = _json(answer)
+        outcome, reason = verdict.get("outcome"), verdict.get("reason")
+        if answer.status_code == 200 and outcome in ("handled", "rejected", "no_handler"):
+            return EmailVerdict(outcome=str(outcome), reason=str(reason) if reason is not None else None)
+        if answer.status_code == 500 and verdict.get("code") == "worker_error":
+            raise WorkerFailed(str(verdict.get("message") or "its email() threw"))
+        raise RuntimeUnavailable(f"the worker runtime answered {answer.status_code}: {verdict.get('message', '')}")
+
     async def check(self, code: WorkerCode) -> None:
         process = self._checker
         body = {"mainModule": code.main_module, "modules": dict(code.modules),
@@ -347,3 +382,11 @@ class WorkerdRuntime:
         verdict = answer.json()
         if not verdict.get("ok"):
             raise BadWorker(str(verdict.get("error") or "the worker cannot be loaded"))
+
+
+def _json(answer: httpx.Response) -> dict[str, object]:
+    try:
+        body = answer.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}

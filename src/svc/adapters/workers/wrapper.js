@@ -55,23 +55,33 @@ class Invocation {
   }
 }
 
+// The env the project's code sees, svc's bindings presented as plain JavaScript.
+function present(env) {
+  if (env !== given) {
+    own = { ...env };
+    delete own[LOGS];
+    if (own[DB]) {
+      own.db = database(own[DB]);
+      delete own[DB];
+    }
+    if (own[AI]) {
+      own.ai = ai(own[AI]);
+      delete own[AI];
+    }
+    if (own[EMAIL]) {
+      own.email = email(own[EMAIL]);
+      delete own[EMAIL];
+    }
+    given = env;
+  }
+  return own;
+}
+
 // Not an async function: a handler that answers at once (a Response, not a promise) costs no
 // promise and no turn of the microtask queue here (7% of a hello worker's time, measured).
 export default {
   fetch(request, env, ctx) {
-    if (env !== given) {
-      own = { ...env };
-      delete own[LOGS];
-      if (own[DB]) {
-        own.db = database(own[DB]);
-        delete own[DB];
-      }
-      if (own[AI]) {
-        own.ai = ai(own[AI]);
-        delete own[AI];
-      }
-      given = env;
-    }
+    present(env);
     const invocation = new Invocation(request, ctx, env[LOGS]);
     inflight.add(invocation);
     const serve = () => typeof handler === "function"
@@ -177,6 +187,135 @@ function ai(binding) {
     AIError,
   });
 }
+
+// env.email: mail from the project's address through svc (the Email entrypoint, dispatcher.js;
+// docs/email.md). `await env.email.send({ to, subject, text, html, from, replyTo })` (to: an
+// address or a list; from: a local part at the project's address, "noreply" when left out) gives
+// the log entry { id, outcome } ("queued", or "suppressed" for a recipient that bounced or
+// complained), or throws an EmailError with svc's code (email_not_granted, rate_limited,
+// bad_request, ...) and the HTTP status.
+const EMAIL = "__SVC_EMAIL__";
+
+class EmailError extends Error {
+  constructor(status, code, message, details) {
+    super(message);
+    this.name = "EmailError";
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+function mailed({ status, result }) {
+  if (status >= 200 && status < 300 && result) return { id: result.id, outcome: result.outcome };
+  throw new EmailError(status, (result && result.code) || "svc_unavailable",
+                       (result && result.message) || `svc answered ${status}`, (result && result.details) || null);
+}
+
+function email(binding) {
+  return Object.freeze({
+    async send(message) {
+      const m = message || {};
+      return mailed(await binding.send({ to: typeof m.to === "string" ? [m.to] : m.to, subject: m.subject,
+                                         text: m.text, html: m.html, from: m.from, replyTo: m.replyTo }));
+    },
+    EmailError,
+  });
+}
+
+// A received message, as Cloudflare's Email Workers hand it to email(message, env, ctx): the
+// envelope's `from` and `to`, the message's `headers` (a Headers), its bytes as `raw` (a
+// ReadableStream, a fresh one each read) and `rawSize`; `setReject(reason)` marks it rejected
+// in the mail log (svc accepted it already: its sender is not told); `forward(rcptTo, headers?)`
+// sends it on as it is, with X-* headers added, through env.email's sending (the plan's hourly
+// cap counts it) and gives the log entry of the sent copy; `reply(message)` sends the worker's
+// reply (a whole message: `{ raw }`, as Cloudflare's EmailMessage has it, or the raw itself; its
+// In-Reply-To naming this message's Message-ID) to this message's sender, from the address it was
+// received at.
+class ReceivedMessage {
+  #bytes;
+  #binding;
+  #id;
+
+  constructor(headers, bytes, binding) {
+    this.from = headers.get("x-svc-mail-from") || "";
+    this.to = headers.get("x-svc-mail-to") || "";
+    this.#id = headers.get("x-svc-mail-id") || "";
+    this.#bytes = bytes;
+    this.#binding = binding;
+    this.headers = headersOf(bytes);
+    this.rawSize = bytes.byteLength;
+    this.rejected = null;
+  }
+
+  get raw() {
+    return new Response(this.#bytes).body;
+  }
+
+  setReject(reason) {
+    this.rejected = String(reason ?? "");
+  }
+
+  async forward(rcptTo, headers) {
+    if (!this.#binding) throw new EmailError(403, "email_not_granted", "The project is not granted email", null);
+    const extra = headers ? [...new Headers(headers)] : [];
+    return mailed(await this.#binding.forward(this.#id, rcptTo, extra));
+  }
+
+  async reply(reply) {
+    if (!this.#binding) throw new EmailError(403, "email_not_granted", "The project is not granted email", null);
+    const raw = reply && typeof reply === "object" && "raw" in reply ? reply.raw : reply;
+    const bytes = typeof raw === "string" ? new TextEncoder().encode(raw)
+      : new Uint8Array(await new Response(raw).arrayBuffer());
+    return mailed(await this.#binding.reply(this.#id, bytes));
+  }
+}
+
+// The header section of a raw message (up to the first empty line), unfolded, as a Headers.
+function headersOf(bytes) {
+  const text = new TextDecoder("utf-8").decode(bytes.subarray(0, Math.min(bytes.byteLength, 256 * 1024)));
+  const end = text.search(/\r?\n\r?\n/);
+  const lines = (end < 0 ? text : text.slice(0, end)).replace(/\r?\n[ \t]+/g, " ").split(/\r?\n/);
+  const headers = new Headers();
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    try {
+      headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+    } catch {
+      // A name or value Headers refuses (a malformed line of the sender's): left out.
+    }
+  }
+  return headers;
+}
+
+// svc's call of the project's email() (dispatcher.js's Control entrypoint names this export; no
+// socket serves it, so no visitor reaches it): { outcome: "handled" | "rejected" | "no_handler" },
+// or 500 worker_error when email() throws (in the project's logs, under the message's id).
+export const __svc_email__ = {
+  async fetch(request, env, ctx) {
+    const own = present(env);
+    const handles = typeof handler === "function" ? !!(handler.prototype && typeof handler.prototype.email === "function")
+      : !!(handler && typeof handler.email === "function");
+    if (!handles) return Response.json({ outcome: "no_handler" });
+    const message = new ReceivedMessage(request.headers, new Uint8Array(await request.arrayBuffer()), env[EMAIL]);
+    const invocation = new Invocation(request, ctx, env[LOGS]);
+    inflight.add(invocation);
+    const run = () => typeof handler === "function" ? new handler(ctx, own).email(message)
+      : handler.email(message, own, ctx);
+    try {
+      await (tracking ? invocations.run(invocation, run) : run());
+    } catch (error) {
+      (invocation.lines ??= []).push({ at: Date.now(), level: "error", message: String(error),
+                                      stack: (error && error.stack) || null, requestId: invocation.id() });
+      ended(invocation, null);
+      return Response.json({ code: "worker_error", message: `email() threw ${String(error)}` }, { status: 500 });
+    }
+    ended(invocation, null);
+    return Response.json(message.rejected !== null ? { outcome: "rejected", reason: message.rejected }
+      : { outcome: "handled" });
+  },
+};
 
 // An exception of the project's fetch(): in its logs with its stack; svc's refusal answers.
 function failed(invocation, error) {

@@ -24,7 +24,7 @@ from svc.adapters.resolver.settings import ResolverSettings
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.dns import delegation, errors, links, queries, records, registrar_ds, schemas
+from svc.domains.dns import delegation, errors, links, published, queries, records, registrar_ds, schemas
 from svc.domains.dns.changes import MAX_RRSETS, enqueue_sync, rrsets_changed, zone_changed
 from svc.domains.notifications import service as notifications
 from svc.domains.orgs import service as orgs
@@ -35,6 +35,9 @@ from svc.kit.store_session import StoreSession
 from svc.models import DnssecState, ManagedBy, RegistrarDs, RRset, Zone
 from svc.settings import Config
 from svc.uow import Tx, UnitOfWork, use_case
+
+# A record svc publishes for one of its own names (publish_managed).
+ManagedRecord = published.Wanted
 
 log = logging.getLogger("svc.dns")
 T = TypeVar("T")
@@ -459,6 +462,27 @@ async def link_host(uow: UnitOfWork, org_id: str, host: str, target: str) -> str
 async def unlink_host(uow: UnitOfWork, org_id: str, host: str) -> bool:
     """The project link of a removed hostname, removed while it still is one; whether it was."""
     return await links.unlink(uow, org_id, host)
+
+
+# --- what other areas publish for svc's own names (the mail domain's records) ---
+
+async def publish_managed(uow: UnitOfWork, domain: str, wanted: list[ManagedRecord], managed_by: str) -> bool:
+    """`wanted` in the zone of the store holding `domain`, managed by `managed_by` (published.py);
+    whether all of them are in place. Call in a write transaction."""
+    placed = await published.publish(uow, domain, wanted, managed_by)
+    return len(placed) == len(wanted)
+
+
+async def zone_holding(uow: UnitOfWork, domain: str) -> str | None:
+    """The zone of the store that holds `domain` (the closest), whichever org holds it."""
+    zone = await queries.closest_zone(uow.session, links.absolute(domain))
+    return zone.name if zone is not None else None
+
+
+async def managed_zone(uow: UnitOfWork, domain: str, wanted: list[ManagedRecord], managed_by: str) -> str | None:
+    """The zone holding `domain` when all of `wanted` are in it (published), else None."""
+    zone = await published.in_place(uow, domain, wanted, managed_by)
+    return zone.name if zone is not None else None
 
 
 # --- delegation ---

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from svc.context import AppContext
-from svc.domains.email import inbound, jobs, kinds, router, service
+from svc.domains.email import hooks, inbound, jobs, kinds, pages, router, runtime, runtime_router, service
 from svc.domains.email.settings import EmailSettings
-from svc.manifest import Area, ProjectResource
+from svc.manifest import Area, NavLink, ProjectResource
+from svc.web.dashboard import Place
 
 
 @contextlib.asynccontextmanager
@@ -22,7 +24,11 @@ async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
 
 AREA = Area(
     name="email",
-    routers=(router.router,),
+    routers=(router.router, hooks.router, runtime_router.router),
+    bindings=runtime.worker_env,
+    pages=(pages.router,),
+    templates=Path(__file__).parent / "templates",
+    nav=(NavLink(Place.project, "Email", "/email", order=39),),
     resource=ProjectResource(name="email", binding="env.email", what="mail in and out at the project's address",
                              granted=service.has_grant, command="svc email grant --project {project}", tab="/email",
                              button="Grant email", off=service.unavailable),
@@ -30,5 +36,7 @@ AREA = Area(
     settings=EmailSettings,
     lifespan=_lifespan,
     hints={"email_unavailable": "The operator of this svc sets SVC_MAIL_DOMAIN (a domain whose MX points at svc) "
-                                "and restarts it."},
+                                "and restarts it.",
+           "email_address_taken": "The project holding it is being deleted, or was renamed away from this name "
+                                  "with its grant: once it is gone, or revoked, grant again."},
 )

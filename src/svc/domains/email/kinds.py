@@ -13,3 +13,5 @@ class EmailJob(StrEnum):
     send = "email.send"
     # A received message to the project's worker's email() handler ({"mail_id"}), when one is live.
     to_worker = "email.to_worker"
+    # The cycle that publishes the mail domain's DNS records in svc's zone holding it, and repairs them.
+    records_cycle = "email.records_cycle"

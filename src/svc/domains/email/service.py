@@ -16,7 +16,7 @@ from svc.adapters.blobs.port import BlobMissing
 from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
-from svc.domains.email import errors, queries, schemas
+from svc.domains.email import errors, queries, records, schemas
 from svc.domains.email.settings import EmailSettings
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
@@ -81,6 +81,8 @@ async def grant(uow: UnitOfWork, access: OrgAccess, project: Project) -> schemas
         await record(uow.session, "email.grant", actor=access.principal.user, org=access.org, target=project.name,
                      data={"address": address})
         await projects.bindings_changed(uow, project.id)
+        # The mail domain's records, in svc's zone holding it (the cycle repeats it; records.py).
+        await records.publish(uow)
     return await status(uow, access.org, project)
 
 

@@ -68,12 +68,15 @@ async def delete_traffic_before(session: StoreSession, cutoff: datetime) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-async def live_worker_keys(session: StoreSession) -> dict[str, str]:
-    """Every active project whose live deployment has a worker: its id -> the worker's key (the
-    same key the routing table gives the edge: `<deployment id>.<bindings generation>`)."""
-    rows = await session.execute(
-        select(Project.id, Deployment.id, Deployment.worker, Project.bindings_generation)
-        .join(Deployment, Deployment.id == Project.live_deployment_id)
-        .where(Project.state == ProjectState.active))
+async def live_worker_keys(session: StoreSession, project_id: str | None = None) -> dict[str, str]:
+    """Every active project whose live deployment has a worker (that one project's, when named):
+    its id -> the worker's key (the same key the routing table gives the edge: `<deployment
+    id>.<bindings generation>`)."""
+    stmt = (select(Project.id, Deployment.id, Deployment.worker, Project.bindings_generation)
+            .join(Deployment, Deployment.id == Project.live_deployment_id)
+            .where(Project.state == ProjectState.active))
+    if project_id is not None:
+        stmt = stmt.where(Project.id == project_id)
+    rows = await session.execute(stmt)
     return {project_id: f"{deployment_id}.{generation}"
             for project_id, deployment_id, worker, generation in rows.all() if worker}

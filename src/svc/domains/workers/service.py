@@ -75,6 +75,12 @@ async def _worker_of(uow: UnitOfWork, key: str, project_id: str | None = None) -
         assets=f"{site.name}/assets" if has_assets else None)
 
 
+async def live_key(uow: UnitOfWork, project_id: str) -> str | None:
+    """The key of the project's live worker (None: no live deployment with a worker, or the
+    project is not active): what the runtime loads it by (the email area hands it mail)."""
+    return (await queries.live_worker_keys(uow.session, project_id)).get(project_id)
+
+
 class SteadySource:
     """What the runtime's steady processes read of the store (adapters/workers/port.py LiveWorkers;
     svc.app hands it in): the live workers' keys, then their code and env."""
