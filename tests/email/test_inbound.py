@@ -29,6 +29,8 @@ pytestmark = PDNS_REQUIRED
 
 E = "/v1/orgs/acme/projects/site/email"
 SITE = f"site.acme.{MAIL_DOMAIN}"
+# The server's name: the MX host, here SVC_PUBLIC_URL's (the settings fixture's http://svc.test).
+HOST = "svc.test"
 SENDERS = "senders.test."
 
 
@@ -94,8 +96,8 @@ async def test_a_message_to_a_granted_address_is_stored_and_handed_on(mx: Svc) -
     raw = await team.vic.client.get(f"{E}/log/{entry['id']}/raw")
     assert raw.status_code == 200 and raw.headers["content-type"] == "message/rfc822"
     head, _, rest = raw.content.partition(b"\r\nReceived: ")
-    assert head == f"Authentication-Results: {MAIL_DOMAIN};\r\n\tspf=pass smtp.mailfrom=ann@pass.senders.test".encode()
-    assert rest.startswith(f"from {HELO} ([127.0.0.1])\r\n\tby {MAIL_DOMAIN} (svc) with ESMTP\r\n\tfor <Hello@{SITE}>;"
+    assert head == f"Authentication-Results: {HOST};\r\n\tspf=pass smtp.mailfrom=ann@pass.senders.test".encode()
+    assert rest.startswith(f"from {HELO} ([127.0.0.1])\r\n\tby {HOST} (svc) with ESMTP\r\n\tfor <Hello@{SITE}>;"
                            .encode())
     assert raw.content.endswith(sent) and entry["size"] == len(raw.content)
     rows = await _rows(mx)
@@ -154,7 +156,7 @@ async def test_spf_results_from_the_senders_records(mx: Svc) -> None:
     vic = await mx.login("vic")
     for row in rows:
         raw = (await vic.client.get(f"{E}/log/{row.id}/raw")).content
-        assert raw.startswith(f"Authentication-Results: {MAIL_DOMAIN};\r\n\tspf={row.spf} "
+        assert raw.startswith(f"Authentication-Results: {HOST};\r\n\tspf={row.spf} "
                               f"smtp.mailfrom={row.from_addr}\r\n".encode())
 
 
@@ -257,7 +259,7 @@ async def test_without_a_port_there_is_no_smtp_server(svc: Svc) -> None:
 
 async def test_results_in_svcs_name_that_the_sender_wrote_are_renamed(mx: Svc) -> None:
     await _granted(mx)
-    forged = (b"Authentication-Results: " + MAIL_DOMAIN.upper().encode() + b"; spf=pass smtp.mailfrom=ceo@bank.test\r\n"
+    forged = (b"Authentication-Results: " + HOST.upper().encode() + b"; spf=pass smtp.mailfrom=ceo@bank.test\r\n"
               b"Authentication-Results: other.example; dkim=pass\r\n")
     sent = forged + message(sender="ann@fail.senders.test", to=f"a@{SITE}")
     assert (await send(_port(mx), "ann@fail.senders.test", [f"a@{SITE}"], sent)).code == 250
@@ -266,9 +268,9 @@ async def test_results_in_svcs_name_that_the_sender_wrote_are_renamed(mx: Svc) -
     await mx.ctx.blobs.get_to_file(row.raw_key or "", path)
     raw = path.read_bytes()
     head = raw.split(b"\r\n\r\n")[0]
-    assert head.count(b"\nAuthentication-Results: " + MAIL_DOMAIN.encode()) == 0 and raw.startswith(
-        f"Authentication-Results: {MAIL_DOMAIN};\r\n\tspf=fail ".encode())
-    assert b"\nX-Original-Authentication-Results: " + MAIL_DOMAIN.upper().encode() + b"; spf=pass" in head
+    assert head.count(b"\nAuthentication-Results: " + HOST.encode()) == 0 and raw.startswith(
+        f"Authentication-Results: {HOST};\r\n\tspf=fail ".encode())
+    assert b"\nX-Original-Authentication-Results: " + HOST.upper().encode() + b"; spf=pass" in head
     # Another receiver's results are kept as they were.
     assert b"\r\nAuthentication-Results: other.example; dkim=pass" in head
     assert b"X-Original-Authentication-Results: other.example" not in head

@@ -29,6 +29,8 @@ from tests.support.ports import free_port
 from tests.support.team import make_team
 
 SITE = f"site.acme.{MAIL_DOMAIN}"
+# The server's name: the MX host, here SVC_PUBLIC_URL's (the settings fixture's http://svc.test).
+HOST = "svc.test"
 
 
 def _self_signed(name: str) -> tuple[str, str]:
@@ -48,12 +50,12 @@ def _self_signed(name: str) -> tuple[str, str]:
 
 def _send_over_tls(port: int, chain: str, rcpt: str) -> tuple[list[str], list[str]]:
     """The EHLO extensions before and after STARTTLS, the server's certificate verified as `chain`
-    for the mail domain; the message sent over TLS."""
+    for the MX host; the message sent over TLS."""
     trust = ssl.create_default_context(cadata=chain)
     with smtplib.SMTP("127.0.0.1", port, local_hostname=HELO, timeout=60) as smtp:
         smtp.ehlo()
         before = list(smtp.esmtp_features)
-        smtp._host = MAIL_DOMAIN  # the name the certificate is checked against (smtplib uses the host it dialled)
+        smtp._host = HOST  # the name the certificate is checked against (smtplib uses the host it dialled)
         smtp.starttls(context=trust)
         smtp.ehlo()
         after = list(smtp.esmtp_features)
@@ -73,18 +75,18 @@ def _port(svc: Svc) -> int:
 
 async def test_starttls_with_the_edges_certificate(settings: Settings) -> None:
     config = configured(settings, mail_domain=MAIL_DOMAIN, smtp_port=free_port())
-    chain, key = _self_signed(MAIL_DOMAIN)
+    chain, key = _self_signed(HOST)
     async with running_svc(config) as svc:
         await _grant(svc)
         # No certificate for its name yet: no STARTTLS.
         assert not svc.ctx.adapters.smtp.tls  # type: ignore[union-attr]
         async with svc.ctx.db.transaction(write=True) as s:
             now = utcnow()
-            s.add(Certificate(name=MAIL_DOMAIN, kind="host", status="active", fullchain=chain,
-                              sealed_key=svc.ctx.keys.seal(key.encode(), context=seal_context(MAIL_DOMAIN)),
+            s.add(Certificate(name=HOST, kind="host", status="active", fullchain=chain,
+                              sealed_key=svc.ctx.keys.seal(key.encode(), context=seal_context(HOST)),
                               not_before=now - timedelta(hours=1), not_after=now + timedelta(days=30), issuer="test",
                               failures=0, created_at=now, updated_at=now))
-    # Started again: the edge's certificate for the mail domain is the SMTP server's.
+    # Started again: the edge's certificate for the MX host is the SMTP server's.
     async with running_svc(config) as svc:
         before, after = await asyncio.to_thread(_send_over_tls, _port(svc), chain, f"a@{SITE}")
         assert "starttls" in before and "starttls" not in after
@@ -93,7 +95,7 @@ async def test_starttls_with_the_edges_certificate(settings: Settings) -> None:
 
 
 async def test_starttls_with_the_configured_files(settings: Settings, tmp_path: Path) -> None:
-    chain, key = _self_signed(MAIL_DOMAIN)
+    chain, key = _self_signed(HOST)
     (tmp_path / "chain.pem").write_text(chain)
     (tmp_path / "key.pem").write_text(key)
     config = configured(settings, mail_domain=MAIL_DOMAIN, smtp_port=free_port(),

@@ -15,7 +15,8 @@ class SmtpServerSettings(ComponentSettings):
     smtp_port: int = Field(default=0, ge=0, le=65535)
     # The address the SMTP server binds.
     smtp_host: str = "127.0.0.1"
-    # The name it greets with and writes in Received; unset: the mail domain (SVC_MAIL_DOMAIN).
+    # The name it greets with, writes in its headers and looks its STARTTLS certificate up by;
+    # unset: the host the mail domain's MX records name (SVC_MAIL_MX_HOST, else SVC_PUBLIC_URL's).
     smtp_hostname: str | None = None
     # The largest message accepted, in bytes (advertised as SIZE; larger ones are refused with 552).
     smtp_max_message_bytes: int = Field(default=10 * 1024**2, ge=1024)

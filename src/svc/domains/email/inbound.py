@@ -29,9 +29,9 @@ from pathlib import Path
 from svc.adapters.smtp_server.port import Certificate, InboundMessage, NoRecipient, Unstorable
 from svc.context import AppContext
 from svc.domains.certificates.service import EdgeCertificates
-from svc.domains.email import queries
+from svc.domains.email import queries, records
 from svc.domains.email.kinds import EmailJob
-from svc.domains.email.service import mail_domain, raw_key
+from svc.domains.email.service import raw_key
 from svc.kit.clock import utcnow
 from svc.kit.ids import new_id
 from svc.models import MailDirection, MailLogEntry, MailOutcome
@@ -177,7 +177,9 @@ class Inbound:
         self._writers: set[asyncio.Task[None]] = set()
 
     def hostname(self) -> str | None:
-        return mail_domain(self.ctx)
+        """The host the mail domain's MX records name (records.py): the server's name in its
+        greeting and its headers, and the name its STARTTLS certificate is for."""
+        return records.mx_host(self.ctx)
 
     async def accepts(self, address: str) -> bool:
         """Read at every RCPT: a revoke refuses the next message (550) without waiting on a cache."""
