@@ -33,6 +33,10 @@ run: export SVC_REGISTRAR ?= fake
 run: export SVC_BILLING ?= fake
 # And git over SSH beside git over HTTPS (ssh://git@localhost:2222/<org>/<project>/<repo>.git).
 run: export SVC_SSH_PORT ?= 2222
+# And email: projects' addresses under a local mail domain, their mail received on port 2525
+# (`swaks --server localhost:2525 --to hi@<project>.<org>.mail.localhost`; docs/email.md).
+run: export SVC_MAIL_DOMAIN ?= mail.localhost
+run: export SVC_SMTP_PORT ?= 2525
 # And https, once EDGE_TLS_PORT is given, from a local CA svc makes (`svc certs trust` trusts it), unless
 # an ACME directory is set.
 run: export SVC_TLS_ISSUER ?= $(if $(SVC_ACME_DIRECTORY_URL),acme,local)
@@ -69,6 +73,7 @@ bench: setup
 	$(BIN)/python bench/ai.py
 	$(BIN)/python bench/domains.py
 	$(BIN)/python bench/git.py
+	$(BIN)/python bench/mail.py
 
 clean:
 	rm -rf $(VENV) .svc-data .mypy_cache .ruff_cache .pytest_cache

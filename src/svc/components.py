@@ -20,6 +20,7 @@ from svc.adapters.mail_relay.component import COMPONENT as mail_relay
 from svc.adapters.nameserver.component import COMPONENT as nameserver
 from svc.adapters.registrar.component import COMPONENT as registrar
 from svc.adapters.resolver.component import COMPONENT as resolver
+from svc.adapters.smtp_server.component import COMPONENT as smtp
 from svc.adapters.workers.component import COMPONENT as workers
 from svc.context import Adapters, AppContext
 from svc.edge.component import COMPONENT as edge
@@ -29,6 +30,7 @@ from svc.supervisor.component import Component, Launch, Line, start_order
 # The banner's order; the start order follows each component's `after`.
 COMPONENTS: tuple[Component, ...] = (
     mail, mail_relay, idp, blobs, edge, workers, acme, database, billing, ai, registrar, git, nameserver, resolver,
+    smtp,
 )
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from svc.adapters.nameserver.port import Nameserver
     from svc.adapters.registrar.port import Registrar
     from svc.adapters.resolver.port import Resolver
+    from svc.adapters.smtp_server.port import SmtpServer
     from svc.adapters.workers.port import WorkerRuntime
     from svc.kit.crypto import Keyring
     from svc.kit.store_session import StoreSession
@@ -69,6 +70,9 @@ class Adapters:
     # The git node projects' repositories live on (local.py: this machine's disk and git CLI);
     # None: git hosting is off or git is not installed (the repository routes answer 503).
     git: GitNode | None = None
+    # svc's inbound SMTP server (in this process), receiving the projects' mail; None: SVC_SMTP_PORT
+    # is 0 (no inbound mail).
+    smtp: SmtpServer | None = None
     # The AI upstream of each lane ("frontier", "value") that has one configured.
     ai: dict[str, Upstream] = field(default_factory=dict)
     # Why a port above is None, in `svc serve`'s words, by its name ("nameserver"): what an area's

@@ -24,12 +24,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.fixture(scope="module")
 def make_run_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`svc serve` with every setting `make run` exports, read from the Makefile; only its fixed SSH
-    port is a free one (tests run side by side) and the projects' database cluster stays off (an
+    and SMTP ports are free ones (tests run side by side) and the projects' database cluster stays off (an
     initdb, and nothing here is about databases)."""
     made = make_run_settings()
     assert made.get("SVC_BILLING") == "fake", made  # what this test is about
     settings = {name.removeprefix("SVC_").lower(): value for name, value in made.items()}
-    settings |= {"ssh_port": str(free_port()), "project_db_enabled": "false"}
+    settings |= {"ssh_port": str(free_port()), "smtp_port": str(free_port()), "project_db_enabled": "false"}
     with running_server(tmp_path_factory.mktemp("svc-make-run"), **settings) as url:
         yield url
 

@@ -56,6 +56,16 @@ class DnsResolver:
         servers = ", ".join(str(n) for n in resolver.nameservers[:3])
         return cls(resolver, f"the system resolver ({servers})")
 
+    def blocking(self) -> dns.resolver.Resolver:
+        """The same resolver for a blocking library run in a thread (pyspf, for inbound mail's SPF
+        checks): the same addresses, port and budget."""
+        twin = dns.resolver.Resolver(configure=False)
+        twin.nameservers = list(self._resolver.nameservers)
+        twin.port = self._resolver.port
+        twin.lifetime, twin.timeout = self._resolver.lifetime, self._resolver.timeout
+        twin.cache = None
+        return twin
+
     async def txt(self, name: str) -> Lookup:
         return await self._lookup(name, "TXT")
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from svc.context import AppContext
-from svc.domains.email import hooks, jobs, kinds, pages, records, router, runtime, runtime_router, service
+from svc.domains.email import hooks, inbound, jobs, kinds, pages, records, router, runtime, runtime_router, service
 from svc.domains.email.settings import EmailSettings
 from svc.manifest import Area, NavLink, ProjectResource
 from svc.web.dashboard import Place
@@ -17,6 +17,9 @@ from svc.web.dashboard import Place
 @contextlib.asynccontextmanager
 async def _lifespan(ctx: AppContext) -> AsyncIterator[None]:
     await records.make_key(ctx)
+    # Before the components start: the SMTP server delivers what it accepts to this area.
+    if ctx.adapters.smtp is not None:
+        ctx.adapters.smtp.deliver_to(inbound.Inbound(ctx))
     yield
 
 

@@ -141,3 +141,22 @@ async def suppress(session: StoreSession, project_id: str, recipients: list[str]
             .on_conflict_do_nothing(index_elements=["project_id", "recipient"]))
     result = await session.execute(stmt)
     return bool(getattr(result, "rowcount", 0))
+
+
+async def holders(session: StoreSession, addresses: list[str]) -> dict[str, tuple[str, str]]:
+    """The granted addresses among `addresses` (mail domains, lower case): address -> (project
+    id, org id). Columns, not rows: read at every RCPT and every received message."""
+    rows = await session.execute(select(EmailGrant.address, EmailGrant.project_id, EmailGrant.org_id)
+                                 .where(EmailGrant.address.in_(addresses)))
+    return {address: (project_id, org_id) for address, project_id, org_id in rows.all()}
+
+
+async def stored_before(session: StoreSession, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of (project id, dedupe key) the log holds already (a sender's retry)."""
+    if not keys:
+        return set()
+    rows = await session.execute(select(MailLogEntry.project_id, MailLogEntry.dedupe_key)
+                                 .where(MailLogEntry.project_id.in_({p for p, _ in keys}),
+                                        MailLogEntry.dedupe_key.in_({k for _, k in keys})))
+    wanted = set(keys)
+    return {(p, k) for p, k in rows.all() if k is not None and (p, k) in wanted}

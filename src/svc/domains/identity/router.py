@@ -26,7 +26,8 @@ async def get_config(ctx: Ctx) -> schemas.Config:
     s = ctx.settings
     return schemas.Config(service_name=s.service_name, public_url=s.public_url, api_url=s.public_url,
                           app_domain=s.app_domain, identity_provider=ctx.settings_of(IdpSettings).idp_provider,
-                          ssh_port=ctx.adapters.git.ssh_port if ctx.adapters.git is not None else None)
+                          ssh_port=ctx.adapters.git.ssh_port if ctx.adapters.git is not None else None,
+                          smtp_port=ctx.adapters.smtp.port if ctx.adapters.smtp is not None else None)
 
 
 @router.get("/v1/me", response_model=schemas.Me, operation_id="getMe")

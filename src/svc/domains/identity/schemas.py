@@ -39,3 +39,6 @@ class Config(ApiModel):
     identity_provider: str | None = Field(description="Name of the login provider, the {idp} path segment")
     ssh_port: int | None = Field(default=None, description="The port of git over SSH (null: this svc serves git "
                                                            "over HTTPS only)")
+    # decisions.md: absent (not null) when inbound mail is off.
+    smtp_port: int | None = Field(default=None, exclude_if=lambda v: v is None,
+                                  description="The port svc receives the projects' mail on (absent: no inbound mail)")
