@@ -9,9 +9,7 @@ written again one delivery per transaction, so one bad delivery fails alone: its
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI
@@ -19,22 +17,14 @@ from fastapi import FastAPI
 from svc.context import AppContext
 from svc.domains.billing import service
 from svc.domains.billing.webhooks import Delivery, Raced
+from svc.kit.group_commit import GroupCommit
 from svc.uow import Tx, unit_of_work
 
 log = logging.getLogger("svc.billing")
 
-# Deliveries in one transaction at most: a burst is written in several, each soon answered.
+# Deliveries in one transaction at most: a burst is written in several, each soon answered. Two
+# batches are written at once; their orgs are held in one order, so they never wait in a circle.
 MAX_BATCH = 64
-# Batches written at once: while one waits for its commit, the next is written (PostgreSQL; on
-# SQLite they take turns). Their orgs are held in one order, so they never wait in a circle.
-WRITERS = 2
-
-
-@dataclass
-class _Waiting:
-    webhook_id: str
-    payload: dict[str, Any]
-    answer: asyncio.Future[bool] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 class DeliveryWriter:
@@ -42,60 +32,18 @@ class DeliveryWriter:
 
     def __init__(self, ctx: AppContext) -> None:
         self._ctx = ctx
-        self._waiting: list[_Waiting] = []
-        self._writers: set[asyncio.Task[None]] = set()
+        # A race (webhooks.Raced) is decided again whole: the other writer's row is found then.
+        self._batches: GroupCommit[Delivery, bool] = GroupCommit(
+            self._write, what="billing webhooks", log=log, max_batch=MAX_BATCH,
+            again=lambda exc: isinstance(exc, Raced))
 
     async def deliver(self, webhook_id: str, payload: dict[str, Any]) -> bool:
         """Keep and apply one verified delivery (webhooks.py); whether it changed a plan."""
-        waiting = _Waiting(webhook_id, payload)
-        self._waiting.append(waiting)
-        if len(self._writers) < WRITERS:
-            writer = asyncio.create_task(self._write())
-            self._writers.add(writer)
-            writer.add_done_callback(self._writers.discard)
-        # Shielded: a request given up by its client leaves its delivery in the batch.
-        return await asyncio.shield(waiting.answer)
+        return await self._batches.submit(Delivery(webhook_id, payload))
 
-    async def _write(self) -> None:
-        batch: list[_Waiting] = []
-        try:
-            while self._waiting:
-                batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
-                await self._write_batch(batch)
-        except BaseException as exc:  # stopped (cancelled): nobody is left waiting for ever
-            for waiting in batch + self._waiting:
-                if not waiting.answer.done():
-                    waiting.answer.set_exception(RuntimeError(f"the delivery was not written: {exc!r}"))
-            self._waiting = []
-            raise
-
-    async def _write_batch(self, batch: list[_Waiting], *, again: bool = False) -> None:
-        try:
-            async with unit_of_work(self._ctx, Tx.WRITE) as uow:
-                applied = await service.receive(uow, [Delivery(w.webhook_id, w.payload) for w in batch])
-        except Exception as exc:
-            if isinstance(exc, Raced) and not again:  # decided again, the other writer's row is found
-                await self._write_batch(batch, again=True)
-                return
-            if len(batch) == 1:
-                log.exception("billing webhook %s could not be written", batch[0].webhook_id)
-                _settle(batch[0], exc)
-                return
-            log.warning("a batch of %d billing webhooks failed (%r): each is written alone", len(batch), exc)
-            for waiting in batch:
-                await self._write_batch([waiting])
-            return
-        for waiting, result in zip(batch, applied, strict=True):
-            _settle(waiting, result)
-
-
-def _settle(waiting: _Waiting, result: bool | Exception) -> None:
-    if waiting.answer.done():
-        return
-    if isinstance(result, Exception):
-        waiting.answer.set_exception(result)
-    else:
-        waiting.answer.set_result(result)
+    async def _write(self, batch: list[Delivery]) -> list[bool]:
+        async with unit_of_work(self._ctx, Tx.WRITE) as uow:
+            return await service.receive(uow, batch)
 
 
 def writer_of(app: FastAPI, ctx: AppContext) -> DeliveryWriter:

@@ -21,7 +21,7 @@ import email.policy
 import logging
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.header import decode_header, make_header
 from email.parser import BytesHeaderParser
 from pathlib import Path
@@ -33,6 +33,7 @@ from svc.domains.email import queries, records
 from svc.domains.email.kinds import EmailJob
 from svc.domains.email.service import raw_key
 from svc.kit.clock import utcnow
+from svc.kit.group_commit import GroupCommit
 from svc.kit.ids import new_id
 from svc.models import MailDirection, MailLogEntry, MailOutcome
 from svc.uow import Tx, UnitOfWork, unit_of_work, use_case
@@ -155,17 +156,9 @@ def _temp_file(tmp_dir: Path, raw: bytes) -> Path:
     return Path(name)
 
 
-# Messages in one transaction at most, and transactions under way at once (while one writes its raw
-# copies, the next reads; on SQLite their writes take turns).
+# Messages in one transaction at most (several batches are written at once: while one writes its
+# raw copies, the next reads; on SQLite their writes take turns).
 MAX_BATCH = 32
-WRITERS = 2
-
-
-@dataclass
-class _Waiting:
-    message: InboundMessage
-    answer: asyncio.Future[list[str] | None] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 class Inbound:
@@ -173,8 +166,10 @@ class Inbound:
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
-        self._waiting: list[_Waiting] = []
-        self._writers: set[asyncio.Task[None]] = set()
+        # A message svc cannot store fails alone, as 451: its sender tries again.
+        self._batches: GroupCommit[InboundMessage, list[str] | None] = GroupCommit(
+            self._write, what="received messages", log=log, max_batch=MAX_BATCH,
+            alone=lambda exc: Unstorable(type(exc).__name__))
 
     def hostname(self) -> str | None:
         """The host the mail domain's MX records name (records.py): the server's name in its
@@ -190,50 +185,18 @@ class Inbound:
             return bool(await queries.holders(uow.session, [domain]))
 
     async def deliver(self, message: InboundMessage) -> None:
-        waiting = _Waiting(message)
-        self._waiting.append(waiting)
-        if len(self._writers) < WRITERS:
-            writer = asyncio.create_task(self._write())
-            self._writers.add(writer)
-            writer.add_done_callback(self._writers.discard)
-        # Shielded: a session that ends meanwhile leaves its message in the batch (it was never
-        # answered 250; its sender sends it again, and finds it stored).
-        stored = await asyncio.shield(waiting.answer)
+        try:
+            stored = await self._batches.submit(message)
+        except RuntimeError as stopped:  # svc stopping: never answered 250, the sender tries again
+            raise Unstorable(str(stopped)) from None
         if stored is None:
             raise NoRecipient()
         if stored:
             log.info("received mail %s from %s (spf=%s)", ",".join(stored), message.client_ip, message.spf)
 
-    async def _write(self) -> None:
-        batch: list[_Waiting] = []
-        try:
-            while self._waiting:
-                batch, self._waiting = self._waiting[:MAX_BATCH], self._waiting[MAX_BATCH:]
-                await self._write_batch(batch)
-        except BaseException as exc:  # stopped (cancelled): nobody is left waiting for ever
-            for waiting in batch + self._waiting:
-                if not waiting.answer.done():
-                    waiting.answer.set_exception(Unstorable(f"not written: {exc!r}"))
-            self._waiting = []
-            raise
-
-    async def _write_batch(self, batch: list[_Waiting]) -> None:
-        try:
-            async with unit_of_work(self.ctx, Tx.READ_THEN_WRITE) as uow:
-                results = await receive(uow, [w.message for w in batch])
-        except Exception as exc:
-            if len(batch) > 1:  # each alone: one message svc cannot store fails alone
-                log.warning("a batch of %d received messages failed (%r): each is written alone", len(batch), exc)
-                for waiting in batch:
-                    await self._write_batch([waiting])
-                return
-            log.warning("a received message could not be stored: %s", exc, exc_info=True)
-            if not batch[0].answer.done():
-                batch[0].answer.set_exception(Unstorable(type(exc).__name__))
-            return
-        for waiting, result in zip(batch, results, strict=True):
-            if not waiting.answer.done():
-                waiting.answer.set_result(result)
+    async def _write(self, batch: list[InboundMessage]) -> list[list[str] | None]:
+        async with unit_of_work(self.ctx, Tx.READ_THEN_WRITE) as uow:
+            return await receive(uow, batch)
 
     async def certificate(self, hostname: str) -> Certificate | None:
         """The edge's certificate for the server's name: its own, or a wildcard one above it."""
