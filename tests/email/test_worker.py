@@ -5,7 +5,9 @@ them), which reads it, rejects it or throws; and a visitor's request cannot make
 
 from __future__ import annotations
 
+import asyncio
 import re
+import smtplib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from svc.settings import Settings
 from svc.uow import Tx, unit_of_work
 from tests.support import components
 from tests.support.bundles import site
+from tests.support.ports import free_port
 from tests.support.serve import Server, svc_serve
 from tests.support.wait import until
 from tests.workers.test_serve import Project, until_steady
@@ -87,7 +90,8 @@ NO_HANDLER = b"""export default { fetch() { return new Response("only fetch"); }
 @pytest.fixture(scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
     async with svc_serve(tmp_path_factory.mktemp("email-worker"), SVC_WORKER_PROCESSES="1",
-                         SVC_WORKER_TIMEOUT_SECONDS="3", SVC_MAIL_DOMAIN=MAIL_DOMAIN) as running:
+                         SVC_WORKER_TIMEOUT_SECONDS="3", SVC_MAIL_DOMAIN=MAIL_DOMAIN,
+                         SVC_SMTP_PORT=str(free_port())) as running:
         yield running
 
 
@@ -427,3 +431,34 @@ async def test_a_handler_that_never_finishes_is_left_received(project: Project) 
     entry = await settled(project, await receive(project, "hang", attempts=1))
     assert entry.outcome == MailOutcome.received and entry.detail is not None
     assert entry.detail.startswith("the worker's email() failed (1 attempt): ") and "hung" in entry.detail
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mailbox" / "worker" / "index.js"
+
+
+async def test_the_mailbox_example_answers_mail_sent_over_smtp(project: Project) -> None:
+    """The whole loop, as a user of examples/mailbox sees it: a message sent to svc's SMTP server
+    reaches the worker's email(), whose reply goes out, both in the project's log."""
+    await deploy(project, EXAMPLE.read_bytes())
+    address = await grant(project)
+    config = (await project.http.get("/v1/config")).json()
+    raw = message(f"hello@{address}", "Are you there?", message_id="ask@example.org")
+
+    def send() -> None:
+        with smtplib.SMTP("127.0.0.1", config["smtpPort"], timeout=30) as smtp:
+            smtp.sendmail("sender@example.org", [f"hello@{address}"], raw)
+
+    await asyncio.to_thread(send)
+
+    async def both() -> list[dict[str, Any]] | None:
+        r = await project.http.get(f"{project.base}/email/log", headers=project.auth)
+        entries = list(r.json()["entries"])
+        done = {e["direction"]: e for e in entries}
+        return entries if done.get("in", {}).get("outcome") == "handled" and "out" in done else None
+
+    entries = await until(both, what="the message handled and its reply sent")
+    received = next(e for e in entries if e["direction"] == "in")
+    reply = next(e for e in entries if e["direction"] == "out")
+    assert received["spf"] is not None and received["hasRaw"] is True
+    assert reply["to"] == "sender@example.org" and reply["from"] == f"hello@{address}"
+    assert reply["subject"] == "Re: Are you there?"
