@@ -144,6 +144,13 @@ PATTERN_WORDS = {
     r"^[A-Za-z0-9_]+$": "may hold only letters, digits and _",
     r"^[1-9][0-9]{0,5}[smhd]$": "must be a number and a unit, s, m, h or d (30s, 10m, 2h, 7d)",
     r"^[A-Za-z0-9._:-]{1,64}$": "must be a request id, or its end as shown: 1 to 64 of letters, digits and . _ : -",
+    # A recipient of mail a project sends (domains/email/schemas.py; email-validator decides the rest).
+    r"^[A-Za-z0-9_+-]+(\.[A-Za-z0-9_+-]+)*@([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}$":
+        "must be an email address such as name@example.com (ASCII letters, digits, _ + - and dots)",
+    # The local part a project sends from (RFC 5322's dot-atom).
+    r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$":
+        "must be the part before the @ of an address: letters, digits and !#$%&'*+/=?^_`{|}~- with single dots "
+        "between them",
 }
 
 
