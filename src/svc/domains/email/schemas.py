@@ -65,7 +65,9 @@ class MailLogQuery(ApiInput):
 class SendRequest(ApiInput):
     """POST .../email/send: a message from the project's address (at least one of text and html)."""
 
-    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["text"]}, {"required": ["html"]}]})
+    # Stated for clients: a text or an html that is a string (null is as good as absent).
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": [part], "properties": {part: {"type": "string"}}} for part in ("text", "html")]})
 
     to: list[Address] = Field(min_length=1, max_length=50, description="Recipients' addresses, 1 to 50")
     subject: str = Field(max_length=400, pattern=r"^[^\r\n]*$", description="One line")
