@@ -30,6 +30,7 @@ from svc.adapters.smtp_server.port import Certificate, InboundMessage, NoRecipie
 from svc.context import AppContext
 from svc.domains.certificates.service import EdgeCertificates
 from svc.domains.email import queries, records
+from svc.domains.email.accepted import Accepted
 from svc.domains.email.kinds import EmailJob
 from svc.domains.email.service import raw_key
 from svc.kit.clock import utcnow
@@ -177,12 +178,19 @@ class Inbound:
         return records.mx_host(self.ctx)
 
     async def accepts(self, address: str) -> bool:
-        """Read at every RCPT: a revoke refuses the next message (550) without waiting on a cache."""
+        """Whether an address is a granted project's, for RCPT: read from the store at most once a
+        second per address (accepted.py); receiving reads the grants again as it writes."""
         domain = domain_of(address)
         if "@" not in address or not domain:
             return False
+        answers = self.ctx.state_of(Accepted)
+        known = answers.get(domain)
+        if known is not None:
+            return known
         async with unit_of_work(self.ctx, Tx.READ) as uow:
-            return bool(await queries.holders(uow.session, [domain]))
+            held = bool(await queries.holders(uow.session, [domain]))
+        answers.keep(domain, held)
+        return held
 
     async def deliver(self, message: InboundMessage) -> None:
         try:

@@ -17,6 +17,7 @@ from svc.auth.roles import OrgAccess
 from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.email import errors, queries, records, schemas
+from svc.domains.email.accepted import Accepted
 from svc.domains.email.settings import EmailSettings
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
@@ -80,6 +81,7 @@ async def grant(uow: UnitOfWork, access: OrgAccess, project: Project) -> schemas
         await uow.session.flush()
         await record(uow.session, "email.grant", actor=access.principal.user, org=access.org, target=project.name,
                      data={"address": address})
+        _forget_after_commit(uow, address)
         await projects.bindings_changed(uow, project.id)
         # The mail domain's records, in svc's zone holding it (the cycle repeats it; records.py).
         await records.publish(uow)
@@ -89,9 +91,21 @@ async def grant(uow: UnitOfWork, access: OrgAccess, project: Project) -> schemas
 @use_case(Tx.WRITE)
 async def revoke(uow: UnitOfWork, access: OrgAccess, project: Project) -> None:
     """Idempotent; the log is kept. Mail to the address is refused (550) from the commit on."""
-    if await queries.remove_grant(uow.session, project.id):
+    grant = await queries.grant(uow.session, project.id)
+    if grant is not None and await queries.remove_grant(uow.session, project.id):
+        _forget_after_commit(uow, grant.address)
         await record(uow.session, "email.revoke", actor=access.principal.user, org=access.org, target=project.name)
         await projects.bindings_changed(uow, project.id)
+
+
+def _forget_after_commit(uow: UnitOfWork, address: str) -> None:
+    """The SMTP server's RCPT check asks the store again about `address` once this commits."""
+    answers = uow.ctx.state_of(Accepted)
+
+    async def forget() -> None:
+        answers.forget(address)
+
+    uow.after_commit(forget)
 
 
 async def granted(uow: UnitOfWork, project: Project) -> EmailGrant | None:
