@@ -309,8 +309,15 @@ async def test_a_visitor_cannot_reach_the_email_handler(project: Project) -> Non
             assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text
         # The steady socket (the project's own) serves the worker's default entrypoint only, too.
         await until_steady(project)
-        r = await client.post(f"http://127.0.0.1:{project.server.edge_port}/email", content=b"x",
-                              headers={"host": project.host, **forged})
+
+        async def answered() -> httpx.Response | None:
+            # A process just started on a loaded machine may miss the module's 3 s bound once:
+            # what is asserted is whose handler answers, never email().
+            got = await client.post(f"http://127.0.0.1:{project.server.edge_port}/email", content=b"x",
+                                    headers={"host": project.host, **forged})
+            return got if got.status_code < 500 else None
+
+        r = await until(answered, what="the steady process's answer")
         assert r.status_code == 200 and r.json() == {"fetched": "/email", "method": "POST"}, r.text
     assert not any(line["message"].startswith("email()") for line in await logs(project))
 
