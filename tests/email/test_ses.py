@@ -246,6 +246,22 @@ async def test_an_event_publishing_record_found_by_the_provider_id(ses_svc: Svc,
     assert await suppressions(ses_svc) == [("jane@example.com", "bounced", row.id)]
 
 
+async def test_a_message_id_another_message_carries_never_moves_its_row(ses_svc: Svc, sns_server: SnsServer) -> None:
+    """A worker's forward or reply keeps the Message-ID it was given: a tenant can send one that names
+    another project's message. Its bounce is found by the provider's id, on its own row."""
+    victim = await sent_row(ses_svc, provider_id="0100018c-victim-000000")
+    async with ses_svc.ctx.db.transaction(write=True) as s:
+        forged = MailLogEntry(id=new_id("mail"), project_id=victim.project_id, org_id=victim.org_id, direction="out",
+                              from_addr="x@elsewhere.test", to_addr="jane@example.com", subject="forged",
+                              outcome="sent", size=1, message_id=victim.message_id,
+                              provider_id="0100018c-forged-000000", created_at=utcnow(), updated_at=utcnow())
+        s.add(forged)
+    event = ses_event("Bounce", message_id=victim.message_id, provider_id="0100018c-forged-000000")
+    assert (await post(ses_svc, sns_server.notification(TOPIC, event))).json() == {"applied": True}
+    assert (await row_of(ses_svc, forged.id)).outcome == "bounced"
+    assert (await row_of(ses_svc, victim.id)).outcome == "sent"
+
+
 async def test_unknown_types_and_ids_are_200_and_change_nothing(ses_svc: Svc, sns_server: SnsServer) -> None:
     row = await sent_row(ses_svc, provider_id="0100018c-mine-000000")
     bodies = [

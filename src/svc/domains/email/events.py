@@ -131,11 +131,14 @@ def _recipients_of(row: MailLogEntry) -> set[str]:
 async def apply(uow: UnitOfWork, event: ProviderEvent) -> bool:
     """The event on its message's row, and its suppressions; whether anything changed."""
     session = uow.session
+    # The provider's own id first: the relay gave it to the one message it took. A Message-ID is the
+    # sender's to write (a worker's forward or reply keeps the one it was given), so it decides only
+    # when the provider's id finds nothing: one tenant's bounce never lands on another's row by it.
     row = None
-    if event.message_id is not None:
-        row = await queries.sent_with_message_id(session, event.message_id)
-    if row is None and event.provider_id is not None:
+    if event.provider_id is not None:
         row = await queries.sent_with_provider_id(session, event.provider_id)
+    if row is None and event.message_id is not None:
+        row = await queries.sent_with_message_id(session, event.message_id)
     if row is None:
         log.info("SES %s for a message svc did not send (Message-ID %s, id %s): ignored", event.kind,
                  event.message_id, event.provider_id)
