@@ -160,15 +160,27 @@ function database(binding) {
 // `new OpenAI({ baseURL: "https://ai/v1", apiKey: "unused", fetch: env.ai.fetch })` works as is.
 const AI = "__SVC_AI__";
 
-class AIError extends Error {
-  constructor(status, code, message, details) {
-    super(message);
-    this.name = "AIError";
-    this.status = status;
-    this.code = code;
-    this.details = details;
-  }
+// A refusal of one of svc's bindings, with svc's code, the HTTP status and svc's message: one class
+// per binding, so a worker tells them apart with `instanceof env.ai.AIError` (env.email.EmailError).
+function svcError(name) {
+  return class extends Error {
+    constructor(status, code, message, details) {
+      super(message);
+      this.name = name;
+      this.status = status;
+      this.code = code;
+      this.details = details;
+    }
+  };
 }
+
+// What svc answered a binding's call, as that binding's error (an answer without svc's body too).
+function refusedBy(ErrorType, status, result) {
+  return new ErrorType(status, (result && result.code) || "svc_unavailable",
+                       (result && result.message) || `svc answered ${status}`, (result && result.details) || null);
+}
+
+const AIError = svcError("AIError");
 
 function ai(binding) {
   return Object.freeze({
@@ -176,8 +188,7 @@ function ai(binding) {
       if (body && body.stream) throw new TypeError("env.ai.chat() answers whole; stream with env.ai.fetch()");
       const { status, result } = await binding.chat(body);
       if (status === 200 && result) return result;
-      throw new AIError(status, (result && result.code) || "svc_unavailable",
-                        (result && result.message) || `svc answered ${status}`, (result && result.details) || null);
+      throw refusedBy(AIError, status, result);
     },
     fetch(input, init) {
       const request = typeof input === "string" && input.startsWith("/") ? new Request(`https://ai${input}`, init)
@@ -196,20 +207,11 @@ function ai(binding) {
 // bad_request, ...) and the HTTP status.
 const EMAIL = "__SVC_EMAIL__";
 
-class EmailError extends Error {
-  constructor(status, code, message, details) {
-    super(message);
-    this.name = "EmailError";
-    this.status = status;
-    this.code = code;
-    this.details = details;
-  }
-}
+const EmailError = svcError("EmailError");
 
 function mailed({ status, result }) {
   if (status >= 200 && status < 300 && result) return { id: result.id, outcome: result.outcome };
-  throw new EmailError(status, (result && result.code) || "svc_unavailable",
-                       (result && result.message) || `svc answered ${status}`, (result && result.details) || null);
+  throw refusedBy(EmailError, status, result);
 }
 
 function email(binding) {
