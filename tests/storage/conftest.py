@@ -79,3 +79,10 @@ async def set_plan(svc: Svc, org: str, plan: str) -> None:
 async def project_id(svc: Svc, name: str) -> str:
     async with svc.ctx.db.transaction(write=False) as s:
         return str((await s.scalars(select(Project.id).where(Project.name == name))).one())
+
+
+@pytest.fixture
+async def worker_svc(settings: Settings) -> AsyncIterator[Svc]:
+    """svc with the files backend and its job worker running (a project's teardown runs by itself)."""
+    async with running_svc(quotas(settings)) as running:
+        yield running
