@@ -17,7 +17,7 @@ from tests.support.config import configured
 from tests.support.s3 import ACCESS_KEY, SECRET_KEY, create_bucket, moto_server
 
 FREE_QUOTA = 64 * 1024
-PRO_QUOTA = 1024 * 1024
+PRO_QUOTA = 4 * 1024 * 1024
 
 
 def quotas(settings: Settings | Config, **values: object) -> Config:
