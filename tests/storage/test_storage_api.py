@@ -28,14 +28,19 @@ async def test_status_grant_and_revoke(storage_svc: Svc) -> None:
     assert before == {"granted": False, "prefix": f"p/{pid}/", "quotaBytes": FREE_QUOTA, "usedBytes": 0}
     assert_error(await team.vic.client.post(S), 403, "forbidden")
     assert_error(await team.eve.client.get(S), 404)
+    overview = "/v1/orgs/acme/projects/site/overview"
+    assert (await team.vic.client.get(overview)).json()["resources"]["storage"] == {"declared": False,
+                                                                                     "provisioned": False}
     granted = await team.bob.client.post(S)
     assert granted.status_code == 200 and granted.json() == before | {"granted": True}, granted.text
+    assert (await team.vic.client.get(overview)).json()["resources"]["storage"]["provisioned"] is True
     # Idempotent: the same prefix, one audit row.
     assert (await team.bob.client.post(S)).json() == before | {"granted": True}
     assert_error(await team.bob.client.delete(S), 403, "forbidden")
     assert (await team.alice.client.delete(S)).status_code == 204
     assert (await team.alice.client.delete(S)).status_code == 204
     assert (await team.vic.client.get(S)).json() == before
+    assert (await team.vic.client.get(overview)).json()["resources"]["storage"]["provisioned"] is False
     # A grant again: the same prefix.
     assert (await team.bob.client.post(S)).json()["prefix"] == f"p/{pid}/"
     async with storage_svc.ctx.db.transaction(write=False) as s:
