@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
-# Above this a body goes up as a multipart upload of parts this large (S3's least part is 5 MiB).
+# Above this a body goes up as a multipart upload of parts about this large (S3's least is 5 MiB).
 _PART = 8 * 1024 * 1024
 _READ = 1024 * 1024
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
@@ -77,34 +77,31 @@ class S3ObjectStore:
         extra: dict[str, Any] = {"ContentType": content_type} if content_type else {}
         upload_id: str | None = None
         parts: list[CompletedPartTypeDef] = []
-        pending = bytearray()
-        size = 0
+        pending: list[bytes] = []  # the next part's chunks: memory holds about one part
+        held = size = 0
         try:
             async for chunk in chunks:
                 size += len(chunk)
                 if size > max_bytes:
                     raise ObjectTooLarge(f"the object is larger than {max_bytes} bytes")
-                pending += chunk
-                while len(pending) >= _PART:
+                pending.append(chunk)
+                held += len(chunk)
+                if held >= _PART:
                     if upload_id is None:
                         created = await asyncio.to_thread(self.client.create_multipart_upload, Bucket=self.bucket,
                                                           Key=key, **extra)
                         upload_id = created["UploadId"]
-                    part = bytes(pending[:_PART])
-                    del pending[:_PART]
-                    done = await asyncio.to_thread(self.client.upload_part, Bucket=self.bucket, Key=key,
-                                                   UploadId=upload_id, PartNumber=len(parts) + 1, Body=part)
-                    parts.append({"PartNumber": len(parts) + 1, "ETag": done["ETag"]})
+                    part, pending, held = b"".join(pending), [], 0
+                    parts.append(await asyncio.to_thread(self._upload_part, key, upload_id, len(parts) + 1, part))
+                    del part
             if upload_id is None:
                 put = await asyncio.to_thread(self.client.put_object, Bucket=self.bucket, Key=key,
-                                              Body=bytes(pending), **extra)
+                                              Body=b"".join(pending), **extra)
                 etag = put["ETag"]
             else:
                 if pending:
-                    done = await asyncio.to_thread(self.client.upload_part, Bucket=self.bucket, Key=key,
-                                                   UploadId=upload_id, PartNumber=len(parts) + 1,
-                                                   Body=bytes(pending))
-                    parts.append({"PartNumber": len(parts) + 1, "ETag": done["ETag"]})
+                    parts.append(await asyncio.to_thread(self._upload_part, key, upload_id, len(parts) + 1,
+                                                         b"".join(pending)))
                 completed = await asyncio.to_thread(self.client.complete_multipart_upload, Bucket=self.bucket,
                                                     Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
                 upload_id = None
@@ -114,6 +111,10 @@ class S3ObjectStore:
                 await asyncio.shield(asyncio.to_thread(self._abort, key, upload_id))
             raise
         return ObjectInfo(key=key, size=size, etag=etag, uploaded=datetime.now(UTC), content_type=content_type)
+
+    def _upload_part(self, key: str, upload_id: str, number: int, part: bytes) -> CompletedPartTypeDef:
+        done = self.client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=part)
+        return {"PartNumber": number, "ETag": done["ETag"]}
 
     def _abort(self, key: str, upload_id: str) -> None:
         try:
