@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 from collections.abc import AsyncIterable, AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from svc.adapters.objects.keys import byte_range, check_key
+from svc.adapters.blobs.s3 import S3Bucket
+from svc.adapters.objects.keys import byte_range, check_key, tally
 from svc.adapters.objects.port import (
     Listing,
     ObjectBody,
@@ -31,7 +29,6 @@ from svc.adapters.objects.port import (
 )
 
 if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
@@ -41,33 +38,8 @@ _READ = 1024 * 1024
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
-class S3ObjectStore:
-    def __init__(self, *, bucket: str, endpoint_url: str | None = None, region: str = "us-east-1",
-                 access_key_id: str | None = None, secret_access_key: str | None = None) -> None:
-        self.bucket = bucket
-        self.endpoint_url = endpoint_url
-        self.region = region
-        self._credentials = (access_key_id, secret_access_key)
-        self._client: S3Client | None = None
-        self._lock = threading.Lock()
-        where = f" at {endpoint_url}" if endpoint_url else ""
-        self.description = f"s3://{bucket}/{where}"
-
-    @property
-    def client(self) -> S3Client:
-        """Made on first use (building a boto3 client takes a while); boto3 clients are thread-safe."""
-        with self._lock:
-            if self._client is None:
-                key_id, secret = self._credentials
-                extra: dict[str, Any] = {}
-                if key_id and secret:
-                    extra = {"aws_access_key_id": key_id, "aws_secret_access_key": secret}
-                # Path-style addressing works with every S3-compatible server.
-                config = Config(s3={"addressing_style": "path"} if self.endpoint_url else {},
-                                retries={"max_attempts": 5, "mode": "standard"})
-                self._client = boto3.session.Session().client(
-                    "s3", endpoint_url=self.endpoint_url, region_name=self.region, config=config, **extra)
-            return self._client
+class S3ObjectStore(S3Bucket):
+    """The objects under their whole keys at the bucket's root (no prefix)."""
 
     # --- put ---
 
@@ -226,14 +198,7 @@ class S3ObjectStore:
                 yield o["Key"], int(o["Size"])
 
     async def usage(self, prefix: str) -> tuple[int, int]:
-        def count() -> tuple[int, int]:
-            size = objects = 0
-            for _key, found in self._keys(prefix):
-                size += found
-                objects += 1
-            return size, objects
-
-        return await asyncio.to_thread(count)
+        return await asyncio.to_thread(lambda: tally(size for _key, size in self._keys(prefix)))
 
     async def delete_prefix(self, prefix: str) -> int:
         def delete() -> int:
