@@ -5,6 +5,8 @@ leave with it."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from svc.models import StorageReservation
 from tests.storage.conftest import project_id
 from tests.support.api import Svc, assert_error, wait_operation
 from tests.support.team import make_team
+from tests.support.wait import until
 
 A = "/v1/orgs/acme/projects/site/storage"
 B = "/v1/orgs/acme/projects/other/storage"
@@ -96,3 +99,29 @@ async def test_a_deleted_project_s_objects_leave_with_it(worker_svc: Svc) -> Non
     assert (await team.alice.client.post("/v1/orgs/acme/projects", json={"name": "site"})).status_code == 201
     assert (await team.bob.client.post(A)).json()["usedBytes"] == 0
     assert (await team.bob.client.get(A + "/objects")).json()["objects"] == []
+
+
+async def test_an_upload_under_way_when_its_project_is_deleted_leaves_nothing_behind(worker_svc: Svc) -> None:
+    """The teardown empties the prefix while a write is in flight; the write, once whole, finds its
+    project gone and takes its object back out."""
+    team, site, _ = await _two_projects(worker_svc)
+    release = asyncio.Event()
+
+    async def held_body() -> AsyncIterator[bytes]:
+        yield b"a" * 10
+        await release.wait()
+        yield b"a" * 10
+
+    upload = asyncio.create_task(team.bob.client.put(A + "/objects/late", content=held_body(),
+                                                     headers={"content-length": "20"}))
+
+    async def reserved() -> bool:
+        async with worker_svc.ctx.db.transaction(write=False) as s:
+            return bool(await s.scalar(select(func.count()).select_from(StorageReservation)))
+
+    await until(reserved, what="the upload's reservation")
+    op = (await team.alice.client.request("DELETE", "/v1/orgs/acme/projects/site", json={"confirm": "site"})).json()
+    assert (await wait_operation(team.alice, "acme", op["operationId"]))["terminalCode"] == "ok"
+    release.set()
+    assert_error(await upload, 404, "not_granted")
+    assert await worker_svc.ctx.objects.usage(f"p/{site}/") == (0, 0)
