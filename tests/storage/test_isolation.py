@@ -51,6 +51,12 @@ async def test_crafted_keys_never_reach_another_project_s_objects(any_svc: Svc) 
         assert (await client.get(B + "/objects", params={"prefix": prefix})).json()["objects"] == []
     for prefix in ("../", f"../{site}/", "a/./", "/p"):
         assert_error(await client.get(B + "/objects", params={"prefix": prefix}), 400, "bad_request")
+    # A's cursor handed to B's listing: still B's prefix only (or refused as no cursor of B's).
+    assert (await client.put(A + "/objects/second.txt", content=b"2")).status_code == 200
+    cursor = (await client.get(A + "/objects", params={"limit": 1})).json()["nextCursor"]
+    crossed = await client.get(B + "/objects", params={"cursor": cursor})
+    assert crossed.status_code == 400 or crossed.json()["objects"] == [], crossed.text
+    assert (await client.delete(A + "/objects/second.txt")).status_code == 204
     # A key naming A's prefix writes B's own object: A's is untouched.
     assert (await client.put(f"{B}/objects/p/{site}/secret.txt", content=b"B's")).status_code == 200
     assert (await client.get(f"{A}/objects/secret.txt")).content == SECRET
