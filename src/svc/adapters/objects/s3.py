@@ -35,6 +35,7 @@ _MISSING = {"404", "NoSuchKey", "NotFound"}
 # Above this a body goes up as a multipart upload of parts about this large (S3's least is 5 MiB).
 _PART = 8 * 1024 * 1024
 _READ = 1024 * 1024
+_S3_DEFAULT_TYPE = "binary/octet-stream"
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
@@ -136,7 +137,7 @@ class S3ObjectStore(S3Bucket):
                 got["Body"].close()
                 raise RangeNotSatisfiable(0)
         info = ObjectInfo(key=key, size=size, etag=got["ETag"], uploaded=_aware(got["LastModified"]),
-                          content_type=got.get("ContentType") or None)
+                          content_type=_content_type(got))
         return ObjectBody(info=info, start=first, end=last, chunks=_stream(got["Body"]))
 
     async def head(self, key: str) -> ObjectInfo | None:
@@ -151,7 +152,7 @@ class S3ObjectStore(S3Bucket):
                 return None
             raise
         return ObjectInfo(key=key, size=int(got["ContentLength"]), etag=got["ETag"],
-                          uploaded=_aware(got["LastModified"]), content_type=got.get("ContentType") or None)
+                          uploaded=_aware(got["LastModified"]), content_type=_content_type(got))
 
     async def delete(self, key: str) -> ObjectInfo | None:
         check_key(key)
@@ -240,6 +241,12 @@ async def _stream(body: Any) -> AsyncIterator[bytes]:
             yield chunk
     finally:
         body.close()
+
+
+def _content_type(got: Any) -> str | None:
+    """The object's content type; None for one stored without (S3 answers its default for those)."""
+    found = got.get("ContentType")
+    return None if not found or found == _S3_DEFAULT_TYPE else str(found)
 
 
 def _aware(at: datetime) -> datetime:
