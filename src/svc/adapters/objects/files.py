@@ -137,7 +137,8 @@ class FileObjectStore:
                     pending, held = [], 0
             info = await asyncio.to_thread(self._finish, writer, pending, key, content_type)
         finally:
-            await asyncio.to_thread(writer.discard)
+            if writer.path is not None:  # not renamed into place: an error, or past max_bytes
+                await asyncio.to_thread(writer.discard)
         return info
 
     def _finish(self, writer: _Writer, pending: list[bytes], key: str, content_type: str | None) -> ObjectInfo:
@@ -154,6 +155,7 @@ class FileObjectStore:
                 if attempt == 4:
                     raise
                 continue
+            writer.path = None
             fsync_dir(dest.parent)
             return info
         raise AssertionError("unreachable")
@@ -298,7 +300,7 @@ class _Writer:
             self.file.close()
             self.file = None
         if self.path is not None:
-            remove_path(self.path)  # renamed into place already: nothing there
+            remove_path(self.path)  # the temporary file, never renamed into place
 
 
 def _private(path: str, flags: int) -> int:
