@@ -33,7 +33,7 @@ from typing import IO
 from urllib.parse import quote, unquote
 
 from svc.adapters.objects.keys import byte_range, check_key, tally
-from svc.adapters.objects.port import Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge
+from svc.adapters.objects.port import BadCursor, Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge
 from svc.kit.files import fsync_dir, partial_name, remove_path, sweep_stale
 
 _TMP = ".tmp"
@@ -54,9 +54,9 @@ def decode_cursor(cursor: str) -> tuple[str, bool]:
     try:
         raw = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
     except (ValueError, UnicodeError):
-        raise ValueError("not a cursor this store gave") from None
+        raise BadCursor("not a cursor this store gave") from None
     if raw[:1] not in ("k", "p"):
-        raise ValueError("not a cursor this store gave")
+        raise BadCursor("not a cursor this store gave")
     return raw[1:], raw[0] == "p"
 
 

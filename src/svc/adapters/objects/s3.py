@@ -20,6 +20,7 @@ from botocore.exceptions import ClientError
 from svc.adapters.blobs.s3 import S3Bucket
 from svc.adapters.objects.keys import byte_range, check_key, tally
 from svc.adapters.objects.port import (
+    BadCursor,
     Listing,
     ObjectBody,
     ObjectInfo,
@@ -172,7 +173,7 @@ class S3ObjectStore(S3Bucket):
         if not 1 <= limit <= 1000:
             raise ValueError(f"a listing's limit is 1-1000, not {limit}")
         asked: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "MaxKeys": limit}
-        if cursor:
+        if cursor is not None:
             asked["ContinuationToken"] = cursor
         if delimiter:
             asked["Delimiter"] = delimiter
@@ -181,8 +182,9 @@ class S3ObjectStore(S3Bucket):
             try:
                 return self.client.list_objects_v2(**asked)
             except ClientError as e:
-                if _code(e) == "InvalidArgument":
-                    raise ValueError("not a cursor this store gave") from None
+                # S3 checks its tokens ("The continuation token provided is incorrect").
+                if _code(e) == "InvalidArgument" and cursor is not None:
+                    raise BadCursor("not a cursor this store gave") from None
                 raise
 
         got = await asyncio.to_thread(listed)
