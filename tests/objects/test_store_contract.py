@@ -253,6 +253,23 @@ async def test_an_upload_under_way_is_never_seen(env: Env) -> None:
     assert await env.store.usage("p/") == (2 * MiB + 2, 1)
 
 
+async def test_puts_and_deletes_side_by_side_in_one_folder(env: Env) -> None:
+    """A delete removes the folders it emptied while another put is putting an object there: none
+    of those puts is lost, and the last put of a key is what it holds."""
+    keys = [f"p/a/d{i // 2}/e/k{i}" for i in range(16)]  # two keys to a folder
+
+    async def churn(key: str) -> None:
+        for round_ in range(20):
+            await put(env.store, key, f"{key}.{round_}".encode())
+            if round_ < 19:
+                await env.store.delete(key)
+
+    await asyncio.gather(*(churn(key) for key in keys))
+    assert sorted(o.key for o in (await env.store.list("p/a/")).objects) == sorted(keys)
+    for key in keys:
+        assert await get_bytes(env.store, key) == f"{key}.19".encode()
+
+
 # --- listing ---
 
 KEYS = ["p/a/a", "p/a/a-b", "p/a/a/b", "p/a/a/c/d", "p/a/B", "p/a/z", "p/a/é", "p/a/\U0001f600", "p/a/\uff5a",

@@ -157,9 +157,10 @@ class FileObjectStore:
                           uploaded=datetime.now(UTC), content_type=content_type)
         tmp = writer.close(_trailer(info))
         # A delete may remove an emptied directory between making it and the rename: make it again.
+        name = self._path(key).name
         for attempt in range(5):
-            dest = self._make_dirs(key) / self._path(key).name
             try:
+                dest = self._make_dirs(key) / name
                 os.replace(tmp, dest)
             except FileNotFoundError:
                 if attempt == 4:
