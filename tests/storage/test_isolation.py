@@ -81,7 +81,7 @@ async def test_bad_input_changes_nothing(storage_svc: Svc) -> None:
                          (A + "/objects/k", {"content": b"x", "headers": {"content-length": "1x"}}),
                          (A + "/objects/k", {"content": b"x", "params": {"overwrite": "1"}})):
         assert_error(await client.put(path, **kwargs), 400, "bad_request")
-    for params in ({"limit": 0}, {"limit": 1001}, {"delimiter": ""}, {"cursor": ""}, {"cursor": "made-up"},
+    for params in ({"limit": 0}, {"limit": 1001}, {"delimiter": "\x01"}, {"cursor": ""}, {"cursor": "made-up"},
                    {"pages": 2}):
         assert_error(await client.get(A + "/objects", params=params), 400, "bad_request")
     assert (await client.get(A)).json() == before

@@ -31,7 +31,7 @@ _S = "/v1/orgs/{orgSlug}/projects/{projectName}/storage"
 _O = _S + "/objects"
 # What the document says of a listing's prefix and delimiter (objects.py checks the rest).
 _PREFIX = r"^([^\x00-\x1f\x7f-\x9f/][^\x00-\x1f\x7f-\x9f]*)?$"
-_DELIMITER = r"^[^\x00-\x1f\x7f-\x9f]+$"
+_DELIMITER = r"^[^\x00-\x1f\x7f-\x9f]*$"
 _UPLOAD_PATH = re.compile(r"/v1/orgs/[^/]+/projects/[^/]+/storage/objects/.*", re.DOTALL)
 
 
@@ -67,14 +67,14 @@ async def list_objects(
     p: ProjectViewer, uow: Uow,
     prefix: Annotated[str, Query(max_length=1024, pattern=_PREFIX, description="Only keys starting with this "
                                  "(no control character, no leading \"/\", no \".\" or \"..\" segment)")] = "",
-    delimiter: Annotated[str | None, Query(min_length=1, max_length=16, pattern=_DELIMITER,
-                                           description="Group keys ending at it below the prefix (prefixes)")] = None,
+    delimiter: Annotated[str, Query(max_length=16, pattern=_DELIMITER, description="Group keys ending at it below "
+                                    "the prefix (prefixes); no control character; empty: none")] = "",
     cursor: Annotated[str | None, Query(max_length=2048, description="A nextCursor")] = None,
     limit: Annotated[int, Query(ge=1, le=schemas.MAX_LIST, description="Page size")] = schemas.MAX_LIST,
 ) -> schemas.ObjectList:
     await uow.close_reads()
     listed = await objects.list(uow.ctx, p.project.id, prefix=prefix, cursor=cursor, limit=limit,
-                                delimiter=delimiter)
+                                delimiter=delimiter or None)
     return schemas.ObjectList(objects=[_view(o) for o in listed.objects], prefixes=listed.prefixes,
                               next_cursor=listed.cursor)
 
