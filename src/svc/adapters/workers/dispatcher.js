@@ -179,7 +179,8 @@ export class Storage extends WorkerEntrypoint {
       return storageRefusal(411, "length_required", "env.storage.put() of a ReadableStream needs its length: " +
                             "a request's body, or the readable side of a FixedLengthStream");
     }
-    const type = request.headers.get("content-type");
+    // The wrapper's put() names the type given (fetch() would add one to a string body).
+    const type = request.headers.get("x-svc-content-type");
     return this.env.SVC.fetch(url, { method: "PUT", headers: type ? { "content-type": type } : {},
                                      body: request.body });
   }

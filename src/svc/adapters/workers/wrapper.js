@@ -241,6 +241,8 @@ function email(binding) {
 const STORAGE = "__SVC_STORAGE__";
 
 const StorageError = svcError("StorageError");
+// The object's Content-Type as the Storage entrypoint takes it from put() (dispatcher.js).
+const STORAGE_TYPE = "x-svc-content-type";
 
 // R2Object: what svc says of an object ({ key, size, etag, uploadedAt, contentType }).
 class StoredObject {
@@ -335,8 +337,9 @@ function storage(binding) {
       throw refusedBy(StorageError, answer.status, result);
     },
     async put(key, value, options) {
+      // The type given, or none: not the one fetch() would give a string body (text/plain).
       const type = contentTypeOf(options);
-      const answer = await binding.fetch(storageKey(key), { method: "PUT", headers: type ? { "content-type": type } : {},
+      const answer = await binding.fetch(storageKey(key), { method: "PUT", headers: { [STORAGE_TYPE]: type || "" },
                                                             body: value ?? "" });
       return new StoredObject(stored({ status: answer.status, result: await answer.json().catch(() => null) }));
     },
