@@ -22,6 +22,9 @@ from tests.workers.test_serve import Project, until_steady
 
 pytestmark = components.WORKERD
 
+# The free plan's quota here (a setting): small, so that a test can pass it.
+QUOTA = 1_000_000
+
 WORKER = b"""
 const shape = (o) => o && { key: o.key, size: o.size, etag: o.etag, httpEtag: o.httpEtag,
                             uploaded: o.uploaded.toISOString(), contentType: o.httpMetadata.contentType ?? null,
@@ -42,7 +45,7 @@ export default {
             httpMetadata: { contentType: request.headers.get("content-type") } })));
         case "/put-text":
           return Response.json(shape(await env.storage.put(key, q.get("text"))));
-        case "/get": {
+        case "/get": {  // the object's body streamed back as the worker's answer
           const range = q.has("suffix") ? { suffix: Number(q.get("suffix")) }
             : q.has("offset") ? { offset: Number(q.get("offset")),
                                   length: q.has("length") ? Number(q.get("length")) : undefined }
@@ -78,7 +81,8 @@ export default {
 
 @pytest.fixture(scope="module")
 async def server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Server]:
-    async with svc_serve(tmp_path_factory.mktemp("storage-worker"), SVC_WORKER_PROCESSES="1") as running:
+    async with svc_serve(tmp_path_factory.mktemp("storage-worker"), SVC_WORKER_PROCESSES="1",
+                         SVC_FREE_STORAGE_BYTES=str(QUOTA)) as running:
         yield running
 
 
@@ -169,8 +173,9 @@ async def test_put_get_head_list_delete(project: Project) -> None:
 
     whole = await call(project, "/get", key="data/rows.csv")
     assert whole.status_code == 200 and whole.content == body
-    assert whole.headers["content-type"] == "text/csv" and whole.headers["etag"] == made["httpEtag"]
-    assert json.loads(whole.headers["x-object"])["size"] == len(body)
+    assert whole.headers["content-type"] == "text/csv"
+    assert json.loads(whole.headers["x-object"]) == made
+
     # Ranges, as R2 takes them: { offset, length }, { offset }, { suffix }.
     part = await call(project, "/get", key="data/rows.csv", offset="8", length="10")
     assert part.content == body[8:18]
@@ -209,6 +214,21 @@ async def test_put_get_head_list_delete(project: Project) -> None:
             ).json() == {"deleted": True}
     left = (await call(project, "/list")).json()
     assert [o["key"] for o in left["objects"]] == ["data/rows.csv"]
+
+
+async def test_over_the_quota_put_throws_a_storage_error(project: Project) -> None:
+    await grant(project)
+    half = b"x" * (QUOTA // 2 + 1000)
+    assert (await call(project, "/put", method="PUT", content=half, key="first.bin")).status_code == 200
+    over = await call(project, "/put", method="PUT", content=half, key="second.bin")
+    assert thrown(over) == ("StorageError", "storage_quota_exceeded", 413)
+    assert str(QUOTA) in over.json()["message"]
+    assert (await call(project, "/head", key="second.bin")).json() == {"object": None}
+    # Replacing the object counts its size once, and room made by a delete is room.
+    assert (await call(project, "/delete", keys=json.dumps(["first.bin"]))).status_code == 200
+    assert (await call(project, "/put", method="PUT", content=half, key="second.bin")).status_code == 200
+    status = (await project.http.get(f"{project.base}/storage", headers=project.auth)).json()
+    assert status["usedBytes"] == len(half) and status["quotaBytes"] == QUOTA
 
 
 async def test_a_put_of_a_stream_of_unknown_length_is_refused(project: Project) -> None:

@@ -160,17 +160,18 @@ export class Email extends WorkerEntrypoint {
 // project's objects in svc's object store, under the project's prefix, which svc makes from the
 // props (docs/storage.md): a key never names another project's objects, whatever it holds. Bodies
 // stream both ways, never whole in memory here: fetch() carries put's body to svc and get's body
-// back (a PUT or GET of ?key=, with get's Range), the rest are RPC calls answering
+// back (a PUT or GET of ?key=, with get's range in R2's terms), the rest are RPC calls answering
 // { status, result } (the result, or svc's Error envelope, for the wrapper to throw).
 export class Storage extends WorkerEntrypoint {
   async fetch(request) {
-    const key = new URL(request.url).searchParams.get("key");
-    if (key === null) return storageRefusal(400, "bad_request", "env.storage: no key");
-    const url = `${this.url("object")}?key=${encodeURIComponent(key)}`;
-    if (request.method === "GET") {
-      const range = request.headers.get("range");
-      return this.env.SVC.fetch(url, { headers: range ? { range } : {} });
+    const asked = new URL(request.url).searchParams;
+    if (!asked.has("key")) return storageRefusal(400, "bad_request", "env.storage: no key");
+    const query = new URLSearchParams();
+    for (const name of ["key", "offset", "length", "suffix"]) {
+      if (asked.has(name)) query.set(name, asked.get(name));
     }
+    const url = `${this.url("object")}?${query}`;
+    if (request.method === "GET") return this.env.SVC.fetch(url);
     if (request.method !== "PUT") return storageRefusal(405, "bad_request", "env.storage: GET or PUT");
     // svc reserves the declared length against the quota before the first byte: a body of
     // unknown length (a stream that is not a request's body or a FixedLengthStream's) is refused

@@ -289,26 +289,32 @@ function storageKey(key) {
   return `http://storage/object?key=${encodeURIComponent(key)}`;
 }
 
-// R2's range: { offset, length }, { offset }, { suffix }, or a Headers with a Range.
-function rangeHeader(range) {
-  if (range === undefined || range === null) return null;
-  if (range instanceof Headers) return range.get("range");
+// R2's range ({ offset, length }, { offset }, { suffix }, or a Headers with a Range of bytes) as
+// the query the Storage entrypoint passes on to svc.
+function rangeQuery(range) {
+  if (range === undefined || range === null) return "";
+  if (range instanceof Headers) {
+    const asked = /^bytes=(\d*)-(\d*)$/.exec((range.get("range") || "").trim());
+    if (!asked || (asked[1] === "" && asked[2] === "")) throw new TypeError("env.storage.get(): Range is bytes=a-b");
+    if (asked[1] === "") return `&suffix=${asked[2]}`;
+    return `&offset=${asked[1]}` + (asked[2] === "" ? "" : `&length=${Number(asked[2]) - Number(asked[1]) + 1}`);
+  }
   const whole = (n) => Number.isSafeInteger(n) && n >= 0;
-  if ("suffix" in range) {
-    if (!whole(range.suffix)) throw new TypeError("env.storage.get(): range.suffix is a whole number");
-    return `bytes=-${range.suffix}`;
+  if (range.suffix !== undefined) {
+    if (!whole(range.suffix) || range.suffix === 0) throw new TypeError("env.storage.get(): range.suffix is above 0");
+    return `&suffix=${range.suffix}`;
   }
   const offset = range.offset ?? 0;
   if (!whole(offset) || (range.length !== undefined && !(whole(range.length) && range.length > 0))) {
-    throw new TypeError("env.storage.get(): range is { offset, length } with whole numbers, length above 0");
+    throw new TypeError("env.storage.get(): range is { offset, length }, whole numbers, length above 0");
   }
-  return range.length === undefined ? `bytes=${offset}-` : `bytes=${offset}-${offset + range.length - 1}`;
+  return `&offset=${offset}` + (range.length === undefined ? "" : `&length=${range.length}`);
 }
 
-// What svc said of a GET: the range it served ({ offset, length }) when it served one.
+// The range svc served ({ offset, length }, from its Content-Range), or the whole object.
 function servedRange(response, size) {
   const served = /^bytes (\d+)-(\d+)\//.exec(response.headers.get("content-range") || "");
-  if (!served) return size === undefined ? undefined : { offset: 0, length: size };
+  if (!served) return { offset: 0, length: size };
   return { offset: Number(served[1]), length: Number(served[2]) - Number(served[1]) + 1 };
 }
 
@@ -326,8 +332,8 @@ function stored({ status, result }) {
 function storage(binding) {
   return Object.freeze({
     async get(key, options) {
-      const range = rangeHeader(options && options.range);
-      const answer = await binding.fetch(storageKey(key), { headers: range ? { range } : {} });
+      const range = rangeQuery(options && options.range);
+      const answer = await binding.fetch(storageKey(key) + range);
       if (answer.ok) {
         const info = JSON.parse(answer.headers.get("x-svc-object"));
         return new StoredObjectBody(info, range ? servedRange(answer, info.size) : undefined, answer);

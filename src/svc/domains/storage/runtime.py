@@ -9,7 +9,6 @@ project's objects and no other's, whatever it holds."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import Field
@@ -17,10 +16,9 @@ from pydantic import Field
 from svc.adapters.objects.port import Listing, ObjectInfo
 from svc.adapters.workers.port import EntrypointBinding
 from svc.context import AppContext
-from svc.domains.storage import queries
+from svc.domains.storage import schemas, service
 from svc.errors import BadRequest
 from svc.kit.api import ApiInput
-from svc.kit.clock import rfc3339
 from svc.kit.store_session import StoreSession
 from svc.models import Project
 
@@ -36,20 +34,21 @@ async def worker_env(session: StoreSession, ctx: AppContext, project: Project) -
     runtime's Storage entrypoint, which sends the worker's calls to svc's runtime routes. A grant or
     a revoke bumps the project's bindings generation: the running worker has it (or loses it) at
     its next request; a worker that kept it is refused by objects.py's grant check (not_granted)."""
-    if await queries.grant(session, project.id) is None:
+    if not await service.has_grant(session, project):
         return {}
     return {BINDING: EntrypointBinding(entrypoint=ENTRYPOINT, props={"project": project.id})}
 
 
 class HeadRequest(ApiInput):
-    key: str = Field(max_length=1024)
+    key: str
 
 
 class ListRequest(ApiInput):
-    prefix: str = Field(default="", max_length=1024)
-    cursor: str | None = Field(default=None, max_length=2048)
-    limit: int = Field(default=MAX_KEYS, ge=1, le=MAX_KEYS)
-    delimiter: str | None = Field(default=None, min_length=1, max_length=16)
+    # Bounds and rules: objects.list's (one refusal for the API's listing and env.storage's).
+    prefix: str = ""
+    cursor: str | None = None
+    limit: int = MAX_KEYS
+    delimiter: str | None = None
 
 
 class DeleteRequest(ApiInput):
@@ -57,9 +56,9 @@ class DeleteRequest(ApiInput):
 
 
 def object_view(info: ObjectInfo) -> dict[str, Any]:
-    """An object as the wrapper's env.storage reads it (the API's object JSON)."""
-    return {"key": info.key, "size": info.size, "etag": info.etag, "uploadedAt": rfc3339(info.uploaded),
-            "contentType": info.content_type}
+    """An object as the wrapper's env.storage reads it: the API's object JSON."""
+    return schemas.ObjectView(key=info.key, size=info.size, etag=info.etag, uploaded_at=info.uploaded,
+                              content_type=info.content_type).model_dump(mode="json", by_alias=True)
 
 
 def listing_view(listing: Listing) -> dict[str, Any]:
@@ -67,19 +66,14 @@ def listing_view(listing: Listing) -> dict[str, Any]:
             "nextCursor": listing.cursor}
 
 
-_RANGE = re.compile(r"bytes=(\d{0,19})-(\d{0,19})")
-
-
-def byte_range(header: str | None) -> tuple[int | None, int | None]:
-    """get()'s range, as the Range header the wrapper writes of R2's {offset, length} or {suffix}:
+def byte_range(offset: int | None, length: int | None, suffix: int | None) -> tuple[int | None, int | None]:
+    """get()'s range in R2's terms ({offset, length}, {offset}, {suffix}) as objects.get takes it:
     (start, end) inclusive, (None, n) for the last n bytes, (None, None) for the whole object."""
-    if header is None:
+    if suffix is not None:
+        if offset is not None or length is not None:
+            raise BadRequest.of_field("suffix", "is given alone, without offset or length")
+        return None, suffix
+    if offset is None and length is None:
         return None, None
-    found = _RANGE.fullmatch(header.strip())
-    if found is None or found[1] == found[2] == "":
-        raise BadRequest.of_field("range", "must be bytes=a-b, bytes=a- or bytes=-n")
-    start = int(found[1]) if found[1] else None
-    end = int(found[2]) if found[2] else None
-    if start is not None and end is not None and end < start:
-        raise BadRequest.of_field("range", "must end at or after its start")
-    return start, end
+    start = offset or 0
+    return start, (start + length - 1 if length is not None else None)
