@@ -43,6 +43,10 @@ export default {
         case "/put":
           return Response.json(shape(await env.storage.put(key, request.body, {
             httpMetadata: { contentType: request.headers.get("content-type") } })));
+        case "/put-stream": {  // a stream of the worker's own: no length known
+          const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode("one two")); c.close(); } });
+          return Response.json(shape(await env.storage.put(key, stream)));
+        }
         case "/put-text":
           return Response.json(shape(await env.storage.put(key, q.get("text"))));
         case "/get": {  // the object's body streamed back as the worker's answer
@@ -233,14 +237,7 @@ async def test_over_the_quota_put_throws_a_storage_error(project: Project) -> No
 
 async def test_a_put_of_a_stream_of_unknown_length_is_refused(project: Project) -> None:
     await grant(project)
-    # Chunked through the edge: the worker's request body has no length for env.storage to declare.
-    async def chunks() -> AsyncIterator[bytes]:
-        yield b"one"
-        yield b"two"
-
-    async with httpx.AsyncClient(timeout=60) as client:
-        r = await client.put(f"http://127.0.0.1:{project.server.edge_port}/put", params={"key": "chunked"},
-                             content=chunks(), headers={"host": project.host})
+    r = await call(project, "/put-stream", key="chunked")
     assert thrown(r) == ("StorageError", "length_required", 411)
     assert (await call(project, "/head", key="chunked")).json() == {"object": None}
 
@@ -267,6 +264,9 @@ async def test_a_key_never_reaches_another_projects_objects(server: Server) -> N
             assert [o["key"] for o in listed["objects"]] == (["mine.txt"] if prefix == "" else []), prefix
         assert thrown(await call(mallory, "/list", options=json.dumps({"prefix": "../"})))[1:] == ("bad_request", 400)
         assert (await call(mallory, "/delete", keys=json.dumps([f"p/{alice_id}/secret.txt"]))).status_code == 200
+        # A bad key among many: refused, and nothing deleted.
+        assert thrown(await call(mallory, "/delete", keys=json.dumps(["mine.txt", "../x"])))[1:] == ("bad_request", 400)
+        assert (await call(mallory, "/text", key="mine.txt")).json() == {"text": "mallory's"}
         # Alice's object is whole, and hers alone.
         assert (await call(alice, "/text", key="secret.txt")).json() == {"text": "alice's"}
         assert [o["key"] for o in (await call(alice, "/list")).json()["objects"]] == ["secret.txt"]
