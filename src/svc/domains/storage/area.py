@@ -3,18 +3,27 @@
 
 from __future__ import annotations
 
-from svc.domains.storage import jobs, kinds, router, service
+from starlette.types import Scope
+
+from svc.domains.storage import jobs, kinds, router, runtime, runtime_router, service
 from svc.domains.storage.settings import StorageSettings
 from svc.manifest import Area, ProjectResource
 
+
+def _uploads(scope: Scope) -> bool:
+    """An object's upload, the API's or a worker's put(): the quota bounds it, not the JSON cap."""
+    return router.is_object_upload(scope) or runtime_router.is_upload(scope)
+
+
 AREA = Area(
     name="storage",
-    routers=(router.router,),
+    routers=(router.router, runtime_router.router),
+    bindings=runtime.worker_env,
     resource=ProjectResource(name="storage", binding="env.storage",
                              what="objects under the project's own prefix, within its plan's quota",
                              granted=service.has_grant, command="svc storage grant --project {project}",
                              tab="/storage", button="Grant storage", off=service.unavailable),
-    uploads=router.is_object_upload,
+    uploads=_uploads,
     jobs=jobs.register, job_kinds=kinds.StorageJob,
     settings=StorageSettings,
     hints={"storage_unavailable": "The operator of this svc configures the object store (files under the data "
