@@ -25,11 +25,12 @@ from svc.domains.projects.area import AREA as projects
 from svc.domains.ratelimits.area import AREA as ratelimits
 from svc.domains.repos.area import AREA as repos
 from svc.domains.secrets.area import AREA as secrets
+from svc.domains.storage.area import AREA as storage
 from svc.domains.workers.area import AREA as workers
 from svc.manifest import Area
 
 AREAS: tuple[Area, ...] = (
     identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
     audit, dns, hostnames, mail, ratelimits, workers,
-    databases, certificates, billing, ai, domains, repos, email,
+    databases, certificates, billing, ai, domains, repos, email, storage,
 )

@@ -18,6 +18,7 @@ from svc.adapters.idp.component import COMPONENT as idp
 from svc.adapters.mail.component import COMPONENT as mail
 from svc.adapters.mail_relay.component import COMPONENT as mail_relay
 from svc.adapters.nameserver.component import COMPONENT as nameserver
+from svc.adapters.objects.component import COMPONENT as objects
 from svc.adapters.registrar.component import COMPONENT as registrar
 from svc.adapters.resolver.component import COMPONENT as resolver
 from svc.adapters.smtp_server.component import COMPONENT as smtp
@@ -29,8 +30,8 @@ from svc.supervisor.component import Component, Launch, Line, start_order
 
 # The banner's order; the start order follows each component's `after`.
 COMPONENTS: tuple[Component, ...] = (
-    mail, mail_relay, idp, blobs, edge, workers, acme, database, billing, ai, registrar, git, nameserver, resolver,
-    smtp,
+    mail, mail_relay, idp, blobs, objects, edge, workers, acme, database, billing, ai, registrar, git, nameserver,
+    resolver, smtp,
 )
 
 

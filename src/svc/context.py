@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from svc.adapters.mail.port import MailSender
     from svc.adapters.mail_relay.port import MailRelay
     from svc.adapters.nameserver.port import Nameserver
+    from svc.adapters.objects.port import ObjectStore
     from svc.adapters.registrar.port import Registrar
     from svc.adapters.resolver.port import Resolver
     from svc.adapters.smtp_server.port import SmtpServer
@@ -46,6 +47,9 @@ class Adapters:
     idp: IdentityProvider | None = None
     # None: the default, files under SVC_DATA_DIR/blobs (or S3 when configured), made at start.
     blobs: BlobStore | None = None
+    # The projects' objects (env.storage, the storage routes): files under SVC_DATA_DIR/objects, or
+    # an S3 bucket (SVC_STORAGE_BACKEND); None only until the serving process fills it at start.
+    objects: ObjectStore | None = None
     # The authoritative nameserver (PowerDNS); None: DNS is not configured (the DNS routes answer
     # 503 dns_not_configured). An external one is built with the adapters; the managed one is set
     # once `svc serve` has started it.
@@ -209,3 +213,9 @@ class AppContext:
         if self.adapters.blobs is None:
             raise RuntimeError("the blob store is set when the app starts")
         return self.adapters.blobs
+
+    @property
+    def objects(self) -> ObjectStore:
+        if self.adapters.objects is None:
+            raise RuntimeError("the object store is set when the app starts")
+        return self.adapters.objects

@@ -44,6 +44,7 @@ from svc.models.states import (
     TeardownPhase,
     TerminalCode,
 )
+from svc.models.storage import StorageGrant, StorageReservation
 from svc.models.users import AccessToken, LoginState, SSHKey, User, UserSession
 from svc.models.workers import LogLine, TrafficMinute
 
@@ -120,6 +121,8 @@ __all__ = [
     "Secret",
     "SpfResult",
     "SshHostKey",
+    "StorageGrant",
+    "StorageReservation",
     "TeardownPhase",
     "TerminalCode",
     "TrafficMinute",

@@ -9,7 +9,6 @@ from svc.domains.orgs.settings import PlanSettings
 from svc.models import Plan
 from svc.settings import Config
 
-GIB = 1024**3
 # A dollar in micro-cents (AI's money: integers, never floats).
 DOLLAR = 100_000_000
 
@@ -41,18 +40,19 @@ class PlanLimits:
 def limits(config: Config, plan: str) -> PlanLimits:
     """What `plan` allows on this server (the project counts and the AI calls a minute are settings:
     SVC_FREE_PROJECT_LIMIT, SVC_PRO_PROJECT_LIMIT, SVC_FREE_AI_CALLS_PER_MINUTE, SVC_PRO_AI_CALLS_PER_MINUTE,
-    SVC_FREE_REPO_STORAGE_BYTES, SVC_PRO_REPO_STORAGE_BYTES: settings.py)."""
+    SVC_FREE_REPO_STORAGE_BYTES, SVC_PRO_REPO_STORAGE_BYTES, SVC_FREE_STORAGE_BYTES, SVC_PRO_STORAGE_BYTES:
+    settings.py)."""
     settings = config.settings_of(PlanSettings)
     if plan == Plan.pro:
-        return PlanLimits(projects=settings.pro_project_limit, storage_bytes=100 * GIB, mail_per_hour=2000,
-                          mail_keep_days=365,
+        return PlanLimits(projects=settings.pro_project_limit, storage_bytes=settings.pro_storage_bytes,
+                          mail_per_hour=2000, mail_keep_days=365,
                           ai_max_output_tokens=0, ai_max_input_tokens=0,
                           ai_calls_per_minute=settings.pro_ai_calls_per_minute,
                           ai_micro_cents_per_day=100 * DOLLAR,
                           repo_storage_bytes=settings.pro_repo_storage_bytes, db_connections=40, db_token_users=16,
                           db_statement_seconds=120, db_idle_transaction_seconds=300)
-    return PlanLimits(projects=settings.free_project_limit, storage_bytes=1 * GIB, mail_per_hour=100,
-                      mail_keep_days=30,
+    return PlanLimits(projects=settings.free_project_limit, storage_bytes=settings.free_storage_bytes,
+                      mail_per_hour=100, mail_keep_days=30,
                       ai_max_output_tokens=4096, ai_max_input_tokens=0,
                       ai_calls_per_minute=settings.free_ai_calls_per_minute,
                       ai_micro_cents_per_day=1 * DOLLAR,

@@ -20,3 +20,7 @@ class PlanSettings(AreaSettings):
     free_repo_storage_bytes: int = Field(default=1024**3, ge=0)
     # Plans: what an org's repositories on the pro plan may hold on disk, in bytes.
     pro_repo_storage_bytes: int = Field(default=25 * 1024**3, ge=0)
+    # Plans: what a project's object storage on the free plan may hold, in bytes (its quota).
+    free_storage_bytes: int = Field(default=1024**3, ge=0)
+    # Plans: what a project's object storage on the pro plan may hold, in bytes (its quota).
+    pro_storage_bytes: int = Field(default=100 * 1024**3, ge=0)

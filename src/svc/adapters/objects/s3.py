@@ -1,0 +1,284 @@
+"""The projects' objects in an S3-compatible bucket (AWS S3, MinIO, Ceph, R2, moto's server in
+tests) through boto3, each under its whole key at the bucket's root (`p/<project id>/...`).
+
+boto3 is synchronous: every call runs in a worker thread. A put sends a small body in one
+PutObject and a larger one as a multipart upload, a part at a time (memory holds one part): S3
+makes the object visible only once the upload completes, so readers see the old object or the new
+one, and an upload aborted (past max_bytes, or the body broke off) leaves the old one in place. A
+get streams the response's body, a batch per trip to a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import AsyncIterable, AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from svc.adapters.objects.keys import byte_range, check_key
+from svc.adapters.objects.port import (
+    Listing,
+    ObjectBody,
+    ObjectInfo,
+    ObjectMissing,
+    ObjectTooLarge,
+    RangeNotSatisfiable,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import CompletedPartTypeDef
+
+_MISSING = {"404", "NoSuchKey", "NotFound"}
+# Above this a body goes up as a multipart upload of parts this large (S3's least part is 5 MiB).
+_PART = 8 * 1024 * 1024
+_READ = 1024 * 1024
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+
+
+class S3ObjectStore:
+    def __init__(self, *, bucket: str, endpoint_url: str | None = None, region: str = "us-east-1",
+                 access_key_id: str | None = None, secret_access_key: str | None = None) -> None:
+        self.bucket = bucket
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self._credentials = (access_key_id, secret_access_key)
+        self._client: S3Client | None = None
+        self._lock = threading.Lock()
+        where = f" at {endpoint_url}" if endpoint_url else ""
+        self.description = f"s3://{bucket}/{where}"
+
+    @property
+    def client(self) -> S3Client:
+        """Made on first use (building a boto3 client takes a while); boto3 clients are thread-safe."""
+        with self._lock:
+            if self._client is None:
+                key_id, secret = self._credentials
+                extra: dict[str, Any] = {}
+                if key_id and secret:
+                    extra = {"aws_access_key_id": key_id, "aws_secret_access_key": secret}
+                # Path-style addressing works with every S3-compatible server.
+                config = Config(s3={"addressing_style": "path"} if self.endpoint_url else {},
+                                retries={"max_attempts": 5, "mode": "standard"})
+                self._client = boto3.session.Session().client(
+                    "s3", endpoint_url=self.endpoint_url, region_name=self.region, config=config, **extra)
+            return self._client
+
+    # --- put ---
+
+    async def put(self, key: str, chunks: AsyncIterable[bytes], *, max_bytes: int,
+                  content_type: str | None = None) -> ObjectInfo:
+        check_key(key)
+        extra: dict[str, Any] = {"ContentType": content_type} if content_type else {}
+        upload_id: str | None = None
+        parts: list[CompletedPartTypeDef] = []
+        pending = bytearray()
+        size = 0
+        try:
+            async for chunk in chunks:
+                size += len(chunk)
+                if size > max_bytes:
+                    raise ObjectTooLarge(f"the object is larger than {max_bytes} bytes")
+                pending += chunk
+                while len(pending) >= _PART:
+                    if upload_id is None:
+                        created = await asyncio.to_thread(self.client.create_multipart_upload, Bucket=self.bucket,
+                                                          Key=key, **extra)
+                        upload_id = created["UploadId"]
+                    part = bytes(pending[:_PART])
+                    del pending[:_PART]
+                    done = await asyncio.to_thread(self.client.upload_part, Bucket=self.bucket, Key=key,
+                                                   UploadId=upload_id, PartNumber=len(parts) + 1, Body=part)
+                    parts.append({"PartNumber": len(parts) + 1, "ETag": done["ETag"]})
+            if upload_id is None:
+                put = await asyncio.to_thread(self.client.put_object, Bucket=self.bucket, Key=key,
+                                              Body=bytes(pending), **extra)
+                etag = put["ETag"]
+            else:
+                if pending:
+                    done = await asyncio.to_thread(self.client.upload_part, Bucket=self.bucket, Key=key,
+                                                   UploadId=upload_id, PartNumber=len(parts) + 1,
+                                                   Body=bytes(pending))
+                    parts.append({"PartNumber": len(parts) + 1, "ETag": done["ETag"]})
+                completed = await asyncio.to_thread(self.client.complete_multipart_upload, Bucket=self.bucket,
+                                                    Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
+                upload_id = None
+                etag = completed["ETag"]
+        except BaseException:
+            if upload_id is not None:
+                await asyncio.shield(asyncio.to_thread(self._abort, key, upload_id))
+            raise
+        return ObjectInfo(key=key, size=size, etag=etag, uploaded=datetime.now(UTC), content_type=content_type)
+
+    def _abort(self, key: str, upload_id: str) -> None:
+        try:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+        except ClientError:
+            pass  # an upload never completed is not an object; the bucket's lifecycle rules clear it
+
+    # --- get, head, delete ---
+
+    async def get(self, key: str, *, start: int | None = None, end: int | None = None) -> ObjectBody:
+        check_key(key)
+        if start is not None and (start < 0 or (end is not None and end < start)):
+            byte_range(0, start, end)  # raises ValueError
+        if start is None and end is not None and end <= 0:
+            info = await self.head(key)  # S3 has no empty range to refuse: refuse it as a range past the end
+            if info is None:
+                raise ObjectMissing(key)
+            byte_range(info.size, start, end)
+        asked: dict[str, Any] = {}
+        if start is not None:
+            asked["Range"] = f"bytes={start}-{'' if end is None else end}"
+        elif end is not None:
+            asked["Range"] = f"bytes=-{end}"
+
+        def fetch() -> Any:
+            try:
+                return self.client.get_object(Bucket=self.bucket, Key=key, **asked)
+            except ClientError as e:
+                if _code(e) in _MISSING:
+                    raise ObjectMissing(key) from None
+                if _code(e) in ("InvalidRange", "416"):
+                    actual = str(e.response.get("Error", {}).get("ActualObjectSize", ""))
+                    if actual.isdigit():
+                        raise RangeNotSatisfiable(int(actual)) from None
+                    info = self._head(key)
+                    raise RangeNotSatisfiable(0 if info is None else info.size) from None
+                raise
+
+        got = await asyncio.to_thread(fetch)
+        length = int(got["ContentLength"])
+        found = _CONTENT_RANGE.fullmatch(str(got.get("ContentRange") or ""))
+        if found:
+            first, last, size = (int(g) for g in found.groups())
+        else:
+            first, last, size = 0, length - 1, length
+            if asked and size == 0:  # a range of an empty object (some servers answer it whole)
+                got["Body"].close()
+                raise RangeNotSatisfiable(0)
+        info = ObjectInfo(key=key, size=size, etag=got["ETag"], uploaded=_aware(got["LastModified"]),
+                          content_type=got.get("ContentType") or None)
+        return ObjectBody(info=info, start=first, end=last, chunks=_stream(got["Body"]))
+
+    async def head(self, key: str) -> ObjectInfo | None:
+        check_key(key)
+        return await asyncio.to_thread(self._head, key)
+
+    def _head(self, key: str) -> ObjectInfo | None:
+        try:
+            got = self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as e:
+            if _code(e) in _MISSING:
+                return None
+            raise
+        return ObjectInfo(key=key, size=int(got["ContentLength"]), etag=got["ETag"],
+                          uploaded=_aware(got["LastModified"]), content_type=got.get("ContentType") or None)
+
+    async def delete(self, key: str) -> ObjectInfo | None:
+        check_key(key)
+
+        def delete() -> ObjectInfo | None:
+            info = self._head(key)
+            if info is not None:
+                self.client.delete_object(Bucket=self.bucket, Key=key)
+            return info
+
+        return await asyncio.to_thread(delete)
+
+    # --- list, usage, delete_prefix ---
+
+    async def list(self, prefix: str, *, cursor: str | None = None, limit: int = 1000,
+                   delimiter: str | None = None) -> Listing:
+        if not 1 <= limit <= 1000:
+            raise ValueError(f"a listing's limit is 1-1000, not {limit}")
+        asked: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "MaxKeys": limit}
+        if cursor:
+            asked["ContinuationToken"] = cursor
+        if delimiter:
+            asked["Delimiter"] = delimiter
+
+        def listed() -> Any:
+            try:
+                return self.client.list_objects_v2(**asked)
+            except ClientError as e:
+                if _code(e) == "InvalidArgument":
+                    raise ValueError("not a cursor this store gave") from None
+                raise
+
+        got = await asyncio.to_thread(listed)
+        objects = [ObjectInfo(key=o["Key"], size=int(o["Size"]), etag=o["ETag"], uploaded=_aware(o["LastModified"]))
+                   for o in got.get("Contents", [])]
+        prefixes = [p["Prefix"] for p in got.get("CommonPrefixes", [])]
+        more = got.get("IsTruncated") and got.get("NextContinuationToken")
+        return Listing(objects, prefixes, str(more) if more else None)
+
+    def _keys(self, prefix: str) -> Iterator[tuple[str, int]]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        for page in pages:
+            for o in page.get("Contents", []):
+                yield o["Key"], int(o["Size"])
+
+    async def usage(self, prefix: str) -> tuple[int, int]:
+        def count() -> tuple[int, int]:
+            size = objects = 0
+            for _key, found in self._keys(prefix):
+                size += found
+                objects += 1
+            return size, objects
+
+        return await asyncio.to_thread(count)
+
+    async def delete_prefix(self, prefix: str) -> int:
+        def delete() -> int:
+            deleted = 0
+            batch: list[str] = []
+            for key, _size in self._keys(prefix):
+                batch.append(key)
+                if len(batch) == 1000:  # DeleteObjects takes at most 1000 keys
+                    deleted += self._delete_batch(batch)
+                    batch = []
+            if batch:
+                deleted += self._delete_batch(batch)
+            return deleted
+
+        return await asyncio.to_thread(delete)
+
+    def _delete_batch(self, keys: Sequence[str]) -> int:
+        got = self.client.delete_objects(Bucket=self.bucket,
+                                         Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True})
+        errors = got.get("Errors", [])
+        if errors:
+            why = f"{errors[0].get('Code')}: {errors[0].get('Message')}"
+            raise RuntimeError(f"S3 refused to delete {len(errors)} objects (the first: {why})")
+        return len(keys)
+
+    def sweep_partials(self) -> int:
+        """Nothing to sweep here: an upload never completed is no object (the bucket's lifecycle
+        rules remove abandoned multipart uploads)."""
+        return 0
+
+
+async def _stream(body: Any) -> AsyncIterator[bytes]:
+    """The response body's bytes, a batch per trip to a thread; closing releases the connection."""
+    try:
+        while True:
+            chunk = await asyncio.to_thread(body.read, _READ)
+            if not chunk:
+                return
+            yield chunk
+    finally:
+        body.close()
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def _code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))

@@ -1,0 +1,24 @@
+"""The storage area: a project's object storage under its own prefix, within its plan's quota
+(docs/storage.md)."""
+
+from __future__ import annotations
+
+from svc.domains.storage import jobs, kinds, router, service
+from svc.domains.storage.settings import StorageSettings
+from svc.manifest import Area, ProjectResource
+
+AREA = Area(
+    name="storage",
+    routers=(router.router,),
+    resource=ProjectResource(name="storage", binding="env.storage",
+                             what="objects under the project's own prefix, within its plan's quota",
+                             granted=service.has_grant, command="svc storage grant --project {project}",
+                             tab="/storage", button="Grant storage", off=service.unavailable),
+    uploads=router.is_object_upload,
+    jobs=jobs.register, job_kinds=kinds.StorageJob,
+    settings=StorageSettings,
+    hints={"storage_unavailable": "The operator of this svc configures the object store (files under the data "
+                                  "directory by default, or S3) and restarts it.",
+           "storage_quota_exceeded": "Delete objects the project no longer needs, or move the org to a plan with "
+                                     "a larger quota."},
+)

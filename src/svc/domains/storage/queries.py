@@ -1,0 +1,67 @@
+"""Object storage's SQL: the grants and the reservations of writes in flight (svc.models.storage)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import case, delete, func, select, update
+
+from svc.kit.store_session import StoreSession
+from svc.models import Org, Project, StorageGrant, StorageReservation
+
+
+async def grant(session: StoreSession, project_id: str, *, lock: bool = False) -> StorageGrant | None:
+    """The project's grant row, revoked or not; `lock`: held until the transaction ends (FOR UPDATE
+    on PostgreSQL; SQLite's writers are serial): every reservation of the project takes its turn."""
+    found = select(StorageGrant).where(StorageGrant.project_id == project_id)
+    return (await session.scalars(found.with_for_update() if lock else found)).first()
+
+
+async def subject(session: StoreSession, project_id: str) -> tuple[str, str] | None:
+    """The plan of the project's org and the project's state (None: no such project)."""
+    row = (await session.execute(select(Org.plan, Project.state).join(Project, Project.org_id == Org.id)
+                                 .where(Project.id == project_id))).first()
+    return (str(row[0]), str(row[1])) if row is not None else None
+
+
+async def reserved(session: StoreSession, project_id: str) -> int:
+    """The bytes the project's writes in flight hold."""
+    held = await session.scalar(select(func.coalesce(func.sum(StorageReservation.bytes), 0))
+                                .where(StorageReservation.project_id == project_id))
+    return int(held or 0)
+
+
+async def reserve(session: StoreSession, *, reservation_id: str, project_id: str, size: int, now: datetime) -> None:
+    session.add(StorageReservation(id=reservation_id, project_id=project_id, bytes=size, created_at=now))
+    await session.flush()
+
+
+async def unreserve(session: StoreSession, reservation_id: str) -> None:
+    await session.execute(delete(StorageReservation).where(StorageReservation.id == reservation_id))
+
+
+async def add_used(session: StoreSession, project_id: str, delta: int) -> None:
+    """svc's own write (delta > 0) or delete (< 0), counted at once; never below zero (a delete of
+    an object written before the last count, counted twice, would)."""
+    if delta == 0:
+        return
+    used = StorageGrant.used_bytes + delta
+    await session.execute(update(StorageGrant).where(StorageGrant.project_id == project_id)
+                          .values(used_bytes=case((used < 0, 0), else_=used)))
+
+
+async def prefixes(session: StoreSession) -> list[tuple[str, str]]:
+    """(project id, prefix) of every grant row: revoked ones too, whose objects are kept."""
+    rows = await session.execute(select(StorageGrant.project_id, StorageGrant.prefix).order_by(StorageGrant.project_id))
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
+async def report(session: StoreSession, project_id: str, used: int, now: datetime) -> None:
+    await session.execute(update(StorageGrant).where(StorageGrant.project_id == project_id)
+                          .values(used_bytes=used, reported_at=now))
+
+
+async def release_before(session: StoreSession, before: datetime) -> int:
+    """Reservations made before `before`: their writes ended long ago, in a process that is gone."""
+    result = await session.execute(delete(StorageReservation).where(StorageReservation.created_at < before))
+    return int(getattr(result, "rowcount", 0) or 0)
