@@ -147,6 +147,8 @@ def ls(ctx: typer.Context,
                                                                      "`img/`).")] = "",
        recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Every key under PREFIX, not folders by "
                                                                          "\"/\".")] = False,
+       page_size: Annotated[int, typer.Option("--page-size", min=1, max=PAGE, hidden=True,
+                                              help="Keys asked for at a time.")] = PAGE,
        project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
     """The project's objects under PREFIX (viewers): folders by "/" and objects, or every key with -r."""
     wanted = _key(prefix)
@@ -154,7 +156,7 @@ def ls(ctx: typer.Context,
     prefixes: list[str] = []
     with Api.for_context(ctx) as api:
         slug, proj = target(api, org, project)
-        params: dict[str, Any] = {"prefix": wanted, "limit": PAGE} | ({} if recursive else {"delimiter": "/"})
+        params: dict[str, Any] = {"prefix": wanted, "limit": page_size} | ({} if recursive else {"delimiter": "/"})
         cursor: str | None = None
         with _told(proj):
             while True:

@@ -3,18 +3,32 @@
 
 from __future__ import annotations
 
-from svc.domains.storage import jobs, kinds, router, service
+from pathlib import Path
+
+from starlette.types import Scope
+
+from svc.domains.storage import jobs, kinds, pages, router, service
 from svc.domains.storage.settings import StorageSettings
-from svc.manifest import Area, ProjectResource
+from svc.manifest import Area, NavLink, ProjectResource
+from svc.web.dashboard import Place
+
+
+def _uploads(scope: Scope) -> bool:
+    """The API's object upload and the dashboard's: each bounds its body itself (the quota)."""
+    return router.is_object_upload(scope) or pages.is_upload(scope)
+
 
 AREA = Area(
     name="storage",
     routers=(router.router,),
+    pages=(pages.router,),
+    templates=Path(__file__).parent / "templates",
+    nav=(NavLink(Place.project, "Storage", "/storage", order=37),),
     resource=ProjectResource(name="storage", binding="env.storage",
                              what="objects under the project's own prefix, within its plan's quota",
                              granted=service.has_grant, command="svc storage grant --project {project}",
                              tab="/storage", button="Grant storage", off=service.unavailable),
-    uploads=router.is_object_upload,
+    uploads=_uploads,
     jobs=jobs.register, job_kinds=kinds.StorageJob,
     settings=StorageSettings,
     hints={"storage_unavailable": "The operator of this svc configures the object store (files under the data "

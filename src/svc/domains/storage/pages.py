@@ -23,10 +23,10 @@ from starlette.types import Scope
 from svc.auth.projects import ProjectAccess
 from svc.auth.roles import at_least
 from svc.deps import Uow
-from svc.domains.storage import errors, objects, schemas, service
+from svc.domains.storage import errors, objects, service
 from svc.errors import BadRequest
 from svc.models import Role
-from svc.uow import Tx, runs, use_case
+from svc.uow import runs
 from svc.web import render
 from svc.web.deps import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.web.forms import fields
@@ -86,12 +86,11 @@ def _crumbs(base: str, prefix: str) -> list[tuple[str, str]]:
 async def storage_page(request: Request, p: ProjectViewer, uow: Uow) -> Response:
     prefix = request.query_params.get("prefix", "")
     cursor = request.query_params.get("cursor") or None
-    status = await service.status(uow, p.project)
+    status = await service.status(uow, p.access.org, p.project)
     base = _url(p)
     listing = None
     if status.granted:
-        if prefix:
-            objects.check_prefix(prefix)
+        await uow.close_reads()  # the store is asked with nothing of svc's held
         listing = await objects.list(uow.ctx, p.project.id, prefix=prefix, cursor=cursor, limit=ROWS, delimiter="/")
     rows: list[dict[str, Any]] = []
     if listing is not None:
@@ -131,17 +130,19 @@ async def _file_chunks(upload: UploadFile) -> AsyncIterator[bytes]:
 
 
 @router.post(PAGE + "/upload")
-@use_case(Tx.READ)  # the store's writes are objects.put's own: nothing held while the body streams
+@runs(service.upload)  # the store's writes are objects.put's own: nothing held while the body streams
 async def upload(request: Request, p: ProjectMember, uow: Uow) -> Response:
     length = request.headers.get("content-length", "")
-    if not length.isdigit():
+    if not length.isdigit() or len(length) > 19:
         raise errors.LengthRequired()
-    status = await service.status(uow, p.project)
+    status = await service.status(uow, p.access.org, p.project)
     if not status.granted:
         raise errors.NotGranted()
-    room = max(0, status.quota_bytes - status.used_bytes)
-    if int(length) > room + FORM_BYTES:
-        raise errors.QuotaExceeded.of(status.quota_bytes, status.used_bytes, int(length) - FORM_BYTES)
+    if int(length) > max(0, status.quota_bytes - status.used_bytes) + FORM_BYTES:
+        raise errors.QuotaExceeded(
+            f"This upload of {size(int(length))} would pass the project's storage quota of "
+            f"{size(status.quota_bytes)}: it uses {size(status.used_bytes)}",
+            details={"quotaBytes": status.quota_bytes, "usedBytes": status.used_bytes, "lengthBytes": int(length)})
     await uow.close_reads()
     form = await request.form(max_files=1, max_fields=5)
     try:
@@ -152,9 +153,8 @@ async def upload(request: Request, p: ProjectMember, uow: Uow) -> Response:
         name = form.get("name")
         prefix = folder if isinstance(folder, str) else ""
         key = prefix + (name.strip() if isinstance(name, str) and name.strip() else given.filename)
-        objects.check_key(key)
-        info = await objects.put(uow.ctx, p.project.id, key, _file_chunks(given), length=given.size or 0,
-                                 content_type=given.content_type or None)
+        info = await service.upload(uow, p.project, key, _file_chunks(given), length=given.size or 0,
+                                    content_type=given.content_type or None)
     finally:
         await form.close()
     return render.redirect(request, _folder_url(_url(p), prefix),
@@ -164,17 +164,19 @@ async def upload(request: Request, p: ProjectMember, uow: Uow) -> Response:
 @router.get(PAGE + "/download")
 async def download(request: Request, p: ProjectViewer, uow: Uow) -> Response:
     key = request.query_params.get("key", "")
+    await uow.close_reads()
     body = await objects.get(uow.ctx, p.project.id, key)
     name = key.rsplit("/", 1)[-1] or "object"
     headers = {"content-length": str(body.length), "etag": body.info.etag,
                "content-disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}"}
-    return StreamingResponse(body.chunks, media_type=body.info.content_type or "application/octet-stream",
+    return StreamingResponse(objects.chunks_of(body), media_type=body.info.content_type or "application/octet-stream",
                              headers=headers)
 
 
 @router.post(PAGE + "/delete")
+@runs(service.remove)
 async def delete(request: Request, p: ProjectMember, uow: Uow) -> Response:
     key = (await fields(request)).get("key", "")
-    await objects.delete(uow.ctx, p.project.id, key)  # the key checked there, as the API's DELETE
+    await service.remove(uow, p.project, key)  # the key checked there, as the API's DELETE
     folder = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
     return render.redirect(request, _folder_url(_url(p), folder), flash=f"Deleted {key}.")
