@@ -77,7 +77,8 @@ def test_copy_up_and_down_list_and_remove(storage_server: str, tmp_path: Path) -
     assert up["contentType"] == "application/octet-stream"
     shown = member.ok("storage", "cp", str(files / "a.png"), ":img/", *where)  # a folder: the file's own name
     assert "Uploaded 108 bytes to :img/a.png in site." in shown.out
-    member.ok("storage", "cp", "-", ":notes/hello.txt", "--content-type", "text/plain", *where, input="hello, storage\n")
+    member.ok("storage", "cp", "-", ":notes/hello.txt", "--content-type", "text/plain", *where,
+              input="hello, storage\n")
     member.ok("storage", "cp", str(files / "a.png"), ":top.png", *where)
 
     # ls: folders by "/" at the top, every key with -r; the API's pages followed to the end.

@@ -77,7 +77,8 @@ async def test_grant_upload_browse_download_delete_viewer_and_revoke(
     await expect(objects.get_by_role("row").nth(1)).to_contain_text("img/")
     await expect(objects.get_by_role("row").nth(2)).to_contain_text("notes.txt")
     await expect(objects.get_by_role("row").nth(2)).to_contain_text("text/plain")
-    await expect(page.locator("#storage-usage")).to_contain_text(f"Used {(17 + logo.stat().st_size) / 1024 ** 2:.1f} MiB")
+    used = (17 + logo.stat().st_size) / 1024**2
+    await expect(page.locator("#storage-usage")).to_contain_text(f"Used {used:.1f} MiB")
 
     # 3. A key that is not one is refused in words in the form; nothing is stored.
     await page.get_by_label("File", exact=True).set_input_files(str(notes))
