@@ -45,6 +45,17 @@ def is_stale_partial(path: Path, prefix: str) -> bool:
         return False
 
 
+def sweep_stale(directory: Path, prefix: str) -> int:
+    """Remove the partials (named by partial_name(prefix)) in `directory` that processes now gone
+    left (blocking); how many."""
+    if not directory.is_dir():
+        return 0
+    stale = [p for p in directory.iterdir() if is_stale_partial(p, prefix)]
+    for p in stale:
+        remove_path(p)
+    return len(stale)
+
+
 def remove_path(path: Path) -> None:
     """Remove a file or a directory tree; missing is fine."""
     if path.is_dir() and not path.is_symlink():

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from svc.adapters.blobs.port import BlobMissing
-from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
+from svc.kit.files import fsync_dir, partial_name, remove_path, sweep_stale
 
 _TMP = ".tmp"
 
@@ -79,10 +79,4 @@ class FileBlobStore:
 
     def sweep_partials(self) -> int:
         """Remove temporary files that crashed writers left (blocking); returns how many."""
-        tmp_dir = self.root / _TMP
-        if not tmp_dir.is_dir():
-            return 0
-        stale = [p for p in tmp_dir.iterdir() if is_stale_partial(p, "put")]
-        for p in stale:
-            remove_path(p)
-        return len(stale)
+        return sweep_stale(self.root / _TMP, "put")

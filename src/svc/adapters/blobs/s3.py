@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 _MISSING = {"404", "NoSuchKey", "NotFound"}
 
 
-class S3BlobStore:
+class S3Bucket:
+    """A bucket of an S3-compatible store, its client made on first use (building a boto3 client
+    takes a while); boto3 clients are thread-safe. The object store's bucket is one too."""
+
     def __init__(self, *, bucket: str, prefix: str = "", endpoint_url: str | None = None,
                  region: str = "us-east-1", access_key_id: str | None = None,
                  secret_access_key: str | None = None) -> None:
@@ -41,19 +44,13 @@ class S3BlobStore:
 
     @property
     def client(self) -> S3Client:
-        """Made on first use (building a boto3 client takes a while); boto3 clients are thread-safe."""
         with self._lock:
             if self._client is None:
-                key_id, secret = self._credentials
-                extra: dict[str, Any] = {}
-                if key_id and secret:
-                    extra = {"aws_access_key_id": key_id, "aws_secret_access_key": secret}
-                # Path-style addressing works with every S3-compatible server.
-                config = Config(s3={"addressing_style": "path"} if self.endpoint_url else {},
-                                retries={"max_attempts": 5, "mode": "standard"})
-                self._client = boto3.session.Session().client(
-                    "s3", endpoint_url=self.endpoint_url, region_name=self.region, config=config, **extra)
+                self._client = _make_client(self.endpoint_url, self.region, *self._credentials)
             return self._client
+
+
+class S3BlobStore(S3Bucket):
 
     def _key(self, key: str) -> str:
         if not key or key.startswith("/") or ".." in key.split("/"):
@@ -99,6 +96,19 @@ class S3BlobStore:
     def sweep_partials(self) -> int:
         """Nothing to sweep: an S3 PUT is whole or absent."""
         return 0
+
+
+def _make_client(endpoint_url: str | None, region: str, access_key_id: str | None,
+                secret_access_key: str | None) -> S3Client:
+    """A boto3 S3 client: path-style with an endpoint, retrying."""
+    extra: dict[str, Any] = {}
+    if access_key_id and secret_access_key:
+        extra = {"aws_access_key_id": access_key_id, "aws_secret_access_key": secret_access_key}
+    # Path-style addressing works with every S3-compatible server.
+    config = Config(s3={"addressing_style": "path"} if endpoint_url else {},
+                    retries={"max_attempts": 5, "mode": "standard"})
+    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, region_name=region, config=config,
+                                          **extra)
 
 
 def _code(e: ClientError) -> str:

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import quote, unquote
 
-from svc.adapters.objects.keys import byte_range, check_key
+from svc.adapters.objects.keys import byte_range, check_key, tally
 from svc.adapters.objects.port import Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge
-from svc.kit.files import fsync_dir, is_stale_partial, partial_name, remove_path
+from svc.kit.files import fsync_dir, partial_name, remove_path, sweep_stale
 
 _TMP = ".tmp"
 _SEGMENT = ".segment"  # in a hashed directory: the segment it stands for
@@ -233,16 +233,13 @@ class FileObjectStore:
         return Listing(objects, prefixes, None)
 
     async def usage(self, prefix: str) -> tuple[int, int]:
-        def count() -> tuple[int, int]:
-            size = objects = 0
+        def sizes() -> Iterator[int]:
             for entry in _Walk(self.root, prefix, None):
-                found = _size(entry.path)
-                if found is not None:
-                    size += found
-                    objects += 1
-            return size, objects
+                size = _size(entry.path)
+                if size is not None:  # not deleted since the walk saw it
+                    yield size
 
-        return await asyncio.to_thread(count)
+        return await asyncio.to_thread(lambda: tally(sizes()))
 
     async def delete_prefix(self, prefix: str) -> int:
         def delete() -> int:
@@ -262,13 +259,7 @@ class FileObjectStore:
 
     def sweep_partials(self) -> int:
         """Remove the temporary files writers killed mid-write left (blocking; at start); how many."""
-        tmp_dir = self.root / _TMP
-        if not tmp_dir.is_dir():
-            return 0
-        stale = [p for p in tmp_dir.iterdir() if is_stale_partial(p, "put")]
-        for p in stale:
-            remove_path(p)
-        return len(stale)
+        return sweep_stale(self.root / _TMP, "put")
 
 
 class _Writer:

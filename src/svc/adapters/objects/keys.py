@@ -1,6 +1,9 @@
-"""What both backends check alike: a key (what S3 takes), a byte range (as HTTP reads one)."""
+"""What both backends do alike: check a key (what S3 takes) and a byte range (as HTTP reads
+one), count a prefix's usage."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from svc.adapters.objects.port import RangeNotSatisfiable
 
@@ -34,3 +37,12 @@ def byte_range(size: int, start: int | None, end: int | None) -> tuple[int, int]
     if start >= size:
         raise RangeNotSatisfiable(size)
     return start, size - 1 if end is None else min(end, size - 1)
+
+
+def tally(sizes: Iterable[int]) -> tuple[int, int]:
+    """(bytes, objects) of the objects of these sizes."""
+    total = count = 0
+    for size in sizes:
+        total += size
+        count += 1
+    return total, count

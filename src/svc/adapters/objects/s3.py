@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 from collections.abc import AsyncIterable, AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from svc.adapters.objects.keys import byte_range, check_key
+from svc.adapters.blobs.s3 import S3Bucket
+from svc.adapters.objects.keys import byte_range, check_key, tally
 from svc.adapters.objects.port import (
     Listing,
     ObjectBody,
@@ -31,43 +29,17 @@ from svc.adapters.objects.port import (
 )
 
 if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
-# Above this a body goes up as a multipart upload of parts this large (S3's least part is 5 MiB).
+# Above this a body goes up as a multipart upload of parts about this large (S3's least is 5 MiB).
 _PART = 8 * 1024 * 1024
 _READ = 1024 * 1024
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
-class S3ObjectStore:
-    def __init__(self, *, bucket: str, endpoint_url: str | None = None, region: str = "us-east-1",
-                 access_key_id: str | None = None, secret_access_key: str | None = None) -> None:
-        self.bucket = bucket
-        self.endpoint_url = endpoint_url
-        self.region = region
-        self._credentials = (access_key_id, secret_access_key)
-        self._client: S3Client | None = None
-        self._lock = threading.Lock()
-        where = f" at {endpoint_url}" if endpoint_url else ""
-        self.description = f"s3://{bucket}/{where}"
-
-    @property
-    def client(self) -> S3Client:
-        """Made on first use (building a boto3 client takes a while); boto3 clients are thread-safe."""
-        with self._lock:
-            if self._client is None:
-                key_id, secret = self._credentials
-                extra: dict[str, Any] = {}
-                if key_id and secret:
-                    extra = {"aws_access_key_id": key_id, "aws_secret_access_key": secret}
-                # Path-style addressing works with every S3-compatible server.
-                config = Config(s3={"addressing_style": "path"} if self.endpoint_url else {},
-                                retries={"max_attempts": 5, "mode": "standard"})
-                self._client = boto3.session.Session().client(
-                    "s3", endpoint_url=self.endpoint_url, region_name=self.region, config=config, **extra)
-            return self._client
+class S3ObjectStore(S3Bucket):
+    """The objects under their whole keys at the bucket's root (no prefix)."""
 
     # --- put ---
 
@@ -77,34 +49,31 @@ class S3ObjectStore:
         extra: dict[str, Any] = {"ContentType": content_type} if content_type else {}
         upload_id: str | None = None
         parts: list[CompletedPartTypeDef] = []
-        pending = bytearray()
-        size = 0
+        pending: list[bytes] = []  # the next part's chunks: memory holds about one part
+        held = size = 0
         try:
             async for chunk in chunks:
                 size += len(chunk)
                 if size > max_bytes:
                     raise ObjectTooLarge(f"the object is larger than {max_bytes} bytes")
-                pending += chunk
-                while len(pending) >= _PART:
+                pending.append(chunk)
+                held += len(chunk)
+                if held >= _PART:
                     if upload_id is None:
                         created = await asyncio.to_thread(self.client.create_multipart_upload, Bucket=self.bucket,
                                                           Key=key, **extra)
                         upload_id = created["UploadId"]
-                    part = bytes(pending[:_PART])
-                    del pending[:_PART]
-                    done = await asyncio.to_thread(self.client.upload_part, Bucket=self.bucket, Key=key,
-                                                   UploadId=upload_id, PartNumber=len(parts) + 1, Body=part)
-                    parts.append({"PartNumber": len(parts) + 1, "ETag": done["ETag"]})
+                    part, pending, held = b"".join(pending), [], 0
+                    parts.append(await asyncio.to_thread(self._upload_part, key, upload_id, len(parts) + 1, part))
+                    del part
             if upload_id is None:
                 put = await asyncio.to_thread(self.client.put_object, Bucket=self.bucket, Key=key,
-                                              Body=bytes(pending), **extra)
+                                              Body=b"".join(pending), **extra)
                 etag = put["ETag"]
             else:
                 if pending:
-                    done = await asyncio.to_thread(self.client.upload_part, Bucket=self.bucket, Key=key,
-                                                   UploadId=upload_id, PartNumber=len(parts) + 1,
-                                                   Body=bytes(pending))
-                    parts.append({"PartNumber": len(parts) + 1, "ETag": done["ETag"]})
+                    parts.append(await asyncio.to_thread(self._upload_part, key, upload_id, len(parts) + 1,
+                                                         b"".join(pending)))
                 completed = await asyncio.to_thread(self.client.complete_multipart_upload, Bucket=self.bucket,
                                                     Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
                 upload_id = None
@@ -114,6 +83,10 @@ class S3ObjectStore:
                 await asyncio.shield(asyncio.to_thread(self._abort, key, upload_id))
             raise
         return ObjectInfo(key=key, size=size, etag=etag, uploaded=datetime.now(UTC), content_type=content_type)
+
+    def _upload_part(self, key: str, upload_id: str, number: int, part: bytes) -> CompletedPartTypeDef:
+        done = self.client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=part)
+        return {"PartNumber": number, "ETag": done["ETag"]}
 
     def _abort(self, key: str, upload_id: str) -> None:
         try:
@@ -225,14 +198,7 @@ class S3ObjectStore:
                 yield o["Key"], int(o["Size"])
 
     async def usage(self, prefix: str) -> tuple[int, int]:
-        def count() -> tuple[int, int]:
-            size = objects = 0
-            for _key, found in self._keys(prefix):
-                size += found
-                objects += 1
-            return size, objects
-
-        return await asyncio.to_thread(count)
+        return await asyncio.to_thread(lambda: tally(size for _key, size in self._keys(prefix)))
 
     async def delete_prefix(self, prefix: str) -> int:
         def delete() -> int:

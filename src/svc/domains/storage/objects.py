@@ -205,7 +205,7 @@ async def delete(ctx: AppContext, project_id: str, key: str) -> None:
             await queries.add_used(uow.session, project_id, -deleted.size)
 
 
-async def list(ctx: AppContext, project_id: str, *, prefix: str = "", cursor: str | None = None,  # noqa: A001
+async def list(ctx: AppContext, project_id: str, *, prefix: str = "", cursor: str | None = None,
                limit: int = 1000, delimiter: str | None = None) -> Listing:
     """The project's objects whose key starts with `prefix`, in key order, a page at a time."""
     objects = store(ctx)

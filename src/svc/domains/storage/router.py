@@ -4,8 +4,9 @@ routes: the bytes streamed both ways, never whole in memory)."""
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from email.utils import format_datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -19,8 +20,8 @@ from svc.errors import BadRequest
 from svc.uow import runs
 
 _ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-_UNAVAILABLE = {503: {"description": "No object store on this svc (storage_unavailable)", "content": _ERROR}}
-_NOT_GRANTED = {404: {"description": "No such project, or it is not granted storage (not_granted), or no such "
+_UNAVAILABLE: dict[int | str, dict[str, Any]] = {503: {"description": "No object store on this svc (storage_unavailable)", "content": _ERROR}}
+_NOT_GRANTED: dict[int | str, dict[str, Any]] = {404: {"description": "No such project, or it is not granted storage (not_granted), or no such "
                                      "object (not_found)", "content": _ERROR}, **_UNAVAILABLE}
 router = api_router(tags=["storage"])
 
@@ -112,8 +113,8 @@ async def get_object(request: Request, p: ProjectViewer, uow: Uow, key: str) -> 
                              media_type=body.info.content_type or "application/octet-stream")
 
 
-@router.head(_O + "/{key:path}", operation_id="headObject", responses=_NOT_GRANTED,
-             summary="The object's headers (ETag, Content-Type, Content-Length, Last-Modified), no body")
+# Not in the document: HEAD is GET without its body (RFC 9110), and so is its 404 (no Error envelope).
+@router.head(_O + "/{key:path}", include_in_schema=False)
 async def head_object(p: ProjectViewer, uow: Uow, key: str) -> Response:
     await uow.close_reads()
     info = await objects.head(uow.ctx, p.project.id, key)
@@ -138,7 +139,7 @@ def _view(info: ObjectInfo) -> schemas.ObjectView:
 
 
 def _headers(info: ObjectInfo) -> dict[str, str]:
-    return {"etag": info.etag, "last-modified": format_datetime(info.uploaded, usegmt=True),
+    return {"etag": info.etag, "last-modified": format_datetime(info.uploaded.astimezone(UTC), usegmt=True),
             "accept-ranges": "bytes"}
 
 
@@ -155,9 +156,8 @@ def _range(header: str | None) -> tuple[int | None, int | None] | None:
         return None
     first, last = found.group(1), found.group(2)
     if first == "":
-        if last in ("", "0") or int(last) == 0:
-            return None
-        return None, int(last)
+        # A suffix of the last n bytes (n = 0: never satisfiable, a 416 as RFC 9110 has it).
+        return (None, int(last)) if last else None
     if last == "":
         return int(first), None
     if int(last) < int(first):

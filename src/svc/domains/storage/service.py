@@ -15,7 +15,7 @@ from svc.context import AppContext
 from svc.domains.audit.service import record
 from svc.domains.orgs import service as orgs
 from svc.domains.projects import service as projects
-from svc.domains.storage import errors, objects, queries, schemas
+from svc.domains.storage import objects, queries, schemas
 from svc.kit.clock import utcnow
 from svc.kit.store_session import StoreSession
 from svc.models import Org, Project, StorageGrant
