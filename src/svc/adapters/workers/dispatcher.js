@@ -156,8 +156,58 @@ export class Email extends WorkerEntrypoint {
   }
 }
 
+// env.storage of a project's worker (the wrapper presents it as `env.storage`, wrapper.js): the
+// project's objects in svc's object store, under the project's prefix, which svc makes from the
+// props (docs/storage.md): a key never names another project's objects, whatever it holds. Bodies
+// stream both ways, never whole in memory here: fetch() carries put's body to svc and get's body
+// back (a PUT or GET of ?key=, with get's range in R2's terms), the rest are RPC calls answering
+// { status, result } (the result, or svc's Error envelope, for the wrapper to throw).
+export class Storage extends WorkerEntrypoint {
+  async fetch(request) {
+    const asked = new URL(request.url).searchParams;
+    if (!asked.has("key")) return storageRefusal(400, "bad_request", "env.storage: no key");
+    const query = new URLSearchParams();
+    for (const name of ["key", "offset", "length", "suffix"]) {
+      if (asked.has(name)) query.set(name, asked.get(name));
+    }
+    const url = `${this.url("object")}?${query}`;
+    if (request.method === "GET") return this.env.SVC.fetch(url);
+    if (request.method !== "PUT") return storageRefusal(405, "bad_request", "env.storage: GET or PUT");
+    // svc reserves the declared length against the quota before the first byte: a body of
+    // unknown length (a stream that is not a request's body or a FixedLengthStream's) is refused
+    // here, as R2 refuses it, rather than sent chunked for svc to refuse.
+    if (request.headers.get("content-length") === null) {
+      return storageRefusal(411, "length_required", "env.storage.put() of a ReadableStream needs its length: " +
+                            "a request's body, or the readable side of a FixedLengthStream");
+    }
+    // The wrapper's put() names the type given (fetch() would add one to a string body).
+    const type = request.headers.get("x-svc-content-type");
+    return this.env.SVC.fetch(url, { method: "PUT", headers: type ? { "content-type": type } : {},
+                                     body: request.body });
+  }
+
+  head(key) { return this.call("head", { key }); }
+  list(options) { return this.call("list", options ?? {}); }
+  delete(keys) { return this.call("delete", { keys }); }
+
+  async call(op, body) {
+    const answer = await this.env.SVC.fetch(this.url(op), {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    });
+    return { status: answer.status, result: await answer.json().catch(() => null) };
+  }
+
+  url(op) {
+    return `http://svc/v1/runtime/projects/${this.ctx.props.project}/storage/${op}`;
+  }
+}
+
+function storageRefusal(status, code, message) {
+  return Response.json({ code, message, details: null }, { status });
+}
+
 // The entrypoints svc may bind into a project's env (svc names them; a project cannot).
-const ENTRYPOINTS = new Set(["Database", "AI", "Email"]);
+const ENTRYPOINTS = new Set(["Database", "AI", "Email", "Storage"]);
 
 const LOGS = "__SVC_LOGS__";
 const WRAPPER = "__svc_main__.js";

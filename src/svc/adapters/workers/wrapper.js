@@ -72,6 +72,10 @@ function present(env) {
       own.email = email(own[EMAIL]);
       delete own[EMAIL];
     }
+    if (own[STORAGE]) {
+      own.storage = storage(own[STORAGE]);
+      delete own[STORAGE];
+    }
     given = env;
   }
   return own;
@@ -222,6 +226,147 @@ function email(binding) {
                                          text: m.text, html: m.html, from: m.from, replyTo: m.replyTo }));
     },
     EmailError,
+  });
+}
+
+// env.storage: the project's objects (the Storage entrypoint, dispatcher.js; docs/storage.md), with
+// R2's Workers API: `get(key, { range })` gives an object with its `body` (a ReadableStream) and
+// text()/json()/arrayBuffer()/blob(), or null; `put(key, value, { httpMetadata })` (a string, an
+// ArrayBuffer or a view, a Blob, or a ReadableStream of known length: a request's body or a
+// FixedLengthStream's readable side; null for an empty object) gives the stored object;
+// `head(key)` gives it without its body, or null; `delete(key | keys)`; `list({ prefix, cursor,
+// limit, delimiter })` gives { objects, truncated, cursor, delimitedPrefixes }. A refusal throws a
+// StorageError with svc's code (storage_quota_exceeded, not_granted, bad_request, ...) and the
+// HTTP status. R2's onlyIf, custom metadata and multipart uploads are not there (yet).
+const STORAGE = "__SVC_STORAGE__";
+
+const StorageError = svcError("StorageError");
+// The object's Content-Type as the Storage entrypoint takes it from put() (dispatcher.js).
+const STORAGE_TYPE = "x-svc-content-type";
+
+// R2Object: what svc says of an object ({ key, size, etag, uploadedAt, contentType }).
+class StoredObject {
+  constructor(info, range) {
+    this.key = info.key;
+    this.version = info.etag;
+    this.size = info.size;
+    // R2's etag is bare; httpEtag is quoted, for an ETag header (svc's is the quoted one).
+    this.httpEtag = info.etag;
+    this.etag = String(info.etag).replace(/^"|"$/g, "");
+    this.checksums = {};
+    this.uploaded = new Date(info.uploadedAt);
+    this.httpMetadata = info.contentType ? { contentType: info.contentType } : {};
+    this.customMetadata = {};
+    this.storageClass = "Standard";
+    if (range) this.range = range;
+  }
+
+  writeHttpMetadata(headers) {
+    if (this.httpMetadata.contentType) headers.set("content-type", this.httpMetadata.contentType);
+  }
+}
+
+// R2ObjectBody: the object and its bytes, streamed from svc as they are read.
+class StoredObjectBody extends StoredObject {
+  #response;
+
+  constructor(info, range, response) {
+    super(info, range);
+    this.#response = response;
+  }
+
+  get body() { return this.#response.body; }
+  get bodyUsed() { return this.#response.bodyUsed; }
+  arrayBuffer() { return this.#response.arrayBuffer(); }
+  bytes() { return this.#response.arrayBuffer().then((b) => new Uint8Array(b)); }
+  text() { return this.#response.text(); }
+  json() { return this.#response.json(); }
+  blob() { return this.#response.blob(); }
+}
+
+function storageKey(key) {
+  if (typeof key !== "string") throw new TypeError("env.storage: a key is a string");
+  return `http://storage/object?key=${encodeURIComponent(key)}`;
+}
+
+// R2's range ({ offset, length }, { offset }, { suffix }, or a Headers with a Range of bytes) as
+// the query the Storage entrypoint passes on to svc.
+function rangeQuery(range) {
+  if (range === undefined || range === null) return "";
+  if (range instanceof Headers) {
+    const asked = /^bytes=(\d*)-(\d*)$/.exec((range.get("range") || "").trim());
+    if (!asked || (asked[1] === "" && asked[2] === "")) throw new TypeError("env.storage.get(): Range is bytes=a-b");
+    if (asked[1] === "") return `&suffix=${asked[2]}`;
+    return `&offset=${asked[1]}` + (asked[2] === "" ? "" : `&length=${Number(asked[2]) - Number(asked[1]) + 1}`);
+  }
+  const whole = (n) => Number.isSafeInteger(n) && n >= 0;
+  if (range.suffix !== undefined) {
+    if (!whole(range.suffix) || range.suffix === 0) throw new TypeError("env.storage.get(): range.suffix is above 0");
+    return `&suffix=${range.suffix}`;
+  }
+  const offset = range.offset ?? 0;
+  if (!whole(offset) || (range.length !== undefined && !(whole(range.length) && range.length > 0))) {
+    throw new TypeError("env.storage.get(): range is { offset, length }, whole numbers, length above 0");
+  }
+  return `&offset=${offset}` + (range.length === undefined ? "" : `&length=${range.length}`);
+}
+
+// The range svc served ({ offset, length }, from its Content-Range), or the whole object.
+function servedRange(response, size) {
+  const served = /^bytes (\d+)-(\d+)\//.exec(response.headers.get("content-range") || "");
+  if (!served) return { offset: 0, length: size };
+  return { offset: Number(served[1]), length: Number(served[2]) - Number(served[1]) + 1 };
+}
+
+function contentTypeOf(options) {
+  const meta = options && options.httpMetadata;
+  if (!meta) return null;
+  return meta instanceof Headers ? meta.get("content-type") : meta.contentType || null;
+}
+
+function stored({ status, result }) {
+  if (status >= 200 && status < 300 && result) return result;
+  throw refusedBy(StorageError, status, result);
+}
+
+function storage(binding) {
+  return Object.freeze({
+    async get(key, options) {
+      const range = rangeQuery(options && options.range);
+      const answer = await binding.fetch(storageKey(key) + range);
+      if (answer.ok) {
+        const info = JSON.parse(answer.headers.get("x-svc-object"));
+        return new StoredObjectBody(info, range ? servedRange(answer, info.size) : undefined, answer);
+      }
+      const result = await answer.json().catch(() => null);
+      if (answer.status === 404 && result && result.code !== "not_granted") return null;
+      throw refusedBy(StorageError, answer.status, result);
+    },
+    async put(key, value, options) {
+      // The type given, or none: not the one fetch() would give a string body (text/plain).
+      const type = contentTypeOf(options);
+      const answer = await binding.fetch(storageKey(key), { method: "PUT", headers: { [STORAGE_TYPE]: type || "" },
+                                                            body: value ?? "" });
+      return new StoredObject(stored({ status: answer.status, result: await answer.json().catch(() => null) }));
+    },
+    async head(key) {
+      storageKey(key);
+      const { object } = stored(await binding.head(key));
+      return object ? new StoredObject(object) : null;
+    },
+    async delete(keys) {
+      const all = Array.isArray(keys) ? keys : [keys];
+      for (const key of all) storageKey(key);
+      stored(await binding.delete(all));
+    },
+    async list(options) {
+      const o = options || {};
+      const listed = stored(await binding.list({ prefix: o.prefix ?? "", cursor: o.cursor ?? null,
+                                                 limit: o.limit ?? 1000, delimiter: o.delimiter ?? null }));
+      return { objects: listed.objects.map((info) => new StoredObject(info)), truncated: listed.nextCursor !== null,
+               cursor: listed.nextCursor ?? undefined, delimitedPrefixes: listed.prefixes };
+    },
+    StorageError,
   });
 }
 

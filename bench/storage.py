@@ -1,0 +1,341 @@
+"""env.storage: objects put and got by a worker, against the same calls made straight to the same
+S3 store, in one run; and svc's and workerd's memory while a worker streams a 1 GiB object.
+
+    .venv/bin/python bench/storage.py [--requests 100] [--rounds 3] [--concurrency 4] [--big-mib 1024]
+
+The store: moto's S3 server (tests/support/s3.py) in a process of its own, one bucket. svc: a real
+`svc serve` (SQLite, its edge, one workerd loading process) with SVC_STORAGE_BACKEND=s3 on that
+bucket, a project granted storage whose worker answers `PUT /o/<key>` with
+`env.storage.put(key, request.body)` and `GET /o/<key>` with `(await env.storage.get(key)).body`.
+The benchmark sends those requests through the edge (visitor -> nginx -> workerd -> the Storage
+entrypoint -> svc's runtime route -> objects.py's grant, key, quota reservation -> the S3 backend
+-> moto, and back, the bodies streamed each hop). The peer: boto3's put_object and get_object
+(the body read whole) on the same moto, same bucket, same sizes, `--concurrency` calls in flight
+(threads, a client each) as the svc path has requests in flight. The two alternate over the
+rounds; the median round counts. Objects of 10 KiB and 1 MiB. Goal: svc >= 0.7x direct.
+
+svc (and its children: workerd, nginx) run on core 0; the benchmark and moto on core 1.
+
+Memory: a worker puts a `--big-mib` object it makes as it goes (a FixedLengthStream fed 1 MiB at
+a time: the edge takes request bodies up to 100 MB, so this one is not a visitor's), then a
+visitor GETs it through the edge, the worker returning the object's body as its response. The
+peak RSS (VmHWM) and the RSS now of svc's process and of every workerd process, before and after,
+and the highest RSS sampled during each. Goal: flat (growth far below the object's size)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import gzip
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+# Run as `.venv/bin/python bench/storage.py`: the tests' helpers are imported from the repository.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+from harness import PINNED, ApiClient, Server, children, machine, pin
+from tests.support.s3 import ACCESS_KEY, SECRET_KEY, client, create_bucket, moto_server
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL = 0.7
+BUCKET = "bench-objects"
+SIZES = {"10 KiB": 10 * 1024, "1 MiB": 1024 * 1024}
+SVC_CORE, LOAD_CORE = 0, 1
+
+WORKER = b"""
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    const key = decodeURIComponent(url.pathname.slice(3));
+    if (url.pathname.startsWith("/o/")) {
+      if (request.method === "PUT") {
+        const object = await env.storage.put(key, request.body);
+        return Response.json({ size: object.size });
+      }
+      const object = await env.storage.get(key);
+      if (object === null) return new Response("missing", { status: 404 });
+      return new Response(object.body, { headers: { "content-length": String(object.size) } });
+    }
+    if (url.pathname === "/big") {
+      // An object made as it is sent: the same 1 MiB written again and again.
+      const mib = Number(url.searchParams.get("mib"));
+      const chunk = new Uint8Array(1024 * 1024).map((_, i) => i % 251);
+      const { readable, writable } = new FixedLengthStream(mib * chunk.byteLength);
+      const writing = (async () => {
+        const writer = writable.getWriter();
+        for (let i = 0; i < mib; i++) await writer.write(chunk);
+        await writer.close();
+      })();
+      const [object] = await Promise.all([env.storage.put("big.bin", readable), writing]);
+      return Response.json({ size: object.size });
+    }
+    return new Response("no such path", { status: 404 });
+  },
+};
+"""
+
+
+def bundle() -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name, data in {"svc.json": b"{}", "worker/index.js": WORKER}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue())
+
+
+def store_settings(url: str) -> dict[str, str]:
+    """svc's object store on moto's bucket."""
+    return {"SVC_STORAGE_BACKEND": "s3", "SVC_STORAGE_S3_ENDPOINT_URL": url, "SVC_STORAGE_S3_BUCKET": BUCKET,
+            "SVC_STORAGE_S3_ACCESS_KEY_ID": ACCESS_KEY, "SVC_STORAGE_S3_SECRET_ACCESS_KEY": SECRET_KEY}
+
+
+def pro(data_dir: Path, org: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")} | {"SVC_DATA_DIR": str(data_dir)}
+    subprocess.run([str(ROOT / ".venv" / "bin" / "svc"), "admin", "plan", org, "pro"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+# --- memory, from /proc ---
+
+def status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak RSS) of a process, in KiB."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            found[name] = int(value.split()[0])
+    return found
+
+
+def workerds(pid: int) -> list[int]:
+    """Every workerd process below svc's."""
+    found, todo = [], [pid]
+    while todo:
+        for child in children(todo.pop()):
+            todo.append(child)
+            try:
+                if Path(f"/proc/{child}/comm").read_text().strip() == "workerd":
+                    found.append(child)
+            except OSError:
+                pass
+    return found
+
+
+def memory(pid: int) -> dict[str, dict[str, int]]:
+    return {"svc": status(pid), **{f"workerd {p}": status(p) for p in workerds(pid)}}
+
+
+class Sampler:
+    """The highest RSS of each process, sampled every 20 ms while it runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak: dict[str, int] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            try:
+                for name, values in memory(self.pid).items():
+                    self.peak[name] = max(self.peak.get(name, 0), values["VmRSS"])
+            except OSError:
+                pass
+            self.done.wait(0.02)
+
+    def __enter__(self) -> Sampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+# --- the two paths ---
+
+async def svc_round(edge: httpx.AsyncClient, host: str, op: str, data: bytes, keys: list[str],
+                    concurrency: int) -> float:
+    """Requests/s of `op` ("put" or "get") through the edge and the worker."""
+    todo = iter(keys)
+
+    async def one_by_one() -> None:
+        for key in todo:
+            if op == "put":
+                r = await edge.put(f"/o/{key}", content=data, headers={"host": host})
+            else:
+                r = await edge.get(f"/o/{key}", headers={"host": host})
+                if r.status_code == 200 and len(r.content) != len(data):
+                    sys.exit(f"svc: {key} came back with {len(r.content)} bytes")
+            if r.status_code != 200:
+                sys.exit(f"svc: {op} {key} answered {r.status_code}: {r.text[:300]}")
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one_by_one() for _ in range(concurrency)))
+    return len(keys) / (time.perf_counter() - t0)
+
+
+def direct_round(url: str, op: str, data: bytes, keys: list[str], concurrency: int) -> float:
+    """Calls/s of put_object or get_object straight to the store."""
+    local = threading.local()
+    lock = threading.Lock()
+    todo = iter(keys)
+
+    def s3() -> Any:
+        if not hasattr(local, "client"):
+            local.client = client(url)
+        return local.client
+
+    def one_by_one() -> None:
+        while True:
+            with lock:
+                key = next(todo, None)
+            if key is None:
+                return
+            if op == "put":
+                s3().put_object(Bucket=BUCKET, Key=f"direct/{key}", Body=data)
+            elif len(s3().get_object(Bucket=BUCKET, Key=f"direct/{key}")["Body"].read()) != len(data):
+                sys.exit(f"direct: {key} came back short")
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        for done in [pool.submit(one_by_one) for _ in range(concurrency)]:
+            done.result()
+    return len(keys) / (time.perf_counter() - t0)
+
+
+async def throughput(app: ApiClient, edge: httpx.AsyncClient, host: str, url: str,
+                     args: argparse.Namespace) -> list[tuple[str, float, float]]:
+    results = []
+    for label, size in SIZES.items():
+        data = os.urandom(size)
+        rates: dict[str, list[float]] = {"svc put": [], "svc get": [], "direct put": [], "direct get": []}
+        rounds = [("warm-up", max(4, args.requests // 10))] + [(f"round {i + 1}", args.requests)
+                                                                for i in range(args.rounds)]
+        for name, n in rounds:
+            keys = [f"{label.replace(' ', '')}-{name.replace(' ', '')}-{i}" for i in range(n)]
+            for op in ("put", "get"):
+                svc = await svc_round(edge, host, op, data, keys, args.concurrency)
+                direct = await asyncio.to_thread(direct_round, url, op, data, keys, args.concurrency)
+                if name != "warm-up":
+                    rates[f"svc {op}"].append(svc)
+                    rates[f"direct {op}"].append(direct)
+                    print(f"  {label:7} {name}: {op} svc {svc:7.1f}/s, direct {direct:7.1f}/s ({svc / direct:.2f}x)")
+        for op in ("put", "get"):
+            svc, direct = statistics.median(rates[f"svc {op}"]), statistics.median(rates[f"direct {op}"])
+            results.append((f"{op} {label}", svc, direct))
+    return results
+
+
+def mib(kib: int) -> str:
+    return f"{kib / 1024:7.1f} MiB"
+
+
+async def big_object(server: Server, edge: httpx.AsyncClient, host: str, size_mib: int) -> bool:
+    """The memory of svc and workerd before and after a worker streams the object each way."""
+    assert server.proc is not None
+    pid = server.proc.pid
+    before = memory(pid)
+    with Sampler(pid) as put_peak:
+        t0 = time.perf_counter()
+        r = await edge.post("/big", params={"mib": str(size_mib)}, headers={"host": host},
+                            timeout=httpx.Timeout(3600))
+        put_s = time.perf_counter() - t0
+    if r.status_code != 200 or r.json()["size"] != size_mib * 1024 * 1024:
+        sys.exit(f"the big put answered {r.status_code}: {r.text[:300]}")
+    got = 0
+    digest = hashlib.sha256()
+    with Sampler(pid) as get_peak:
+        t0 = time.perf_counter()
+        async with edge.stream("GET", "/o/big.bin", headers={"host": host}, timeout=httpx.Timeout(3600)) as answer:
+            async for chunk in answer.aiter_raw():
+                got += len(chunk)
+                digest.update(chunk)
+        get_s = time.perf_counter() - t0
+    if got != size_mib * 1024 * 1024:
+        sys.exit(f"the big get gave {got} bytes")
+    after = memory(pid)
+    print(f"\n  a {size_mib} MiB object: the worker's put {put_s:.1f} s ({size_mib / put_s:.0f} MiB/s), "
+          f"a visitor's get through the worker {get_s:.1f} s ({size_mib / get_s:.0f} MiB/s)")
+    flat = True
+    for name in before:
+        if name not in after:
+            continue
+        grew = after[name]["VmHWM"] - before[name]["VmHWM"]
+        flat &= grew < size_mib * 1024 // 10
+        print(f"    {name:14} RSS {mib(before[name]['VmRSS'])} -> {mib(after[name]['VmRSS'])}; peak (VmHWM) "
+              f"{mib(before[name]['VmHWM'])} -> {mib(after[name]['VmHWM'])} (+{grew / 1024:.1f} MiB); "
+              f"sampled peak during put {mib(put_peak.peak.get(name, 0))}, get {mib(get_peak.peak.get(name, 0))}")
+    return flat
+
+
+async def run(args: argparse.Namespace, work: Path, url: str) -> None:
+    server = Server(checkout=ROOT, data_dir=work / "serve",
+                    settings={**store_settings(url), "SVC_WORKER_PROCESSES": "1", "SVC_PROJECT_DB_ENABLED": "false"})
+    server.data_dir.mkdir(parents=True)
+    server.start()
+    try:
+        assert server.proc is not None
+        pin(server.proc.pid, SVC_CORE)
+        app = await ApiClient.login(server, "bench", fresh=False)
+        # The free plan's 1 GiB would not hold the rounds' objects and the big one: a pro org's 100 GiB.
+        pro(server.data_dir, app.org)
+        host = await app.create("files")
+        await app.deploy("files", bundle())
+        r = await app.http.post(f"/v1/orgs/{app.org}/projects/files/storage")
+        if r.status_code != 200:
+            sys.exit(f"the grant answered {r.status_code}: {r.text}")
+        limits = httpx.Limits(max_connections=args.concurrency * 2)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.edge_port}", timeout=120,
+                                     limits=limits) as edge:
+            results = await throughput(app, edge, host, url, args)
+            print("\n  median rounds:")
+            met = True
+            for name, svc, direct in results:
+                ratio = svc / direct
+                met &= ratio >= GOAL
+                print(f"    {name:11} svc {svc:7.1f}/s, direct to S3 {direct:7.1f}/s: {ratio:.2f}x "
+                      f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'})")
+            flat = await big_object(server, edge, host, args.big_mib)
+            print(f"  memory flat (each process's peak grew by under a tenth of the object): {'yes' if flat else 'NO'}")
+        await app.close()
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--big-mib", type=int, default=1024)
+    args = ap.parse_args()
+    if PINNED:
+        os.sched_setaffinity(0, {LOAD_CORE})
+    print(f"storage: env.storage through a worker against boto3 straight to the same S3 (moto); {machine()}; "
+          f"load average {os.getloadavg()[0]:.2f}; {args.concurrency} in flight")
+    with tempfile.TemporaryDirectory(prefix="svc-bench-storage-") as where:
+        work = Path(where)
+        with moto_server(work) as url:
+            create_bucket(url, BUCKET)
+            asyncio.run(run(args, work, url))
+
+
+if __name__ == "__main__":
+    main()
