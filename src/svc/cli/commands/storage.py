@@ -100,22 +100,24 @@ def _render_status(proj: str, data: dict[str, Any]) -> Callable[[Console], None]
     return render
 
 
+def _status(ctx: typer.Context, project: str | None, org: str | None, as_json: bool, method: str) -> None:
+    """GET (what it is) or POST (grant) of the project's storage: the status either way."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        data = api.request(method, _base(slug, proj))
+    output.emit(as_json, data, _render_status(proj, data))
+
+
 @app.command("status")
 def status(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
     """Whether the project has storage, its prefix, the plan's quota and what it uses."""
-    with Api.for_context(ctx) as api:
-        slug, proj = target(api, org, project)
-        data = api.get(_base(slug, proj))
-    output.emit(as_json, data, _render_status(proj, data))
+    _status(ctx, project, org, as_json, "GET")
 
 
 @app.command("grant")
 def grant(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
     """Give the project object storage (members): env.storage for its worker. Safe to run again."""
-    with Api.for_context(ctx) as api:
-        slug, proj = target(api, org, project)
-        data = api.post(_base(slug, proj))
-    output.emit(as_json, data, _render_status(proj, data))
+    _status(ctx, project, org, as_json, "POST")
 
 
 @app.command("revoke")
@@ -124,13 +126,8 @@ def revoke(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = N
     """Take the project's storage away (admins): its worker loses env.storage; the objects are kept."""
     with Api.for_context(ctx) as api:
         slug, proj = target(api, org, project)
-        if not yes:
-            if as_json:
-                raise CliError("--json asks nothing: add --yes to revoke", "confirm_needed")
-            answer = output.ask(f"Take object storage from {proj}? Its worker loses env.storage (the objects are "
-                                "kept). [y/N] ")
-            if answer.strip().lower() not in ("y", "yes"):
-                raise CliError("Nothing was revoked", "cancelled")
+        output.confirm(yes, as_json, f"Take object storage from {proj}? Its worker loses env.storage (the objects "
+                       "are kept).", "revoke", "Nothing was revoked")
         api.delete(_base(slug, proj))
     output.emit_line(as_json, {"project": proj, "granted": False},
                      f"{proj} no longer has object storage (its objects are kept; a grant gives them back).")
@@ -187,17 +184,7 @@ def _progress(size: int, verb: str) -> contextlib.AbstractContextManager[Progres
     """A progress bar in bytes on stderr for a big transfer; nothing for a small one."""
     if size < BIG:
         return contextlib.nullcontext()
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    return Progress(TextColumn(verb), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                    TimeRemainingColumn(elapsed_when_finished=True), console=output.err())
+    return output.transfer_bar(verb)
 
 
 def _advancer(bar: Progress | None, size: int) -> Callable[[int], None]:
