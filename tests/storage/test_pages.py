@@ -132,3 +132,18 @@ async def test_the_tab_keeps_to_the_projects_own_objects_and_roles(storage_svc: 
     assert (await eve.get(TAB + "/download", params={"key": "secret.txt"}, headers=html)).status_code == 404
     assert (await eve.get(TAB, params={"prefix": ""}, headers=html)).status_code == 404
     assert (await team.bob.client.get(API + "/objects/secret.txt")).content == b"secret"
+
+
+async def test_without_an_object_store_the_tab_says_why(storage_svc: Svc) -> None:
+    team = await make_team(storage_svc, project="site")
+    adapters = storage_svc.ctx.adapters
+    store, adapters.objects = adapters.objects, None
+    adapters.off["objects"] = "the object store did not start"
+    try:
+        page = await storage_svc.browser(team.bob.token).get(TAB, headers={"accept": "text/html"})
+    finally:
+        adapters.objects = store
+        del adapters.off["objects"]
+    assert page.status_code == 200, page.text
+    assert "This svc cannot grant storage now: the object store did not start." in page.text
+    assert "Grant storage</button>" not in page.text and "storage-objects" not in page.text

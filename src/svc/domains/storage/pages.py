@@ -86,8 +86,12 @@ def _crumbs(base: str, prefix: str) -> list[tuple[str, str]]:
 async def storage_page(request: Request, p: ProjectViewer, uow: Uow) -> Response:
     prefix = request.query_params.get("prefix", "")
     cursor = request.query_params.get("cursor") or None
-    status = await service.status(uow, p.access.org, p.project)
     base = _url(p)
+    try:
+        status = await service.status(uow, p.access.org, p.project)
+    except errors.StorageUnavailable:  # said in words on the page, with what the operator does
+        return await render.render(request, "storage/project.html", title=f"{p.project.name}: Storage",
+                                   project=p.project.name, storage=None, unavailable=service.unavailable(uow.ctx))
     listing = None
     if status.granted:
         await uow.close_reads()  # the store is asked with nothing of svc's held
@@ -99,12 +103,11 @@ async def storage_page(request: Request, p: ProjectViewer, uow: Uow) -> Response
                   "uploaded": o.uploaded, "type": o.content_type or "",
                   "download": f"{base}/download?{urlencode({'key': o.key})}"} for o in listing.objects]
     quota, used = status.quota_bytes, status.used_bytes
-    share = min(100.0, 100 * used / quota) if quota else 0.0
     return await render.render(
         request, "storage/project.html", title=f"{p.project.name}: Storage", project=p.project.name,
-        storage=status, quota=size(quota), used=size(used), share=share, full=quota is not None and used >= quota,
-        member=at_least(p.access.role, Role.member), admin=at_least(p.access.role, Role.admin), page_url=base,
-        prefix=prefix, crumbs=_crumbs(base, prefix), rows=rows, cursor=cursor,
+        storage=status, quota=size(quota), used=size(used), share=min(100.0, 100 * used / quota) if quota else 0.0,
+        full=used >= quota, member=at_least(p.access.role, Role.member), admin=at_least(p.access.role, Role.admin),
+        page_url=base, prefix=prefix, crumbs=_crumbs(base, prefix), rows=rows, cursor=cursor,
         more=_folder_url(base, prefix, listing.cursor) if listing is not None and listing.cursor else None,
         first=_folder_url(base, prefix) if cursor else None)
 
