@@ -72,11 +72,14 @@ def test_copy_up_and_down_list_and_remove(storage_server: str, tmp_path: Path) -
     big.write_bytes(os.urandom(2 * 1024 * 1024 + 5))  # over a chunk, a progress bar's worth
     (files / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"x" * 100)
 
-    up = member.ok("storage", "cp", str(big), ":data/big.bin", *where, "--json").json()
+    sent = member.ok("storage", "cp", str(big), ":data/big.bin", *where, "--json")
+    up = sent.json()
     assert up["key"] == "data/big.bin" and up["size"] == big.stat().st_size
+    assert "Uploading" in sent.err and "2.1/2.1 MB" in sent.err  # the progress bar, on stderr
     assert up["contentType"] == "application/octet-stream"
     shown = member.ok("storage", "cp", str(files / "a.png"), ":img/", *where)  # a folder: the file's own name
     assert "Uploaded 108 bytes to :img/a.png in site." in shown.out
+    assert shown.err == ""  # a small file: no progress bar
     member.ok("storage", "cp", "-", ":notes/hello.txt", "--content-type", "text/plain", *where,
               input="hello, storage\n")
     member.ok("storage", "cp", str(files / "a.png"), ":top.png", *where)
@@ -95,8 +98,9 @@ def test_copy_up_and_down_list_and_remove(storage_server: str, tmp_path: Path) -
     assert "No objects in site's storage under nothing/" in viewer.ok("storage", "ls", "nothing/", *where).out
 
     # Down: to a file, into a folder by the key's last part, to standard output; bytes as sent.
-    got = viewer.ok("storage", "cp", ":data/big.bin", str(tmp_path / "copy.bin"), *where, "--json").json()
-    assert got["size"] == big.stat().st_size
+    fetched = viewer.ok("storage", "cp", ":data/big.bin", str(tmp_path / "copy.bin"), *where, "--json")
+    got = fetched.json()
+    assert got["size"] == big.stat().st_size and "Downloading" in fetched.err
     assert hashlib.sha256((tmp_path / "copy.bin").read_bytes()).digest() == hashlib.sha256(big.read_bytes()).digest()
     out = tmp_path / "out"
     out.mkdir()
