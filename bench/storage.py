@@ -2,6 +2,7 @@
 S3 store, in one run; and svc's and workerd's memory while a worker streams a 1 GiB object.
 
     .venv/bin/python bench/storage.py [--requests 100] [--rounds 3] [--concurrency 4] [--big-mib 1024]
+                                      [--skip throughput,memory]
 
 The store: moto's S3 server (tests/support/s3.py) in a process of its own, one bucket. svc: a real
 `svc serve` (SQLite, its edge, one workerd loading process) with SVC_STORAGE_BACKEND=s3 on that
@@ -14,7 +15,9 @@ entrypoint -> svc's runtime route -> objects.py's grant, key, quota reservation 
 (threads, a client each) as the svc path has requests in flight. The two alternate over the
 rounds; the median round counts. Objects of 10 KiB and 1 MiB. Goal: svc >= 0.7x direct.
 
-svc (and its children: workerd, nginx) run on core 0; the benchmark and moto on core 1.
+svc (and its children: workerd, nginx) run on core 0, and so do the direct calls (a process of
+their own: svc's S3 calls run on that core on its path); the benchmark's HTTP client and moto on
+core 1.
 
 Memory: a worker puts a `--big-mib` object it makes as it goes (a FixedLengthStream fed 1 MiB at
 a time: the edge takes request bodies up to 100 MB, so this one is not a visitor's), then a
@@ -26,19 +29,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import hashlib
 import io
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tarfile
-import gzip
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -68,7 +72,7 @@ export default {
       }
       const object = await env.storage.get(key);
       if (object === null) return new Response("missing", { status: 404 });
-      return new Response(object.body, { headers: { "content-length": String(object.size) } });
+      return new Response(object.body);
     }
     if (url.pathname === "/big") {
       // An object made as it is sent: the same 1 MiB written again and again.
@@ -100,9 +104,18 @@ def bundle() -> bytes:
 
 
 def store_settings(url: str) -> dict[str, str]:
-    """svc's object store on moto's bucket."""
-    return {"SVC_STORAGE_BACKEND": "s3", "SVC_STORAGE_S3_ENDPOINT_URL": url, "SVC_STORAGE_S3_BUCKET": BUCKET,
-            "SVC_STORAGE_S3_ACCESS_KEY_ID": ACCESS_KEY, "SVC_STORAGE_S3_SECRET_ACCESS_KEY": SECRET_KEY}
+    """svc's object store on moto's bucket (SVC_S3_*: the endpoint and keys it shares with the blob store)."""
+    return {"SVC_STORAGE_BACKEND": "s3", "SVC_STORAGE_S3_BUCKET": BUCKET, "SVC_S3_ENDPOINT_URL": url,
+            "SVC_S3_ACCESS_KEY_ID": ACCESS_KEY, "SVC_S3_SECRET_ACCESS_KEY": SECRET_KEY}
+
+
+def token(server: Server) -> str:
+    """The runtime's token (svc writes it into workerd's configuration at each start)."""
+    config = (server.data_dir / "workers" / "serve-0" / "config.capnp").read_text()
+    found = re.search(r'name = "TOKEN", text = "([^"]+)"', config)
+    if found is None:
+        sys.exit("no runtime token in workerd's configuration")
+    return found[1]
 
 
 def pro(data_dir: Path, org: str) -> None:
@@ -170,76 +183,111 @@ class Sampler:
 
 # --- the two paths ---
 
-async def svc_round(edge: httpx.AsyncClient, host: str, op: str, data: bytes, keys: list[str],
-                    concurrency: int) -> float:
-    """Requests/s of `op` ("put" or "get") through the edge and the worker."""
+class Failed(Exception):
+    """A request through svc that did not answer 200 (the worker's logs are printed)."""
+
+
+Send = Callable[[str, str, bytes], Awaitable[httpx.Response]]
+
+
+def through_worker(edge: httpx.AsyncClient, host: str) -> Send:
+    """The svc path: a visitor's request through the edge to the worker, which calls env.storage."""
+    async def send(op: str, key: str, data: bytes) -> httpx.Response:
+        if op == "put":
+            return await edge.put(f"/o/{key}", content=data, headers={"host": host})
+        return await edge.get(f"/o/{key}", headers={"host": host})
+
+    return send
+
+
+def runtime_route(api: httpx.AsyncClient, project_id: str, token: str) -> Send:
+    """svc's runtime route alone (what the Storage entrypoint calls), with the runtime's token: where
+    the svc path's time goes, svc's part against the edge's and workerd's."""
+    url = f"/v1/runtime/projects/{project_id}/storage/object"
+    headers = {"x-svc-runtime-token": token}
+
+    async def send(op: str, key: str, data: bytes) -> httpx.Response:
+        if op == "put":
+            return await api.put(url, params={"key": f"route-{key}"}, content=data, headers=headers)
+        return await api.get(url, params={"key": f"route-{key}"}, headers=headers)
+
+    return send
+
+
+async def svc_round(send: Send, op: str, data: bytes, keys: list[str], concurrency: int) -> float:
+    """Requests/s of `op` ("put" or "get"), `concurrency` in flight."""
     todo = iter(keys)
 
     async def one_by_one() -> None:
         for key in todo:
-            if op == "put":
-                r = await edge.put(f"/o/{key}", content=data, headers={"host": host})
-            else:
-                r = await edge.get(f"/o/{key}", headers={"host": host})
-                if r.status_code == 200 and len(r.content) != len(data):
-                    sys.exit(f"svc: {key} came back with {len(r.content)} bytes")
+            r = await send(op, key, data)
+            if r.status_code == 200 and op == "get" and len(r.content) != len(data):
+                raise Failed(f"svc: {key} came back with {len(r.content)} bytes")
             if r.status_code != 200:
-                sys.exit(f"svc: {op} {key} answered {r.status_code}: {r.text[:300]}")
+                raise Failed(f"svc: {op} {key} answered {r.status_code}: {r.text[:300]}")
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one_by_one() for _ in range(concurrency)))
     return len(keys) / (time.perf_counter() - t0)
 
 
-def direct_round(url: str, op: str, data: bytes, keys: list[str], concurrency: int) -> float:
-    """Calls/s of put_object or get_object straight to the store."""
-    local = threading.local()
+def direct_round(url: str, op: str, size: int, keys: list[str], concurrency: int) -> float:
+    """Calls/s of put_object or get_object straight to the store, from a process of its own on svc's
+    core (svc's own S3 calls run there on the svc path); the clients made before the clock starts."""
+    cmd = [sys.executable, __file__, "--direct", json.dumps({"url": url, "op": op, "size": size, "keys": keys,
+                                                            "concurrency": concurrency})]
+    if PINNED:
+        cmd = ["taskset", "-c", str(SVC_CORE), *cmd]
+    return float(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def direct(job: dict[str, Any]) -> float:
+    """(In the process direct_round starts.)"""
+    op, data, concurrency = job["op"], os.urandom(job["size"]), job["concurrency"]
+    clients = [client(job["url"]) for _ in range(concurrency)]
     lock = threading.Lock()
-    todo = iter(keys)
+    todo = iter(job["keys"])
 
-    def s3() -> Any:
-        if not hasattr(local, "client"):
-            local.client = client(url)
-        return local.client
-
-    def one_by_one() -> None:
+    def one_by_one(s3: Any) -> None:
         while True:
             with lock:
                 key = next(todo, None)
             if key is None:
                 return
             if op == "put":
-                s3().put_object(Bucket=BUCKET, Key=f"direct/{key}", Body=data)
-            elif len(s3().get_object(Bucket=BUCKET, Key=f"direct/{key}")["Body"].read()) != len(data):
+                s3.put_object(Bucket=BUCKET, Key=f"direct/{key}", Body=data)
+            elif len(s3.get_object(Bucket=BUCKET, Key=f"direct/{key}")["Body"].read()) != len(data):
                 sys.exit(f"direct: {key} came back short")
 
-    t0 = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
-        for done in [pool.submit(one_by_one) for _ in range(concurrency)]:
+        t0 = time.perf_counter()
+        for done in [pool.submit(one_by_one, s3) for s3 in clients]:
             done.result()
-    return len(keys) / (time.perf_counter() - t0)
+        return len(job["keys"]) / (time.perf_counter() - t0)
 
 
-async def throughput(app: ApiClient, edge: httpx.AsyncClient, host: str, url: str,
-                     args: argparse.Namespace) -> list[tuple[str, float, float]]:
+async def throughput(paths: dict[str, Send], url: str, args: argparse.Namespace) -> list[tuple[str, dict[str, float]]]:
+    """Per size and operation, the median round's rate of each path ("svc", "route", "direct")."""
     results = []
     for label, size in SIZES.items():
         data = os.urandom(size)
-        rates: dict[str, list[float]] = {"svc put": [], "svc get": [], "direct put": [], "direct get": []}
+        rates: dict[tuple[str, str], list[float]] = {}
         rounds = [("warm-up", max(4, args.requests // 10))] + [(f"round {i + 1}", args.requests)
                                                                 for i in range(args.rounds)]
         for name, n in rounds:
             keys = [f"{label.replace(' ', '')}-{name.replace(' ', '')}-{i}" for i in range(n)]
             for op in ("put", "get"):
-                svc = await svc_round(edge, host, op, data, keys, args.concurrency)
-                direct = await asyncio.to_thread(direct_round, url, op, data, keys, args.concurrency)
-                if name != "warm-up":
-                    rates[f"svc {op}"].append(svc)
-                    rates[f"direct {op}"].append(direct)
-                    print(f"  {label:7} {name}: {op} svc {svc:7.1f}/s, direct {direct:7.1f}/s ({svc / direct:.2f}x)")
+                got = {path: await svc_round(send, op, data, keys, args.concurrency) for path, send in paths.items()}
+                got["direct"] = await asyncio.to_thread(direct_round, url, op, size, keys, args.concurrency)
+                if name == "warm-up":
+                    continue
+                for path, rate in got.items():
+                    rates.setdefault((op, path), []).append(rate)
+                print(f"  {label:7} {name}: {op} " + ", ".join(f"{path} {rate:7.1f}/s" for path, rate in got.items())
+                      + f" ({got['svc'] / got['direct']:.2f}x)")
         for op in ("put", "get"):
-            svc, direct = statistics.median(rates[f"svc {op}"]), statistics.median(rates[f"direct {op}"])
-            results.append((f"{op} {label}", svc, direct))
+            results.append((f"{op} {label}", {path: statistics.median(rates[(op, path)])
+                                              for path in (*paths, "direct")}))
     return results
 
 
@@ -287,7 +335,10 @@ async def big_object(server: Server, edge: httpx.AsyncClient, host: str, size_mi
 
 async def run(args: argparse.Namespace, work: Path, url: str) -> None:
     server = Server(checkout=ROOT, data_dir=work / "serve",
-                    settings={**store_settings(url), "SVC_WORKER_PROCESSES": "1", "SVC_PROJECT_DB_ENABLED": "false"})
+                    # The edge gives up on a worker silent for SVC_WORKER_TIMEOUT_SECONDS (30 s): the big
+                    # put answers once the whole object is stored.
+                    settings={**store_settings(url), "SVC_WORKER_PROCESSES": "1", "SVC_PROJECT_DB_ENABLED": "false",
+                              "SVC_WORKER_TIMEOUT_SECONDS": "900"})
     server.data_dir.mkdir(parents=True)
     server.start()
     try:
@@ -302,18 +353,29 @@ async def run(args: argparse.Namespace, work: Path, url: str) -> None:
         if r.status_code != 200:
             sys.exit(f"the grant answered {r.status_code}: {r.text}")
         limits = httpx.Limits(max_connections=args.concurrency * 2)
+        project_id = (await app.http.get(f"/v1/orgs/{app.org}/projects/files")).json()["id"]
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.edge_port}", timeout=120,
-                                     limits=limits) as edge:
-            results = await throughput(app, edge, host, url, args)
-            print("\n  median rounds:")
+                                     limits=limits) as edge, \
+                httpx.AsyncClient(base_url=server.api, timeout=120, limits=limits) as api:
+            paths = {"svc": through_worker(edge, host), "route": runtime_route(api, project_id, token(server))}
+            try:
+                results = await throughput(paths, url, args) if "throughput" not in args.skip else []
+            except Failed as failed:
+                logs = (await app.http.get(f"/v1/orgs/{app.org}/projects/files/logs")).json()["lines"]
+                errors = [line for line in logs if line["level"] in ("error", "5xx")][-4:]
+                said = "\n".join((work / f"svc-{ROOT.name}.log").read_text(errors="replace").splitlines()[-30:])
+                sys.exit(f"{failed}\nthe worker's errors: {json.dumps(errors, indent=1)}\nsvc's log:\n{said}")
+            print("\n  median rounds (route: svc's runtime route alone, no edge, no worker):")
             met = True
-            for name, svc, direct in results:
-                ratio = svc / direct
+            for name, rate in results:
+                ratio = rate["svc"] / rate["direct"]
                 met &= ratio >= GOAL
-                print(f"    {name:11} svc {svc:7.1f}/s, direct to S3 {direct:7.1f}/s: {ratio:.2f}x "
-                      f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'})")
-            flat = await big_object(server, edge, host, args.big_mib)
-            print(f"  memory flat (each process's peak grew by under a tenth of the object): {'yes' if flat else 'NO'}")
+                print(f"    {name:11} svc {rate['svc']:7.1f}/s, direct to S3 {rate['direct']:7.1f}/s: {ratio:.2f}x "
+                      f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'}); route {rate['route']:7.1f}/s")
+            if "memory" not in args.skip:
+                flat = await big_object(server, edge, host, args.big_mib)
+                print(f"  memory flat (each process's peak grew by under a tenth of the object): "
+                      f"{'yes' if flat else 'NO'}")
         await app.close()
     finally:
         server.stop()
@@ -325,7 +387,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--big-mib", type=int, default=1024)
+    ap.add_argument("--skip", default="", help="leave out parts: throughput, memory (comma-separated)")
+    ap.add_argument("--direct", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.direct:
+        print(direct(json.loads(args.direct)))
+        return
     if PINNED:
         os.sched_setaffinity(0, {LOAD_CORE})
     print(f"storage: env.storage through a worker against boto3 straight to the same S3 (moto); {machine()}; "

@@ -17,7 +17,7 @@ from tests.support.config import configured
 from tests.support.s3 import ACCESS_KEY, SECRET_KEY, create_bucket, moto_server
 
 FREE_QUOTA = 64 * 1024
-PRO_QUOTA = 1024 * 1024
+PRO_QUOTA = 4 * 1024 * 1024
 
 
 def quotas(settings: Settings | Config, **values: object) -> Config:
@@ -33,28 +33,14 @@ async def storage_svc(settings: Settings) -> AsyncIterator[Svc]:
 
 @pytest.fixture(scope="session")
 def moto_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One moto S3 server for the session; each test makes a bucket of its own."""
-    with moto_server(tmp_path_factory.mktemp("moto")) as url:
+    """One moto S3 server for the session (any_svc makes a bucket for each test)."""
+    with moto_server(tmp_path_factory.mktemp("storage-moto")) as url:
         yield url
-
-
-@pytest.fixture
-def bucket(moto_url: str) -> str:
-    name = f"objects-{uuid.uuid4().hex[:12]}"
-    create_bucket(moto_url, name)
-    return name
 
 
 def s3_config(settings: Settings, moto_url: str, bucket: str) -> Config:
     return quotas(settings, storage_backend="s3", storage_s3_bucket=bucket, s3_endpoint_url=moto_url,
                   s3_bucket=bucket, s3_access_key_id=ACCESS_KEY, s3_secret_access_key=SecretStr(SECRET_KEY))
-
-
-@pytest.fixture
-async def s3_svc(settings: Settings, moto_url: str, bucket: str) -> AsyncIterator[Svc]:
-    """svc whose projects' objects are in an S3 bucket (moto's server)."""
-    async with running_svc(s3_config(settings, moto_url, bucket), run_workers=False) as running:
-        yield running
 
 
 @pytest.fixture(params=["files", "s3"])

@@ -64,7 +64,7 @@ async def test_crafted_keys_never_reach_another_project_s_objects(any_svc: Svc) 
 
 
 async def test_bad_input_changes_nothing(storage_svc: Svc) -> None:
-    team, site, _ = await _two_projects(storage_svc)
+    team, _, _ = await _two_projects(storage_svc)
     client = team.bob.client
     before = (await client.get(A)).json()
     for path, kwargs in ((A + "/objects/..%2Fx", {"content": b"x"}),
@@ -81,7 +81,7 @@ async def test_bad_input_changes_nothing(storage_svc: Svc) -> None:
 
 
 async def test_a_deleted_project_s_objects_leave_with_it(worker_svc: Svc) -> None:
-    team, site, other = await _two_projects(worker_svc)
+    team, site, _ = await _two_projects(worker_svc)
     assert (await team.bob.client.put(A + "/objects/dir/more", content=b"more")).status_code == 200
     assert (await team.bob.client.put(B + "/objects/kept", content=b"kept")).status_code == 200
     store = worker_svc.ctx.objects

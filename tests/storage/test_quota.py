@@ -23,7 +23,7 @@ from tests.support.team import make_team
 from tests.support.wait import until
 
 S = "/v1/orgs/acme/projects/site/storage"
-O = S + "/objects"
+OBJ = S + "/objects"
 PART = 40 * 1024  # two of them pass the free quota (64 KiB), one does not
 
 
@@ -42,25 +42,25 @@ async def test_two_concurrent_puts_over_the_quota_together_one_is_refused(storag
         await release.wait()
         yield b"a" * (PART - 1024)
 
-    first = asyncio.create_task(team.bob.client.put(O + "/one", content=slow_body(),
+    first = asyncio.create_task(team.bob.client.put(OBJ + "/one", content=slow_body(),
                                                     headers={"content-length": str(PART)}))
     # The first write is under way (its length held, its body not yet whole) ...
     await until(lambda: _reservations(storage_svc), what="the first write's reservation")
     # ... so the second, which alone would fit, does not with it.
-    second = await team.alice.client.put(O + "/two", content=b"b" * PART)
+    second = await team.alice.client.put(OBJ + "/two", content=b"b" * PART)
     refused = assert_error(second, 413, "storage_quota_exceeded")
     assert refused["details"]["inFlightBytes"] == PART
     release.set()
     done = await first
     assert done.status_code == 200, done.text
     assert await _reservations(storage_svc) == 0
-    assert [o["key"] for o in (await team.vic.client.get(O)).json()["objects"]] == ["one"]
+    assert [o["key"] for o in (await team.vic.client.get(OBJ)).json()["objects"]] == ["one"]
     # Settled: the first write counts, so the second is still refused with nothing in flight.
     assert (await team.vic.client.get(S)).json()["usedBytes"] == PART
-    assert_error(await team.alice.client.put(O + "/two", content=b"b" * PART), 413, "storage_quota_exceeded")
+    assert_error(await team.alice.client.put(OBJ + "/two", content=b"b" * PART), 413, "storage_quota_exceeded")
     # Deleting gives the room back at once.
-    assert (await team.bob.client.delete(O + "/one")).status_code == 204
-    assert (await team.alice.client.put(O + "/two", content=b"b" * PART)).status_code == 200
+    assert (await team.bob.client.delete(OBJ + "/one")).status_code == 204
+    assert (await team.alice.client.put(OBJ + "/two", content=b"b" * PART)).status_code == 200
 
 
 async def test_writes_racing_for_the_last_room_pass_one_at_a_time(storage_svc: Svc) -> None:
@@ -74,7 +74,7 @@ async def test_writes_racing_for_the_last_room_pass_one_at_a_time(storage_svc: S
         await release.wait()
         yield b"a" * PART
 
-    writes = [asyncio.create_task(team.bob.client.put(f"{O}/{n}", content=held_body(),
+    writes = [asyncio.create_task(team.bob.client.put(f"{OBJ}/{n}", content=held_body(),
                                                       headers={"content-length": str(PART)})) for n in range(4)]
 
     async def decided() -> bool:
@@ -84,7 +84,7 @@ async def test_writes_racing_for_the_last_room_pass_one_at_a_time(storage_svc: S
     release.set()
     answers = [await w for w in writes]
     assert sorted(a.status_code for a in answers) == [200, 413, 413, 413], [a.text for a in answers]
-    assert len((await team.vic.client.get(O)).json()["objects"]) == 1
+    assert len((await team.vic.client.get(OBJ)).json()["objects"]) == 1
     assert (await team.vic.client.get(S)).json()["usedBytes"] == PART
 
 
@@ -97,12 +97,12 @@ async def test_a_write_given_up_midway_gives_its_hold_back(storage_svc: Svc) -> 
         raise httpx.ReadError("the client went away")
 
     try:
-        await team.bob.client.put(O + "/one", content=broken_body(), headers={"content-length": str(PART)})
+        await team.bob.client.put(OBJ + "/one", content=broken_body(), headers={"content-length": str(PART)})
     except httpx.HTTPError:
         pass
     assert await _reservations(storage_svc) == 0
-    assert (await team.vic.client.get(O)).json()["objects"] == []
-    assert (await team.bob.client.put(O + "/one", content=b"a" * PART)).status_code == 200
+    assert (await team.vic.client.get(OBJ)).json()["objects"] == []
+    assert (await team.bob.client.put(OBJ + "/one", content=b"a" * PART)).status_code == 200
 
 
 async def test_a_crashed_write_s_reservation_is_released_by_the_usage_cycle(storage_svc: Svc) -> None:
@@ -114,18 +114,18 @@ async def test_a_crashed_write_s_reservation_is_released_by_the_usage_cycle(stor
         s.add(StorageReservation(id=new_id("sto"), project_id=pid, bytes=PART,
                                  created_at=utcnow() - jobs.RESERVATION_LIFETIME - timedelta(minutes=1)))
         s.add(StorageReservation(id=new_id("sto"), project_id=pid, bytes=1024, created_at=utcnow()))
-    assert_error(await team.bob.client.put(O + "/k", content=b"a" * PART), 413, "storage_quota_exceeded")
+    assert_error(await team.bob.client.put(OBJ + "/k", content=b"a" * PART), 413, "storage_quota_exceeded")
     async with unit_of_work(storage_svc.ctx, Tx.READ_THEN_WRITE) as uow:
         await jobs.count_usage(uow)
     # The stale one is gone; the live one (a write in flight now) is not.
     assert await _reservations(storage_svc) == 1
-    assert (await team.bob.client.put(O + "/k", content=b"a" * PART)).status_code == 200
+    assert (await team.bob.client.put(OBJ + "/k", content=b"a" * PART)).status_code == 200
 
 
 async def test_the_usage_cycle_counts_what_the_store_holds(any_svc: Svc) -> None:
     team = await make_team(any_svc, project="site")
     assert (await team.bob.client.post(S)).status_code == 200
-    assert (await team.bob.client.put(O + "/a", content=b"a" * 1000)).status_code == 200
+    assert (await team.bob.client.put(OBJ + "/a", content=b"a" * 1000)).status_code == 200
     pid = await project_id(any_svc, "site")
     store = any_svc.ctx.objects
 
@@ -141,7 +141,7 @@ async def test_the_usage_cycle_counts_what_the_store_holds(any_svc: Svc) -> None
     async with any_svc.ctx.db.transaction(write=False) as s:
         assert (await s.scalars(select(StorageGrant.reported_at))).one() is not None
     # Counted, it holds: 4000 used + 61 KiB is over 64 KiB.
-    assert_error(await team.bob.client.put(O + "/b", content=b"b" * (FREE_QUOTA - 3999)), 413,
+    assert_error(await team.bob.client.put(OBJ + "/b", content=b"b" * (FREE_QUOTA - 3999)), 413,
                  "storage_quota_exceeded")
 
 

@@ -44,7 +44,8 @@ export default {
           return Response.json(shape(await env.storage.put(key, request.body, {
             httpMetadata: { contentType: request.headers.get("content-type") } })));
         case "/put-stream": {  // a stream of the worker's own: no length known
-          const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode("one two")); c.close(); } });
+          const stream = new ReadableStream({
+            start(c) { c.enqueue(new TextEncoder().encode("one two")); c.close(); } });
           return Response.json(shape(await env.storage.put(key, stream)));
         }
         case "/put-text":

@@ -70,7 +70,7 @@ def _name(kind: str, segment: str) -> str:
 @dataclass(frozen=True)
 class _Entry:
     order: str  # what it sorts by among its siblings: the segment, "/" after a directory's
-    path: Path
+    path: str  # (a str: the walk makes many, and pathlib's are slow to make)
     key: str  # an object's key, or a directory's prefix (ending in "/")
     is_dir: bool
 
@@ -243,7 +243,7 @@ class FileObjectStore:
 
     async def delete_prefix(self, prefix: str) -> int:
         def delete() -> int:
-            paths = [entry.path for entry in _Walk(self.root, prefix, None)]
+            paths = [Path(entry.path) for entry in _Walk(self.root, prefix, None)]
             deleted = 0
             for path in paths:
                 try:
@@ -339,7 +339,7 @@ def _open(path: Path, key: str) -> tuple[IO[bytes], ObjectInfo]:
         raise
 
 
-def _info(path: Path) -> ObjectInfo | None:
+def _info(path: Path | str) -> ObjectInfo | None:
     try:
         with open(path, "rb") as f:
             return _read_trailer(f)
@@ -347,7 +347,7 @@ def _info(path: Path) -> ObjectInfo | None:
         return None
 
 
-def _size(path: Path) -> int | None:
+def _size(path: str) -> int | None:
     try:
         with open(path, "rb") as f:
             return _body_size(f)[0]
@@ -395,7 +395,7 @@ class _Walk:
         base = "".join(s + "/" for s in dirs)
         if not path.is_dir():
             return
-        yield from self._dir(path, base, partial)
+        yield from self._dir(str(path), base, partial)
 
     def _passed(self, key: str) -> bool:
         """Every key starting with `key` (a directory's prefix) is at or before the cursor or skipped."""
@@ -404,19 +404,20 @@ class _Walk:
         after = self.after
         return after is not None and after >= key and not after.startswith(key)
 
-    def _dir(self, path: Path, base: str, partial: str) -> Iterator[_Entry]:
+    def _dir(self, path: str, base: str, partial: str) -> Iterator[_Entry]:
         entries = []
         try:
             names = os.listdir(path)
         except (FileNotFoundError, NotADirectoryError):
             return
         for name in names:
-            segment = self._segment(path / name, name)
+            child = os.path.join(path, name)
+            segment = self._segment(child, name)
             if segment is None or not segment.startswith(partial):
                 continue
             is_dir = name[0] in "dD"
             key = base + segment + ("/" if is_dir else "")
-            entries.append(_Entry(segment + ("/" if is_dir else ""), path / name, key, is_dir))
+            entries.append(_Entry(segment + ("/" if is_dir else ""), child, key, is_dir))
         entries.sort(key=lambda e: e.order)
         for entry in entries:
             if entry.is_dir:
@@ -427,7 +428,7 @@ class _Walk:
                 yield entry
 
     @staticmethod
-    def _segment(path: Path, name: str) -> str | None:
+    def _segment(path: str, name: str) -> str | None:
         kind = name[:1]
         if kind in ("d", "f"):
             try:
@@ -436,7 +437,8 @@ class _Walk:
                 return None  # not a name the store made
         if kind == "D":
             try:
-                return (path / _SEGMENT).read_bytes().decode("utf-8")
+                with open(os.path.join(path, _SEGMENT), "rb") as f:
+                    return f.read().decode("utf-8")
             except FileNotFoundError:
                 return None  # being made: nothing in it yet
         if kind == "F":

@@ -20,9 +20,11 @@ from svc.errors import BadRequest
 from svc.uow import runs
 
 _ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-_UNAVAILABLE: dict[int | str, dict[str, Any]] = {503: {"description": "No object store on this svc (storage_unavailable)", "content": _ERROR}}
-_NOT_GRANTED: dict[int | str, dict[str, Any]] = {404: {"description": "No such project, or it is not granted storage (not_granted), or no such "
-                                     "object (not_found)", "content": _ERROR}, **_UNAVAILABLE}
+_UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"description": "No object store on this svc (storage_unavailable)", "content": _ERROR}}
+_NOT_GRANTED: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such project, or it is not granted storage (not_granted), or no such object (not_found)",
+          "content": _ERROR}, **_UNAVAILABLE}
 router = api_router(tags=["storage"])
 
 _S = "/v1/orgs/{orgSlug}/projects/{projectName}/storage"

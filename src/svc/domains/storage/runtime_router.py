@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC
 from email.utils import format_datetime
 
 from fastapi import Header, Path, Query, Request
@@ -69,7 +70,8 @@ async def runtime_get(ctx: Ctx, key: str = _KEY, project_id: str = _PROJECT, tok
     body = await objects.get(ctx, project_id, key, start=start, end=end)
     info = body.info
     headers = {"content-length": str(body.length), "etag": info.etag,
-               "last-modified": format_datetime(info.uploaded, usegmt=True),
+               # (S3's times come as dateutil's UTC, which format_datetime does not take for GMT.)
+               "last-modified": format_datetime(info.uploaded.astimezone(UTC), usegmt=True),
                # ASCII (a key may be any UTF-8): what the wrapper makes its R2Object of.
                "x-svc-object": json.dumps(runtime.object_view(info))}
     ranged = start is not None or end is not None
