@@ -195,8 +195,12 @@ def _advancer(bar: Progress | None, size: int) -> Callable[[int], None]:
     return lambda n: bar.advance(task, n)
 
 
-def _chunks(f: IO[bytes], advance: Callable[[int], None]) -> Iterator[bytes]:
-    while chunk := f.read(CHUNK):
+def _chunks(f: IO[bytes], size: int, advance: Callable[[int], None]) -> Iterator[bytes]:
+    """The file's first `size` bytes, its length as sent: a file that grows meanwhile is cut there
+    (one that shrinks sends less, which the server refuses: nothing stored)."""
+    left = size
+    while left > 0 and (chunk := f.read(min(CHUNK, left))):
+        left -= len(chunk)
         advance(len(chunk))
         yield chunk
 
@@ -236,8 +240,9 @@ def _upload(api: Api, slug: str, proj: str, src: str, key: str, content_type: st
         headers = _headers(api, {"content-type": kind, "content-length": str(size)})
         with _progress(size, "Uploading") as bar:
             try:
-                r = api.http.request("PUT", _object_path(slug, proj, key), content=_chunks(f, _advancer(bar, size)),
-                                     headers=headers, read_seconds=TRANSFER_SECONDS)
+                body = _chunks(f, size, _advancer(bar, size))
+                r = api.http.request("PUT", _object_path(slug, proj, key), content=body, headers=headers,
+                                     read_seconds=TRANSFER_SECONDS)
             except transport.ConnectFailed as exc:
                 raise unreachable(exc, api.base_url, api.origin) from None
             except transport.TransportError as exc:
