@@ -13,7 +13,10 @@ entrypoint -> svc's runtime route -> objects.py's grant, key, quota reservation 
 -> moto, and back, the bodies streamed each hop). The peer: boto3's put_object and get_object
 (the body read whole) on the same moto, same bucket, same sizes, `--concurrency` calls in flight
 (threads, a client each) as the svc path has requests in flight. The two alternate over the
-rounds; the median round counts. Objects of 10 KiB and 1 MiB. Goal: svc >= 0.7x direct.
+rounds; the median round counts. Objects of 10 KiB and 1 MiB. Goal: svc >= 0.7x direct. Two
+more paths say where svc's time goes: svc's runtime route alone (what the Storage entrypoint
+calls, with the runtime's token: svc's part), and the floor (the same bodies through the edge and
+the worker, which stores nothing: the edge's and workerd's part).
 
 svc (and its children: workerd, nginx) run on core 0, and so do the direct calls (a process of
 their own: svc's S3 calls run on that core on its path); the benchmark's HTTP client and moto on
@@ -61,6 +64,8 @@ SIZES = {"10 KiB": 10 * 1024, "1 MiB": 1024 * 1024}
 SVC_CORE, LOAD_CORE = 0, 1
 
 WORKER = b"""
+const floors = {};
+
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
@@ -73,6 +78,17 @@ export default {
       const object = await env.storage.get(key);
       if (object === null) return new Response("missing", { status: 404 });
       return new Response(object.body);
+    }
+    if (url.pathname.startsWith("/z/")) {
+      // The floor: the same requests through the edge and the worker, no env.storage.
+      if (request.method === "PUT") {
+        const reader = request.body.getReader();
+        let size = 0;
+        for (let read = await reader.read(); !read.done; read = await reader.read()) size += read.value.byteLength;
+        return Response.json({ size });
+      }
+      const size = Number(url.searchParams.get("size"));
+      return new Response((floors[size] ??= new Uint8Array(size).fill(7)));
     }
     if (url.pathname === "/big") {
       // An object made as it is sent: the same 1 MiB written again and again.
@@ -196,6 +212,17 @@ def through_worker(edge: httpx.AsyncClient, host: str) -> Send:
         if op == "put":
             return await edge.put(f"/o/{key}", content=data, headers={"host": host})
         return await edge.get(f"/o/{key}", headers={"host": host})
+
+    return send
+
+
+def worker_alone(edge: httpx.AsyncClient, host: str) -> Send:
+    """The floor: the same bodies through the edge and the worker, which neither stores nor reads
+    any object (it reads the put's body, and answers a get with bytes it holds)."""
+    async def send(op: str, key: str, data: bytes) -> httpx.Response:
+        if op == "put":
+            return await edge.put(f"/z/{key}", content=data, headers={"host": host})
+        return await edge.get(f"/z/{key}", params={"size": str(len(data))}, headers={"host": host})
 
     return send
 
@@ -357,7 +384,8 @@ async def run(args: argparse.Namespace, work: Path, url: str) -> None:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.edge_port}", timeout=120,
                                      limits=limits) as edge, \
                 httpx.AsyncClient(base_url=server.api, timeout=120, limits=limits) as api:
-            paths = {"svc": through_worker(edge, host), "route": runtime_route(api, project_id, token(server))}
+            paths = {"svc": through_worker(edge, host), "route": runtime_route(api, project_id, token(server)),
+                     "floor": worker_alone(edge, host)}
             try:
                 results = await throughput(paths, url, args) if "throughput" not in args.skip else []
             except Failed as failed:
@@ -365,13 +393,15 @@ async def run(args: argparse.Namespace, work: Path, url: str) -> None:
                 errors = [line for line in logs if line["level"] in ("error", "5xx")][-4:]
                 said = "\n".join((work / f"svc-{ROOT.name}.log").read_text(errors="replace").splitlines()[-30:])
                 sys.exit(f"{failed}\nthe worker's errors: {json.dumps(errors, indent=1)}\nsvc's log:\n{said}")
-            print("\n  median rounds (route: svc's runtime route alone, no edge, no worker):")
+            print("\n  median rounds (route: svc's runtime route alone, no edge, no worker; floor: the edge and "
+                  "the worker alone, no env.storage):")
             met = True
             for name, rate in results:
                 ratio = rate["svc"] / rate["direct"]
                 met &= ratio >= GOAL
                 print(f"    {name:11} svc {rate['svc']:7.1f}/s, direct to S3 {rate['direct']:7.1f}/s: {ratio:.2f}x "
-                      f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'}); route {rate['route']:7.1f}/s")
+                      f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'}); route {rate['route']:7.1f}/s, "
+                      f"floor {rate['floor']:7.1f}/s")
             if "memory" not in args.skip:
                 flat = await big_object(server, edge, host, args.big_mib)
                 print(f"  memory flat (each process's peak grew by under a tenth of the object): "

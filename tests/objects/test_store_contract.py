@@ -19,6 +19,7 @@ import pytest
 from svc.adapters.objects import build_object_store
 from svc.adapters.objects.files import FileObjectStore
 from svc.adapters.objects.port import (
+    BadCursor,
     ObjectBody,
     ObjectMissing,
     ObjectStore,
@@ -114,9 +115,9 @@ async def test_an_empty_object_and_one_without_a_content_type(env: Env) -> None:
     info = await env.store.put("p/a/empty", body(), max_bytes=0)
     assert (info.size, info.etag, info.content_type) == (0, f'"{hashlib.md5(b"").hexdigest()}"', None)
     got = await env.store.get("p/a/empty")
-    assert (got.length, await read(got)) == (0, b"")
+    assert (got.length, got.info.content_type, await read(got)) == (0, None, b"")
     head = await env.store.head("p/a/empty")
-    assert head is not None and head.size == 0
+    assert head is not None and (head.size, head.content_type) == (0, None)
 
 
 async def test_a_put_replaces_the_object_whole(env: Env) -> None:
@@ -252,12 +253,21 @@ async def test_an_upload_under_way_is_never_seen(env: Env) -> None:
     assert await env.store.usage("p/") == (2 * MiB + 2, 1)
 
 
-def test_what_a_killed_writer_left_is_swept_at_start(tmp_path: Path) -> None:
-    store = FileObjectStore(tmp_path / "objects")
-    (tmp_path / "objects" / ".tmp").mkdir(parents=True)
-    dead = tmp_path / "objects" / ".tmp" / "put-4194999-0badc0de-0123456789abcdef"  # past Linux's highest pid
-    dead.write_bytes(b"half an object")
-    assert store.sweep_partials() == 1 and not dead.exists()
+async def test_puts_and_deletes_side_by_side_in_one_folder(env: Env) -> None:
+    """A delete removes the folders it emptied while another put is putting an object there: none
+    of those puts is lost, and the last put of a key is what it holds."""
+    keys = [f"p/a/d{i // 2}/e/k{i}" for i in range(16)]  # two keys to a folder
+
+    async def churn(key: str) -> None:
+        for round_ in range(20):
+            await put(env.store, key, f"{key}.{round_}".encode())
+            if round_ < 19:
+                await env.store.delete(key)
+
+    await asyncio.gather(*(churn(key) for key in keys))
+    assert sorted(o.key for o in (await env.store.list("p/a/")).objects) == sorted(keys)
+    for key in keys:
+        assert await get_bytes(env.store, key) == f"{key}.19".encode()
 
 
 # --- listing ---
@@ -330,6 +340,15 @@ async def test_a_listing_limit_is_1_to_1000(env: Env) -> None:
     for limit in (0, 1001):
         with pytest.raises(ValueError):
             await env.store.list("p/a/", limit=limit)
+
+
+@pytest.mark.parametrize("cursor", ["", "not a cursor", "%%%", "\u00e9t\u00e9", "AAAA"])
+async def test_a_cursor_the_store_never_gave_is_refused(env: Env, cursor: str) -> None:
+    if env.kind == "s3" and cursor:
+        pytest.skip("S3 checks its own tokens (InvalidArgument); moto's server fails on unknown ones with a 500")
+    await put(env.store, "p/a/k", b"x")
+    with pytest.raises(BadCursor):
+        await env.store.list("p/a/", cursor=cursor)
 
 
 async def test_usage_and_delete_prefix_count_only_what_is_under_the_prefix(env: Env) -> None:

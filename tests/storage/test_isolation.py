@@ -5,6 +5,8 @@ leave with it."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from svc.models import StorageReservation
 from tests.storage.conftest import project_id
 from tests.support.api import Svc, assert_error, wait_operation
 from tests.support.team import make_team
+from tests.support.wait import until
 
 A = "/v1/orgs/acme/projects/site/storage"
 B = "/v1/orgs/acme/projects/other/storage"
@@ -48,6 +51,12 @@ async def test_crafted_keys_never_reach_another_project_s_objects(any_svc: Svc) 
         assert (await client.get(B + "/objects", params={"prefix": prefix})).json()["objects"] == []
     for prefix in ("../", f"../{site}/", "a/./", "/p"):
         assert_error(await client.get(B + "/objects", params={"prefix": prefix}), 400, "bad_request")
+    # A's cursor handed to B's listing: still B's prefix only (or refused as no cursor of B's).
+    assert (await client.put(A + "/objects/second.txt", content=b"2")).status_code == 200
+    cursor = (await client.get(A + "/objects", params={"limit": 1})).json()["nextCursor"]
+    crossed = await client.get(B + "/objects", params={"cursor": cursor})
+    assert crossed.status_code == 400 or crossed.json()["objects"] == [], crossed.text
+    assert (await client.delete(A + "/objects/second.txt")).status_code == 204
     # A key naming A's prefix writes B's own object: A's is untouched.
     assert (await client.put(f"{B}/objects/p/{site}/secret.txt", content=b"B's")).status_code == 200
     assert (await client.get(f"{A}/objects/secret.txt")).content == SECRET
@@ -72,7 +81,8 @@ async def test_bad_input_changes_nothing(storage_svc: Svc) -> None:
                          (A + "/objects/k", {"content": b"x", "headers": {"content-length": "1x"}}),
                          (A + "/objects/k", {"content": b"x", "params": {"overwrite": "1"}})):
         assert_error(await client.put(path, **kwargs), 400, "bad_request")
-    for params in ({"limit": 0}, {"limit": 1001}, {"delimiter": ""}, {"cursor": ""}, {"pages": 2}):
+    for params in ({"limit": 0}, {"limit": 1001}, {"delimiter": ""}, {"cursor": ""}, {"cursor": "made-up"},
+                   {"pages": 2}):
         assert_error(await client.get(A + "/objects", params=params), 400, "bad_request")
     assert (await client.get(A)).json() == before
     assert [o["key"] for o in (await client.get(A + "/objects")).json()["objects"]] == ["secret.txt"]
@@ -96,3 +106,29 @@ async def test_a_deleted_project_s_objects_leave_with_it(worker_svc: Svc) -> Non
     assert (await team.alice.client.post("/v1/orgs/acme/projects", json={"name": "site"})).status_code == 201
     assert (await team.bob.client.post(A)).json()["usedBytes"] == 0
     assert (await team.bob.client.get(A + "/objects")).json()["objects"] == []
+
+
+async def test_an_upload_under_way_when_its_project_is_deleted_leaves_nothing_behind(worker_svc: Svc) -> None:
+    """The teardown empties the prefix while a write is in flight; the write, once whole, finds its
+    project gone and takes its object back out."""
+    team, site, _ = await _two_projects(worker_svc)
+    release = asyncio.Event()
+
+    async def held_body() -> AsyncIterator[bytes]:
+        yield b"a" * 10
+        await release.wait()
+        yield b"a" * 10
+
+    upload = asyncio.create_task(team.bob.client.put(A + "/objects/late", content=held_body(),
+                                                     headers={"content-length": "20"}))
+
+    async def reserved() -> bool:
+        async with worker_svc.ctx.db.transaction(write=False) as s:
+            return bool(await s.scalar(select(func.count()).select_from(StorageReservation)))
+
+    await until(reserved, what="the upload's reservation")
+    op = (await team.alice.client.request("DELETE", "/v1/orgs/acme/projects/site", json={"confirm": "site"})).json()
+    assert (await wait_operation(team.alice, "acme", op["operationId"]))["terminalCode"] == "ok"
+    release.set()
+    assert_error(await upload, 404, "not_granted")
+    assert await worker_svc.ctx.objects.usage(f"p/{site}/") == (0, 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 
 import httpx
 from sqlalchemy import func, select
@@ -158,3 +159,44 @@ async def test_the_usage_cycle_runs_as_a_job(storage_svc: Svc) -> None:
         uow.enqueue(StorageJob.usage_cycle, {}, max_attempts=1)
     await run_due_jobs(storage_svc)
     assert (await team.vic.client.get(S)).json()["usedBytes"] == 123
+
+
+class _SlowCount:
+    """The object store, but a count reads the store first and answers once `go` is set: a write
+    that lands in between is one the count missed."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.counting = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def usage(self, prefix: str) -> tuple[int, int]:
+        counted = await self.store.usage(prefix)
+        self.counting.set()
+        await self.go.wait()
+        return counted  # type: ignore[no-any-return]
+
+
+async def test_a_write_settled_while_the_cycle_counts_is_not_forgotten(storage_svc: Svc) -> None:
+    team = await make_team(storage_svc, project="site")
+    assert (await team.bob.client.post(S)).status_code == 200
+    assert (await team.bob.client.put(OBJ + "/a", content=b"a" * 1000)).status_code == 200
+    slow = _SlowCount(storage_svc.ctx.adapters.objects)
+    storage_svc.ctx.adapters.objects = slow  # type: ignore[assignment]
+    try:
+        async def count() -> None:
+            async with unit_of_work(storage_svc.ctx, Tx.READ_THEN_WRITE) as uow:
+                await jobs.count_usage(uow)
+
+        counting = asyncio.create_task(count())
+        await slow.counting.wait()
+        assert (await team.bob.client.put(OBJ + "/b", content=b"b" * PART)).status_code == 200
+        slow.go.set()
+        await counting
+    finally:
+        storage_svc.ctx.adapters.objects = slow.store
+    assert (await team.vic.client.get(S)).json()["usedBytes"] == 1000 + PART
+    assert_error(await team.bob.client.put(OBJ + "/c", content=b"c" * PART), 413, "storage_quota_exceeded")

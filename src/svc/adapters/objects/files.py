@@ -4,7 +4,7 @@ A key's segments (split at "/") are a path of directories, one per segment but t
 names the object's file. Every name is made by the store, never taken from the key: "d" (a
 directory) or "f" (an object) followed by the segment percent-encoded (so "..", "%2F", "" and
 NUL are plain names, and the store's own names, which start with ".", are never one); a segment
-whose name would pass the file system's 255 bytes is named "D"/"F" + its sha256, the segment
+whose name would pass the file system's 255 bytes is named "xd"/"xf" + its sha256, the segment
 itself kept in the directory's `.segment` file (or the object's trailer). Whatever the key holds,
 its object stays under the root, and a key's path is its own (two keys never share a file).
 
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from svc.adapters.objects.keys import byte_range, check_key, tally
-from svc.adapters.objects.port import Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge
+from svc.adapters.objects.port import BadCursor, Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge
 from svc.kit.files import fsync_dir, partial_name, remove_path, sweep_stale
 
 _TMP = ".tmp"
@@ -54,17 +54,27 @@ def decode_cursor(cursor: str) -> tuple[str, bool]:
     try:
         raw = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
     except (ValueError, UnicodeError):
-        raise ValueError("not a cursor this store gave") from None
+        raise BadCursor("not a cursor this store gave") from None
     if raw[:1] not in ("k", "p"):
-        raise ValueError("not a cursor this store gave")
+        raise BadCursor("not a cursor this store gave")
     return raw[1:], raw[0] == "p"
 
 
+# What a name keeps as it is: lower-case letters, digits and "-_.~". Everything else is
+# percent-encoded, capitals too, so that two keys never share a file on a file system that folds
+# case (macOS's) or normalizes Unicode.
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.~")
+
+
+def _encode(segment: str) -> str:
+    return "".join(c if c in _PLAIN else "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in segment)
+
+
 def _name(kind: str, segment: str) -> str:
-    name = kind + quote(segment, safe="")
+    name = kind + _encode(segment)
     if len(name) <= _NAME_MAX:
         return name
-    return kind.upper() + hashlib.sha256(segment.encode("utf-8")).hexdigest()
+    return "x" + kind + hashlib.sha256(segment.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ class FileObjectStore:
             path = path / _name("d", segment)
             if not path.is_dir():
                 path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if path.name[0] == "D" and not (path / _SEGMENT).is_file():
+            if path.name[:2] == "xd" and not (path / _SEGMENT).is_file():
                 self._write_small(path / _SEGMENT, segment.encode("utf-8"))
         return path
 
@@ -137,7 +147,8 @@ class FileObjectStore:
                     pending, held = [], 0
             info = await asyncio.to_thread(self._finish, writer, pending, key, content_type)
         finally:
-            await asyncio.to_thread(writer.discard)
+            if writer.path is not None:  # not renamed into place: an error, or past max_bytes
+                await asyncio.to_thread(writer.discard)
         return info
 
     def _finish(self, writer: _Writer, pending: list[bytes], key: str, content_type: str | None) -> ObjectInfo:
@@ -146,14 +157,16 @@ class FileObjectStore:
                           uploaded=datetime.now(UTC), content_type=content_type)
         tmp = writer.close(_trailer(info))
         # A delete may remove an emptied directory between making it and the rename: make it again.
+        name = self._path(key).name
         for attempt in range(5):
-            dest = self._make_dirs(key) / self._path(key).name
             try:
+                dest = self._make_dirs(key) / name
                 os.replace(tmp, dest)
             except FileNotFoundError:
                 if attempt == 4:
                     raise
                 continue
+            writer.path = None
             fsync_dir(dest.parent)
             return info
         raise AssertionError("unreachable")
@@ -298,7 +311,7 @@ class _Writer:
             self.file.close()
             self.file = None
         if self.path is not None:
-            remove_path(self.path)  # renamed into place already: nothing there
+            remove_path(self.path)  # the temporary file, never renamed into place
 
 
 def _private(path: str, flags: int) -> int:
@@ -415,7 +428,7 @@ class _Walk:
             segment = self._segment(child, name)
             if segment is None or not segment.startswith(partial):
                 continue
-            is_dir = name[0] in "dD"
+            is_dir = name[:1] == "d" or name[:2] == "xd"
             key = base + segment + ("/" if is_dir else "")
             entries.append(_Entry(segment + ("/" if is_dir else ""), child, key, is_dir))
         entries.sort(key=lambda e: e.order)
@@ -429,19 +442,19 @@ class _Walk:
 
     @staticmethod
     def _segment(path: str, name: str) -> str | None:
-        kind = name[:1]
+        kind = name[:2] if name[:1] == "x" else name[:1]
         if kind in ("d", "f"):
             try:
                 return unquote(name[1:], errors="strict")
             except UnicodeDecodeError:
                 return None  # not a name the store made
-        if kind == "D":
+        if kind == "xd":
             try:
                 with open(os.path.join(path, _SEGMENT), "rb") as f:
                     return f.read().decode("utf-8")
             except FileNotFoundError:
                 return None  # being made: nothing in it yet
-        if kind == "F":
+        if kind == "xf":
             info = _info(path)
             return None if info is None else info.key.rsplit("/", 1)[-1]
         return None  # the store's own (.tmp, .segment)

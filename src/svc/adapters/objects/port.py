@@ -19,6 +19,10 @@ class ObjectTooLarge(Exception):
     """The body ran past the bytes the writer was allowed (`max_bytes`); nothing was stored."""
 
 
+class BadCursor(ValueError):
+    """A listing's cursor this store never gave (a client's own making)."""
+
+
 class RangeNotSatisfiable(Exception):
     """The range starts at or past the object's end."""
 

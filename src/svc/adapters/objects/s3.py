@@ -20,6 +20,7 @@ from botocore.exceptions import ClientError
 from svc.adapters.blobs.s3 import S3Bucket
 from svc.adapters.objects.keys import byte_range, check_key, tally
 from svc.adapters.objects.port import (
+    BadCursor,
     Listing,
     ObjectBody,
     ObjectInfo,
@@ -35,6 +36,7 @@ _MISSING = {"404", "NoSuchKey", "NotFound"}
 # Above this a body goes up as a multipart upload of parts about this large (S3's least is 5 MiB).
 _PART = 8 * 1024 * 1024
 _READ = 1024 * 1024
+_S3_DEFAULT_TYPE = "binary/octet-stream"
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
@@ -136,7 +138,7 @@ class S3ObjectStore(S3Bucket):
                 got["Body"].close()
                 raise RangeNotSatisfiable(0)
         info = ObjectInfo(key=key, size=size, etag=got["ETag"], uploaded=_aware(got["LastModified"]),
-                          content_type=got.get("ContentType") or None)
+                          content_type=_content_type(got))
         return ObjectBody(info=info, start=first, end=last, chunks=_stream(got["Body"]))
 
     async def head(self, key: str) -> ObjectInfo | None:
@@ -151,7 +153,7 @@ class S3ObjectStore(S3Bucket):
                 return None
             raise
         return ObjectInfo(key=key, size=int(got["ContentLength"]), etag=got["ETag"],
-                          uploaded=_aware(got["LastModified"]), content_type=got.get("ContentType") or None)
+                          uploaded=_aware(got["LastModified"]), content_type=_content_type(got))
 
     async def delete(self, key: str) -> ObjectInfo | None:
         check_key(key)
@@ -171,7 +173,7 @@ class S3ObjectStore(S3Bucket):
         if not 1 <= limit <= 1000:
             raise ValueError(f"a listing's limit is 1-1000, not {limit}")
         asked: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "MaxKeys": limit}
-        if cursor:
+        if cursor is not None:
             asked["ContinuationToken"] = cursor
         if delimiter:
             asked["Delimiter"] = delimiter
@@ -180,8 +182,9 @@ class S3ObjectStore(S3Bucket):
             try:
                 return self.client.list_objects_v2(**asked)
             except ClientError as e:
-                if _code(e) == "InvalidArgument":
-                    raise ValueError("not a cursor this store gave") from None
+                # S3 checks its tokens ("The continuation token provided is incorrect").
+                if _code(e) == "InvalidArgument" and cursor is not None:
+                    raise BadCursor("not a cursor this store gave") from None
                 raise
 
         got = await asyncio.to_thread(listed)
@@ -240,6 +243,12 @@ async def _stream(body: Any) -> AsyncIterator[bytes]:
             yield chunk
     finally:
         body.close()
+
+
+def _content_type(got: Any) -> str | None:
+    """The object's content type; None for one stored without (S3 answers its default for those)."""
+    found = got.get("ContentType")
+    return None if not found or found == _S3_DEFAULT_TYPE else str(found)
 
 
 def _aware(at: datetime) -> datetime:

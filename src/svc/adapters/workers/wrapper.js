@@ -237,7 +237,8 @@ function email(binding) {
 // `head(key)` gives it without its body, or null; `delete(key | keys)`; `list({ prefix, cursor,
 // limit, delimiter })` gives { objects, truncated, cursor, delimitedPrefixes }. A refusal throws a
 // StorageError with svc's code (storage_quota_exceeded, not_granted, bad_request, ...) and the
-// HTTP status. R2's onlyIf, custom metadata and multipart uploads are not there (yet).
+// HTTP status. Of httpMetadata only contentType is kept; R2's onlyIf, custom metadata, checksums
+// and multipart uploads are not there (yet).
 const STORAGE = "__SVC_STORAGE__";
 
 const StorageError = svcError("StorageError");
@@ -357,7 +358,7 @@ function storage(binding) {
     async delete(keys) {
       const all = Array.isArray(keys) ? keys : [keys];
       for (const key of all) storageKey(key);
-      stored(await binding.delete(all));
+      if (all.length) stored(await binding.delete(all));
     },
     async list(options) {
       const o = options || {};

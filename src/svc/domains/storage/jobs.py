@@ -36,20 +36,20 @@ async def usage_cycle(run: JobRun) -> None:
 async def count_usage(uow: UnitOfWork) -> int:
     """Count every grant's prefix (revoked ones too: their objects are kept), write what each
     uses, and release stale reservations; how many prefixes were counted. svc's own writes that
-    settle while a prefix is counted may be counted twice or not at all until the next count
-    (the spec's usedBytes lags by the reporting interval)."""
+    settle while a prefix is counted are added to the count (queries.report): usedBytes may be
+    over until the next count, never under, so the quota stays on the safe side."""
     grants = await queries.prefixes(uow.session)
     await uow.close_reads()
     store = uow.ctx.adapters.objects
-    counted: list[tuple[str, int]] = []
+    counted: list[tuple[str, int, int]] = []
     if store is not None:
-        for project_id, prefix in grants:
+        for project_id, prefix, seen in grants:
             used, _ = await store.usage(prefix)
-            counted.append((project_id, used))
+            counted.append((project_id, used, seen))
     session = await uow.begin_write()
     now = utcnow()
-    for project_id, used in counted:
-        await queries.report(session, project_id, used, now)
+    for project_id, used, seen in counted:
+        await queries.report(session, project_id, used, seen, now)
     released = await queries.release_before(session, now - RESERVATION_LIFETIME)
     if released:
         log.warning("storage: released %d reservations of writes that never settled (a crash)", released)

@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import AsyncIterable, AsyncIterator
 
 from svc.adapters.objects.port import (
+    BadCursor,
     Listing,
     ObjectBody,
     ObjectInfo,
@@ -218,7 +219,10 @@ async def list(ctx: AppContext, project_id: str, *, prefix: str = "", cursor: st
     if cursor is not None and (not cursor or len(cursor) > 2048):
         raise BadRequest.of_field("cursor", "must be a nextCursor this listing gave")
     own = await _granted(ctx, project_id)
-    listed = await objects.list(own + prefix, cursor=cursor, limit=limit, delimiter=delimiter)
+    try:
+        listed = await objects.list(own + prefix, cursor=cursor, limit=limit, delimiter=delimiter)
+    except BadCursor:
+        raise BadRequest.of_field("cursor", "must be a nextCursor this listing gave") from None
     return Listing(objects=[_theirs(o, own) for o in listed.objects if o.key.startswith(own)],
                    prefixes=[p.removeprefix(own) for p in listed.prefixes if p.startswith(own)],
                    cursor=listed.cursor)

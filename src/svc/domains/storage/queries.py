@@ -50,15 +50,20 @@ async def add_used(session: StoreSession, project_id: str, delta: int) -> None:
                           .values(used_bytes=case((used < 0, 0), else_=used)))
 
 
-async def prefixes(session: StoreSession) -> list[tuple[str, str]]:
-    """(project id, prefix) of every grant row: revoked ones too, whose objects are kept."""
-    rows = await session.execute(select(StorageGrant.project_id, StorageGrant.prefix).order_by(StorageGrant.project_id))
-    return [(str(r[0]), str(r[1])) for r in rows]
+async def prefixes(session: StoreSession) -> list[tuple[str, str, int]]:
+    """(project id, prefix, used bytes) of every grant row: revoked ones too, whose objects are kept."""
+    rows = await session.execute(select(StorageGrant.project_id, StorageGrant.prefix, StorageGrant.used_bytes)
+                                 .order_by(StorageGrant.project_id))
+    return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
 
-async def report(session: StoreSession, project_id: str, used: int, now: datetime) -> None:
+async def report(session: StoreSession, project_id: str, counted: int, seen: int, now: datetime) -> None:
+    """What the store holds under the prefix, as counted, plus what svc's own writes added while it
+    was counted (used_bytes past `seen`, what it was before): a write the count missed is not
+    forgotten until the next count; one it saw is counted twice until then (over, never under)."""
+    since = StorageGrant.used_bytes - seen
     await session.execute(update(StorageGrant).where(StorageGrant.project_id == project_id)
-                          .values(used_bytes=used, reported_at=now))
+                          .values(used_bytes=counted + case((since > 0, since), else_=0), reported_at=now))
 
 
 async def release_before(session: StoreSession, before: datetime) -> int:
