@@ -19,6 +19,7 @@ from svc.cli.client import CliError
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.progress import Progress
     from rich.text import Text
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the API's JSON (machine-readable) and nothing else.")]
@@ -98,6 +99,39 @@ def ask(prompt: str) -> str:
     if not line:
         raise CliError("No answer on standard input (use --yes in scripts)", "aborted")
     return line.rstrip("\r\n")
+
+
+def transfer_bar(verb: str) -> Progress:
+    """A progress bar in bytes on stderr, for an upload or a download: `verb`, the bar, the bytes
+    done of all, the speed (once it is known: a small transfer ends before, and shows no "?") and
+    the time left (the time taken, once done)."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+    from rich.text import Text
+
+    class Speed(TransferSpeedColumn):
+        def render(self, task: Any) -> Text:
+            return super().render(task) if (task.finished_speed or task.speed) is not None else Text("")
+
+    return Progress(TextColumn(verb), BarColumn(), DownloadColumn(), Speed(),
+                    TimeRemainingColumn(elapsed_when_finished=True), console=err())
+
+
+def confirm(yes: bool, as_json: bool, question: str, what: str, nothing: str) -> None:
+    """Ask `question` (y/N) unless --yes; --json never asks, so it needs --yes (`what` the command
+    would do); a no is CliError `nothing` (cancelled)."""
+    if yes:
+        return
+    if as_json:
+        raise CliError(f"--json asks nothing: add --yes to {what}", "confirm_needed")
+    if ask(f"{question} [y/N] ").strip().lower() not in ("y", "yes"):
+        raise CliError(nothing, "cancelled")
 
 
 Shrink = Mapping[str, int] | Sequence[Mapping[str, int]]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json as jsonlib
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlencode, urlsplit
@@ -74,6 +75,39 @@ class Response:
         return jsonlib.loads(self.content)
 
 
+class Streamed:
+    """An answer whose body has not been read yet (Client.stream)."""
+
+    def __init__(self, method: str, url: str, answer: http.client.HTTPResponse,
+                 conn: http.client.HTTPConnection) -> None:
+        self.method, self.url = method, url
+        self.status_code, self.reason_phrase, self.headers = answer.status, answer.reason, answer.headers
+        self._answer, self._conn = answer, conn
+        self.done = False
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status_code < 300
+
+    def chunks(self, size: int = 64 * 1024) -> Iterator[bytes]:
+        """The body as it arrives, in chunks of at most `size` bytes."""
+        try:
+            while chunk := self._answer.read(size):
+                yield chunk
+        except BaseException as exc:
+            self._conn.close()
+            failure = _failure(exc)
+            if failure is exc:
+                raise
+            raise failure from exc
+        self.done = True
+
+    def whole(self) -> Response:
+        """The answer with its whole body (an error's, or a small one)."""
+        body = b"".join(self.chunks())
+        return Response(self.method, self.url, self.status_code, self.reason_phrase, self.headers, body)
+
+
 def _query_value(value: Any) -> str:
     if value is True or value is False:
         return "true" if value else "false"
@@ -112,6 +146,17 @@ class Client:
                 read_seconds: float | None = None) -> Response:
         """One request: `url` is a path under base_url, or a full URL. `json` is sent as JSON; `content`
         as it is (an iterable of chunks is streamed: give its Content-Length in `headers`)."""
+        with self.stream(method, url, params=params, json=json, content=content, headers=headers,
+                         read_seconds=read_seconds) as answer:
+            return answer.whole()
+
+    @contextmanager
+    def stream(self, method: str, url: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
+               content: bytes | Iterable[bytes] | None = None, headers: Mapping[str, str] | None = None,
+               read_seconds: float | None = None) -> Iterator[Streamed]:
+        """request(), with the answer's body read by the caller (`Streamed.chunks()`: a download never
+        held whole in memory). The connection is kept for the next request only when the body was
+        read to its end; otherwise it is closed when the block ends."""
         full = url if "://" in url else self.base_url + url
         if params:
             query = urlencode([(k, _query_value(item)) for k, v in params.items()
@@ -140,18 +185,31 @@ class Client:
             if conn.sock is None:  # new, or closed by the last answer (Connection: close)
                 self._connect(conn)
             conn.sock.settimeout(self.read_seconds if read_seconds is None else read_seconds)  # type: ignore[union-attr]
-            conn.request(method, target, body=content, headers=sent)
+            try:
+                conn.request(method, target, body=content, headers=sent)
+            except (BrokenPipeError, ConnectionResetError):
+                # The server answered before taking the whole body (an upload refused from its
+                # headers: too large, no room): its answer may be waiting; if not, the error stands.
+                if content is None or isinstance(content, bytes):
+                    raise
             answer = conn.getresponse()
-            body = answer.read()
         except BaseException as exc:
             conn.close()
             failure = _failure(exc)
             if failure is exc:
                 raise
             raise failure from exc
-        with self._lock:
-            self._idle.setdefault(key, []).append((conn, proxy_headers))
-        return Response(method, full, answer.status, answer.reason, answer.headers, body)
+        streamed = Streamed(method, full, answer, conn)
+        try:
+            yield streamed
+        except BaseException:
+            conn.close()
+            raise
+        if streamed.done:  # a connection the answer closed is opened again at its next use
+            with self._lock:
+                self._idle.setdefault(key, []).append((conn, proxy_headers))
+        else:
+            conn.close()
 
     def _open(self, parts: Any) -> tuple[http.client.HTTPConnection, dict[str, str] | None]:
         """A new connection to this address, through the environment's proxy if it names one; and the

@@ -99,27 +99,9 @@ def ensure_project(api: Api, org: str, name: str) -> dict[str, Any]:
 def upload(api: Api, path: str, body: IO[bytes], size: int, headers: dict[str, str]) -> dict[str, Any]:
     """POST the bundle file as a stream of chunks (never whole in memory), with its Content-Length and
     a progress bar in bytes."""
-    from rich.progress import (  # only when needed
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-    from rich.text import Text
-
-    class Speed(TransferSpeedColumn):
-        """The speed, or nothing until it is known (a small upload ends before it is: no "?")."""
-
-        def render(self, task: Any) -> Text:
-            return super().render(task) if (task.finished_speed or task.speed) is not None else Text("")
-
     if not api.token:
         raise api.not_signed_in()
-    columns = (TextColumn("Uploading"), BarColumn(), DownloadColumn(), Speed(),
-               TimeRemainingColumn(elapsed_when_finished=True))
-    with Progress(*columns, console=output.err()) as progress:
+    with output.transfer_bar("Uploading") as progress:
         task = progress.add_task("upload", total=size)
         chunks = bundle.read_chunks(body, on_chunk=lambda n: progress.advance(task, n))
         # An explicit Content-Length: the body is not sent chunked, and the server can refuse an

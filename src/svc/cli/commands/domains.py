@@ -114,16 +114,6 @@ def explained(org: str | None = None, name: str | None = None, resume: str | Non
         raise
 
 
-def _confirm(yes: bool, as_json: bool, question: str, what: str, nothing: str) -> None:
-    """Ask `question` (y/N) unless --yes; --json never asks, so it needs --yes."""
-    if yes:
-        return
-    if as_json:
-        raise CliError(f"--json asks nothing: add --yes to {what}", "confirm_needed")
-    if output.ask(f"{question} [y/N] ").strip().lower() not in ("y", "yes"):
-        raise CliError(nothing, "cancelled")
-
-
 def _render_domain(d: dict[str, Any], first: str | None = None) -> Any:
     """A domain in a few lines: its state, expiry, nameservers, why a purchase stopped, the notice."""
     def render(c: Console) -> None:
@@ -373,7 +363,7 @@ def buy(ctx: typer.Context, name: NameArg,
                 question = f"Continue the purchase of {full}?"
             contact = _contact(given, ask=ask)
             _describe_contact(contact)
-            _confirm(yes, as_json, question, "buy", "Nothing was bought")
+            output.confirm(yes, as_json, question, "buy", "Nothing was bought")
             body = {"name": full, "years": years, "contact": contact}
             steps = _Steps(Api(api.base_url, api.token, origin=api.origin), _one(slug, full), seen)
             try:
@@ -417,7 +407,7 @@ def renew(ctx: typer.Context, name: NameArg,
                 cents = quote.get("renewalCents")
                 price = (f"{_dollars(int(cents) * years)} ({_dollars(cents)} a year)" if cents is not None
                          else "the registrar's renewal price")
-                _confirm(yes, as_json, f"Renew {quote.get('name') or name} for {_years(years)}, for {price}?",
+                output.confirm(yes, as_json, f"Renew {quote.get('name') or name} for {_years(years)}, for {price}?",
                          "renew", "Nothing was renewed")
             # One key for this renewal: a resend (a dropped connection) is charged once.
             data = api.post(_one(slug, name) + "/renew", {"years": years}, idempotency_key=secrets.token_urlsafe(16))

@@ -80,12 +80,8 @@ def revoke(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = N
     """Stop mail in and out for the project (admins): mail to its address is refused; the log is kept."""
     with Api.for_context(ctx) as api:
         slug, proj = target(api, org, project)
-        if not yes:
-            if as_json:
-                raise CliError("--json asks nothing: add --yes to revoke", "confirm_needed")
-            answer = output.ask(f"Stop email for {proj}? Mail to its address is refused from now on. [y/N] ")
-            if answer.strip().lower() not in ("y", "yes"):
-                raise CliError("Nothing was revoked", "cancelled")
+        output.confirm(yes, as_json, f"Stop email for {proj}? Mail to its address is refused from now on.", "revoke",
+                       "Nothing was revoked")
         api.delete(_base(slug, proj))
     output.emit_line(as_json, {"project": proj, "granted": False},
                      f"{proj} no longer receives or sends mail (its log is kept).")

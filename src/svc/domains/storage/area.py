@@ -3,22 +3,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from starlette.types import Scope
 
-from svc.domains.storage import jobs, kinds, router, runtime, runtime_router, service
+from svc.domains.storage import jobs, kinds, pages, router, runtime, runtime_router, service
 from svc.domains.storage.settings import StorageSettings
-from svc.manifest import Area, ProjectResource
+from svc.manifest import Area, NavLink, ProjectResource
+from svc.web.dashboard import Place
 
 
 def _uploads(scope: Scope) -> bool:
-    """An object's upload, the API's or a worker's put(): the quota bounds it, not the JSON cap."""
-    return router.is_object_upload(scope) or runtime_router.is_upload(scope)
+    """An object's upload, the API's, a worker's put() or the dashboard's: each bounds its body
+    itself (the quota), not the JSON cap."""
+    return router.is_object_upload(scope) or runtime_router.is_upload(scope) or pages.is_upload(scope)
 
 
 AREA = Area(
     name="storage",
     routers=(router.router, runtime_router.router),
     bindings=runtime.worker_env,
+    pages=(pages.router,),
+    templates=Path(__file__).parent / "templates",
+    nav=(NavLink(Place.project, "Storage", "/storage", order=37),),
     resource=ProjectResource(name="storage", binding="env.storage",
                              what="objects under the project's own prefix, within its plan's quota",
                              granted=service.has_grant, command="svc storage grant --project {project}",
