@@ -4,6 +4,12 @@
   `error` field, as GitHub does), GET /user, GET /user/emails.
 - OpenID Connect: GET /.well-known/openid-configuration, GET /authorize, POST /token, GET /jwks,
   GET /userinfo; ID tokens are RS256-signed with a key made at start. The issuer is the base URL.
+- The same issuer in the shapes of the social providers a project's end users sign in with (issue
+  48): Google's under /google (its paths: /o/oauth2/v2/auth, /token, /v1/userinfo, /oauth2/v3/certs;
+  the issuer BASE/google) and Microsoft's under /microsoft (the multi-tenant "common" endpoints
+  /common/oauth2/v2.0/authorize and /token, /common/discovery/v2.0/keys, /oidc/userinfo; its
+  discovery names the issuer BASE/microsoft/{tenantid}/v2.0, and an ID token's iss has the tenant of
+  its `tid` claim in its place, as Microsoft's do).
 
 The authorize pages approve at once, as the test user named by `login` (GitHub's hint) or `login_hint`
 (OIDC's), else the default user; `fake_action=deny` answers as if the user pressed "Cancel". The fake
@@ -43,6 +49,8 @@ TOKEN_SECONDS = 3600
 GITHUB = "github"
 OIDC = "oidc"
 TAMPERS = ("nonce", "aud", "iss", "exp", "signature")
+# The tenant of the fake's Microsoft accounts (Microsoft's own for personal accounts).
+MICROSOFT_TENANT = "9188040d-6c67-4c5b-b112-36a304b66dad"
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,7 @@ DEFAULT_USERS: tuple[FakeUser, ...] = (
 @dataclass
 class _Grant:
     protocol: str
+    issuer: str
     client_id: str
     redirect_uri: str
     challenge: str
@@ -86,6 +95,7 @@ class _Grant:
 @dataclass
 class _Access:
     protocol: str
+    issuer: str
     user: FakeUser
     scope: str
     expires: float
@@ -122,11 +132,35 @@ class FakeIdp:
             Route("/token", self._oidc_token, methods=["POST"]),
             Route("/jwks", self._jwks, methods=["GET"]),
             Route("/userinfo", self._userinfo, methods=["GET", "POST"]),
+            Route("/google/.well-known/openid-configuration", self._google_discovery, methods=["GET"]),
+            Route("/google/o/oauth2/v2/auth", self._google_authorize, methods=["GET"]),
+            Route("/google/token", self._google_token, methods=["POST"]),
+            Route("/google/v1/userinfo", self._google_userinfo, methods=["GET", "POST"]),
+            Route("/google/oauth2/v3/certs", self._jwks, methods=["GET"]),
+            Route("/microsoft/common/v2.0/.well-known/openid-configuration", self._microsoft_discovery,
+                  methods=["GET"]),
+            Route("/microsoft/common/oauth2/v2.0/authorize", self._microsoft_authorize, methods=["GET"]),
+            Route("/microsoft/common/oauth2/v2.0/token", self._microsoft_token, methods=["POST"]),
+            Route("/microsoft/oidc/userinfo", self._microsoft_userinfo, methods=["GET", "POST"]),
+            Route("/microsoft/common/discovery/v2.0/keys", self._jwks, methods=["GET"]),
         ])
 
     @property
     def issuer(self) -> str:
         return self.base_url
+
+    @property
+    def google_issuer(self) -> str:
+        return f"{self.base_url}/google"
+
+    @property
+    def microsoft_issuer(self) -> str:
+        """The issuer Microsoft's multi-tenant discovery names ({tenantid}: each token's own tenant)."""
+        return f"{self.base_url}/microsoft/{{tenantid}}/v2.0"
+
+    @property
+    def microsoft_discovery_base(self) -> str:
+        return f"{self.base_url}/microsoft/common/v2.0"
 
     def user(self, login: str) -> FakeUser:
         return self._users[login]
@@ -143,16 +177,22 @@ class FakeIdp:
 
     async def _github_authorize(self, request: Request) -> Response:
         q = request.query_params
-        return self._authorize(GITHUB, q.get("client_id"), q.get("redirect_uri"), q.get("state"),
+        return self._authorize(GITHUB, "", q.get("client_id"), q.get("redirect_uri"), q.get("state"),
                                q.get("scope") or "", q.get("code_challenge"), q.get("code_challenge_method"),
                                None, q.get("login") or q.get("login_hint"), q.get("fake_action"), True)
 
-    async def _oidc_authorize(self, request: Request) -> Response:
+    async def _oidc_authorize(self, request: Request, issuer: str | None = None) -> Response:
         q = request.query_params
-        return self._authorize(OIDC, q.get("client_id"), q.get("redirect_uri"), q.get("state"),
-                               q.get("scope") or "", q.get("code_challenge"), q.get("code_challenge_method"),
-                               q.get("nonce"), q.get("login_hint") or q.get("login"), q.get("fake_action"),
-                               q.get("response_type") == "code")
+        return self._authorize(OIDC, issuer or self.issuer, q.get("client_id"), q.get("redirect_uri"),
+                               q.get("state"), q.get("scope") or "", q.get("code_challenge"),
+                               q.get("code_challenge_method"), q.get("nonce"), q.get("login_hint") or q.get("login"),
+                               q.get("fake_action"), q.get("response_type") == "code")
+
+    async def _google_authorize(self, request: Request) -> Response:
+        return await self._oidc_authorize(request, self.google_issuer)
+
+    async def _microsoft_authorize(self, request: Request) -> Response:
+        return await self._oidc_authorize(request, self.microsoft_issuer)
 
     def _redirect_ok(self, client_id: str | None, redirect_uri: str | None) -> bool:
         if client_id != self.client_id or not redirect_uri:
@@ -161,7 +201,7 @@ class FakeIdp:
             return False
         return self.redirect_uris is None or redirect_uri in self.redirect_uris
 
-    def _authorize(self, protocol: str, client_id: str | None, redirect_uri: str | None, state: str | None,
+    def _authorize(self, protocol: str, issuer: str, client_id: str | None, redirect_uri: str | None, state: str | None,
                    scope: str, challenge: str | None, method: str | None, nonce: str | None,
                    login: str | None, action: str | None, code_flow: bool) -> Response:
         # RFC 6749 4.1.2.1: a bad client or redirect URI is shown to the user, never redirected to.
@@ -186,7 +226,7 @@ class FakeIdp:
                                         "error_description": "no such test user"})
         code = secrets.token_urlsafe(24)
         self.issued.append(code)
-        self._codes[code] = _Grant(protocol=protocol, client_id=client_id, redirect_uri=redirect_uri,
+        self._codes[code] = _Grant(protocol=protocol, issuer=issuer, client_id=client_id, redirect_uri=redirect_uri,
                                    challenge=challenge, nonce=nonce, scope=scope, user=user,
                                    expires=time.time() + CODE_SECONDS)
         return _back(redirect_uri, {"code": code, "state": state})
@@ -194,13 +234,13 @@ class FakeIdp:
     # --- token endpoints ---
 
     def _redeem(self, protocol: str, form: dict[str, str], client_id: str | None,
-                client_secret: str | None) -> tuple[_Grant | None, str]:
+                client_secret: str | None, issuer: str = "") -> tuple[_Grant | None, str]:
         if client_id != self.client_id or client_secret is None or \
                 not secrets.compare_digest(client_secret, self.client_secret):
             return None, "invalid_client"
         grant = self._codes.pop(form.get("code", ""), None)  # single use, whatever happens next
-        if grant is None or grant.protocol != protocol or grant.client_id != client_id or \
-                grant.expires < time.time():
+        if grant is None or grant.protocol != protocol or grant.issuer != issuer or \
+                grant.client_id != client_id or grant.expires < time.time():
             return None, "invalid_grant"
         if form.get("redirect_uri") != grant.redirect_uri:
             return None, "redirect_uri_mismatch"
@@ -213,7 +253,7 @@ class FakeIdp:
         prefix = "gho_" if grant.protocol == GITHUB else "fake_at_"
         token = prefix + secrets.token_urlsafe(24)
         self.issued.append(token)
-        self._tokens[token] = _Access(protocol=grant.protocol, user=grant.user, scope=grant.scope,
+        self._tokens[token] = _Access(protocol=grant.protocol, issuer=grant.issuer, user=grant.user, scope=grant.scope,
                                       expires=time.time() + TOKEN_SECONDS)
         return token
 
@@ -232,7 +272,13 @@ class FakeIdp:
             return JSONResponse(body)
         return PlainTextResponse(urlencode(body), media_type="application/x-www-form-urlencoded")
 
-    async def _oidc_token(self, request: Request) -> Response:
+    async def _google_token(self, request: Request) -> Response:
+        return await self._oidc_token(request, self.google_issuer)
+
+    async def _microsoft_token(self, request: Request) -> Response:
+        return await self._oidc_token(request, self.microsoft_issuer)
+
+    async def _oidc_token(self, request: Request, issuer: str | None = None) -> Response:
         form = await _form(request)
         if form.get("grant_type") != "authorization_code":
             return _oauth_error("unsupported_grant_type", 400)
@@ -241,7 +287,7 @@ class FakeIdp:
             client_id, client_secret = form.get("client_id"), form.get("client_secret")
         elif form.get("client_id") not in (None, client_id):
             return _oauth_error("invalid_request", 400)
-        grant, error = self._redeem(OIDC, form, client_id, client_secret)
+        grant, error = self._redeem(OIDC, form, client_id, client_secret, issuer or self.issuer)
         if grant is None:
             return _oauth_error("invalid_grant" if error == "redirect_uri_mismatch" else error,
                                 401 if error == "invalid_client" else 400)
@@ -252,8 +298,13 @@ class FakeIdp:
 
     def _id_token(self, grant: _Grant) -> str:
         now = int(time.time())
+        iss = grant.issuer
+        tenant: dict[str, str] = {}
+        if iss == self.microsoft_issuer:
+            iss = iss.replace("{tenantid}", MICROSOFT_TENANT)
+            tenant = {"tid": MICROSOFT_TENANT}
         claims: dict[str, Any] = {
-            "iss": self.issuer, "sub": grant.user.oidc_subject, "aud": self.client_id, "azp": self.client_id,
+            "iss": iss, **tenant, "sub": grant.user.oidc_subject, "aud": self.client_id, "azp": self.client_id,
             "iat": now, "exp": now + 300, "auth_time": now, **self._profile(grant.user, grant.scope)}
         if grant.nonce is not None:
             claims["nonce"] = grant.nonce
@@ -321,9 +372,23 @@ class FakeIdp:
 
     async def _discovery(self, request: Request) -> Response:
         b = self.base_url
+        return self._metadata(self.issuer, f"{b}/authorize", f"{b}/token", f"{b}/userinfo", f"{b}/jwks")
+
+    async def _google_discovery(self, request: Request) -> Response:
+        b = self.google_issuer
+        return self._metadata(b, f"{b}/o/oauth2/v2/auth", f"{b}/token", f"{b}/v1/userinfo", f"{b}/oauth2/v3/certs")
+
+    async def _microsoft_discovery(self, request: Request) -> Response:
+        b = f"{self.base_url}/microsoft"
+        return self._metadata(self.microsoft_issuer, f"{b}/common/oauth2/v2.0/authorize",
+                              f"{b}/common/oauth2/v2.0/token", f"{b}/oidc/userinfo",
+                              f"{b}/common/discovery/v2.0/keys")
+
+    @staticmethod
+    def _metadata(issuer: str, authorize: str, token: str, userinfo: str, jwks: str) -> Response:
         return JSONResponse({
-            "issuer": self.issuer, "authorization_endpoint": f"{b}/authorize", "token_endpoint": f"{b}/token",
-            "userinfo_endpoint": f"{b}/userinfo", "jwks_uri": f"{b}/jwks",
+            "issuer": issuer, "authorization_endpoint": authorize, "token_endpoint": token,
+            "userinfo_endpoint": userinfo, "jwks_uri": jwks,
             "response_types_supported": ["code"], "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256"], "scopes_supported": ["openid", "email", "profile"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
@@ -335,9 +400,15 @@ class FakeIdp:
     async def _jwks(self, request: Request) -> Response:
         return JSONResponse({"keys": [self.key.as_dict(private=False)]})
 
-    async def _userinfo(self, request: Request) -> Response:
+    async def _google_userinfo(self, request: Request) -> Response:
+        return await self._userinfo(request, self.google_issuer)
+
+    async def _microsoft_userinfo(self, request: Request) -> Response:
+        return await self._userinfo(request, self.microsoft_issuer)
+
+    async def _userinfo(self, request: Request, issuer: str | None = None) -> Response:
         access = self._bearer(request, OIDC)
-        if access is None:
+        if access is None or access.issuer != (issuer or self.issuer):
             return JSONResponse({"error": "invalid_token"}, status_code=401,
                                 headers={"www-authenticate": 'Bearer error="invalid_token"'})
         return JSONResponse({"sub": access.user.oidc_subject, **self._profile(access.user, access.scope)})
