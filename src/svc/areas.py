@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from svc.domains.access.area import AREA as access
 from svc.domains.ai.area import AREA as ai
+from svc.domains.app_auth.area import AREA as app_auth
 from svc.domains.audit.area import AREA as audit
 from svc.domains.billing.area import AREA as billing
 from svc.domains.certificates.area import AREA as certificates
@@ -32,5 +33,5 @@ from svc.manifest import Area
 AREAS: tuple[Area, ...] = (
     identity, orgs, notifications, credentials, invites, projects, operations, deployments, secrets, access,
     audit, dns, hostnames, mail, ratelimits, workers,
-    databases, certificates, billing, ai, domains, repos, email, storage,
+    databases, certificates, billing, ai, domains, repos, email, storage, app_auth,
 )

@@ -1,6 +1,7 @@
 """SQLAlchemy models, one file per table group. Import no domain."""
 
 from svc.models.ai import AICredit, AIGrant, AILedgerEntry, AIModelOverrun, AIReservation, AIUsage
+from svc.models.app_auth import AuthGrant, AuthProvider
 from svc.models.audit import AuditEvent
 from svc.models.base import Base
 from svc.models.billing import BillingAccount, BillingEvent
@@ -20,6 +21,7 @@ from svc.models.repos import RefUpdate, Repo, RepoRedirect, SshHostKey
 from svc.models.states import (
     PROTECTED_ACCESS_MODES,
     AccessMode,
+    AuthProviderName,
     CertificateKind,
     CertificateStatus,
     DatabaseOpPhase,
@@ -62,6 +64,9 @@ __all__ = [
     "AcmeAccount",
     "AcmeChallenge",
     "AuditEvent",
+    "AuthGrant",
+    "AuthProvider",
+    "AuthProviderName",
     "Base",
     "BillingAccount",
     "BillingEvent",

@@ -211,3 +211,11 @@ class SpfResult(StrEnum):
     none = "none"
     temperror = "temperror"
     permerror = "permerror"
+
+
+class AuthProviderName(StrEnum):
+    """The social identity providers a project's end users may sign in with (decisions.md)."""
+
+    github = "github"
+    google = "google"
+    microsoft = "microsoft"
