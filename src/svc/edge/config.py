@@ -38,6 +38,8 @@ from svc.edge.traffic import LOG_FORMAT as TRAFFIC_FORMAT
 STATUS_HOST = "_svc-edge-status"
 STATUS_PATH = "/config"
 CHECK_PATH = "/__svc/_check"
+# Where svc_auth.lua asks the auth service to renew the signed-in user's cookie (internal only).
+AUTH_RENEW_PATH = "/__svc-auth-renew"
 # Where a pending hostname's browser request goes (internal): the API's /v1/edge/pending-host.
 PENDING_PATH = "/__svc/_pending"
 _ID_PLACEHOLDER = "@@SVC_CONFIG_ID@@"
@@ -237,6 +239,9 @@ class EdgeOptions:
     hsts_seconds: int = 0
     # SVC_PUBLIC_URL's host, when the edge fronts the dashboard and API there (Settings.console_host).
     console_host: str | None = None
+    # The key of the svc_auth_user cookie (svc.kit.auth_cookie.edge_key): lua/svc_auth.lua checks
+    # the signed-in end user with it; empty: no one is ever signed in at the worker.
+    auth_key: str = ""
 
 
 def quote(value: str) -> str:
@@ -373,6 +378,8 @@ def render(options: EdgeOptions, layout: EdgeLayout) -> str:
         listen=listen_address(options.listen_host, options.listen_port),
         check_cache=cache,
         check_path=CHECK_PATH,
+        auth_renew_path=AUTH_RENEW_PATH,
+        auth_key=quote(options.auth_key),
         pending_path=PENDING_PATH,
         status_host=STATUS_HOST,
         status_path=STATUS_PATH,

@@ -55,6 +55,8 @@ from svc.edge.process import EdgePortInUse, EdgeProcessError, NginxProcess, lua_
 from svc.edge.routes import Entry, Kind, RouteTable
 from svc.edge.routes_module import ModuleBuildError, routes_module
 from svc.edge.traffic import TrafficLog, counts
+from svc.kit import auth_cookie
+from svc.kit.crypto import Keyring, load_or_create_secret_key
 from svc.kit.hosts import local_address, valid_host
 from svc.kit.rounds import Rounds
 from svc.models import PROTECTED_ACCESS_MODES
@@ -109,7 +111,9 @@ class NginxEdge:
                                    worker_timeout_seconds=config.settings_of(WorkerRuntimeSettings).worker_timeout_seconds,
                                    sites=data_dir / "sites",
                                    tls_port=settings.edge_tls_port if certificates is not None else None,
-                                   hsts_seconds=settings.edge_hsts_seconds, console_host=config.settings.console_host())
+                                   hsts_seconds=settings.edge_hsts_seconds, console_host=config.settings.console_host(),
+                                   # The key the API signs svc_auth_user with: the same keyring's.
+                                   auth_key=auth_cookie.edge_key(Keyring(load_or_create_secret_key(config.settings))))
         # The certificates served on the TLS port (None: http only), the version written and the
         # table's lines nginx holds (tls.py).
         self.certificates = certificates

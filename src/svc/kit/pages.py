@@ -31,15 +31,19 @@ code{font-size:.85rem;word-break:break-all}
 
 
 def page(title: str, body: str, *, status: int = 200, script: str = "",
-         headers: dict[str, str] | None = None) -> HTMLResponse:
+         headers: dict[str, str] | None = None, style: str = "", img_src: str = "") -> HTMLResponse:
+    """`style`: CSS after the common one (a project's brand color); `img_src`: the one origin images
+    may come from (a project's logo), else none."""
     nonce = secrets.token_urlsafe(16)
     script_tag = f'<script nonce="{nonce}">{script}</script>' if script else ""
     document = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
                 f'<meta name="viewport" content="width=device-width,initial-scale=1">'
                 f'<meta name="robots" content="noindex"><title>{html.escape(title)}</title>'
-                f'<style nonce="{nonce}">{STYLE}</style></head><body><main>{body}</main>{script_tag}</body></html>')
+                f'<style nonce="{nonce}">{STYLE}{style}</style></head>'
+                f'<body><main>{body}</main>{script_tag}</body></html>')
     csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
-           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+           + (f"; img-src {img_src}" if img_src else ""))
     all_headers = {"Content-Security-Policy": csp, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
                    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", **(headers or {})}
     return HTMLResponse(document, status_code=status, headers=all_headers)

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.app_auth import pages, router, service
+from svc.domains.app_auth import edge_router, pages, router, service
+from svc.domains.app_auth.edge_settings import AuthSigninSettings
 from svc.manifest import Area, NavLink, ProjectResource
 from svc.web.dashboard import Place
 
 AREA = Area(
     name="app_auth",
-    routers=(router.router,),
+    routers=(router.router, edge_router.router),
+    settings=AuthSigninSettings,
     pages=(pages.router,),
     templates=Path(__file__).parent / "templates",
     nav=(NavLink(Place.project, "Auth", "/auth", order=36),),

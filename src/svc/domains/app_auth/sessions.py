@@ -52,7 +52,7 @@ async def _rows(uow: UnitOfWork, project_id: str, sql: str, *params: Any) -> lis
     return rows
 
 
-_USER = "u.id, u.email, u.email_verified, u.name, u.avatar_url"
+# (The columns of a user, as _user reads them, in each statement below.)
 
 
 def _user(row: list[Any]) -> EndUser:
@@ -63,9 +63,10 @@ async def find_or_make_user(uow: UnitOfWork, project_id: str, who: Identity) -> 
     """The end user of this identity: known, linked by verified email, or new. (Statements one at a
     time: a concurrent first sign-in of the same identity meets the primary key and is read back.)"""
     found = await _rows(uow, project_id,
-                        f"update svc_auth.users u set last_seen_at = now(), name = coalesce($3, u.name), "
-                        f"avatar_url = coalesce($4, u.avatar_url) from svc_auth.identities i "
-                        f"where i.provider = $1 and i.subject = $2 and u.id = i.user_id returning {_USER}",
+                        "update svc_auth.users u set last_seen_at = now(), name = coalesce($3, u.name), "
+                        "avatar_url = coalesce($4, u.avatar_url) from svc_auth.identities i "
+                        "where i.provider = $1 and i.subject = $2 and u.id = i.user_id "
+                        "returning u.id, u.email, u.email_verified, u.name, u.avatar_url",
                         who.provider, who.subject, who.name, who.avatar_url)
     if found:
         return _user(found[0])
@@ -86,8 +87,9 @@ async def find_or_make_user(uow: UnitOfWork, project_id: str, who: Identity) -> 
                 "values ($1, $2, $3, $4, now()) on conflict (provider, subject) do nothing",
                 who.provider, who.subject, user_id, who.email)
     again = await _rows(uow, project_id,
-                        f"select {_USER} from svc_auth.users u join svc_auth.identities i on i.user_id = u.id "
-                        f"where i.provider = $1 and i.subject = $2", who.provider, who.subject)
+                        "select u.id, u.email, u.email_verified, u.name, u.avatar_url "
+                        "from svc_auth.users u join svc_auth.identities i on i.user_id = u.id "
+                        "where i.provider = $1 and i.subject = $2", who.provider, who.subject)
     return _user(again[0])
 
 
@@ -106,9 +108,11 @@ async def session_user(uow: UnitOfWork, project_id: str, token: str | None) -> t
     if not token or len(token) > MAX_TOKEN or not token.startswith(TOKEN_PREFIX):
         return None
     rows = await _rows(uow, project_id,
-                       f"select {_USER}, extract(epoch from s.expires_at)::bigint from svc_auth.sessions s "
-                       f"join svc_auth.users u on u.id = s.user_id "
-                       f"where s.id_hash = $1 and s.ended_at is null and s.expires_at > now()", token_hash(token))
+                       "select u.id, u.email, u.email_verified, u.name, u.avatar_url, "
+                       "extract(epoch from s.expires_at)::bigint "
+                       "from svc_auth.sessions s "
+                       "join svc_auth.users u on u.id = s.user_id "
+                       "where s.id_hash = $1 and s.ended_at is null and s.expires_at > now()", token_hash(token))
     return (_user(rows[0]), int(rows[0][5])) if rows else None
 
 
