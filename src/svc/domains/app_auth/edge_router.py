@@ -27,7 +27,7 @@ from svc.domains.app_auth import edge_cookies as cookies
 from svc.domains.app_auth import edge_errors as errors
 from svc.domains.app_auth import edge_pages, queries, service, sessions, signin
 from svc.domains.projects import service as projects
-from svc.errors import AppError
+from svc.errors import AppError, error_response
 from svc.kit import auth_cookie
 from svc.kit.clock import utcnow
 from svc.kit.hosts import normalize_host
@@ -197,9 +197,7 @@ async def session(request: Request, uow: Uow, ctx: Ctx) -> Response:
     host = _host(request)
     found = await current(uow, host=host, token=request.cookies.get(cookies.SESSION))
     if found is None:
-        response: Response = JSONResponse(
-            {"error": {"code": errors.NotSignedIn.code, "message": errors.NotSignedIn.default_message}},
-            status_code=401, headers=NO_STORE)
+        response: Response = error_response(errors.NotSignedIn(headers=NO_STORE))
         if request.cookies.get(cookies.SESSION) or request.cookies.get(cookies.USER):
             cookies.clear(response, ctx.config)  # an ended or expired session: its cookies go too
         return response

@@ -1,0 +1,337 @@
+"""End-user sign-in on a project's host, end to end: a real `svc serve` (edge, workerd, the projects'
+databases on a real PostgreSQL cluster) whose three social providers are the fake identity provider
+(a real OAuth 2.0 / OpenID Connect server in GitHub's, Google's and Microsoft's shapes), and headless
+Chromium. The project's worker answers with the Svc-Auth-User header it was given, so each test sees
+what the app sees."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+
+from svc.adapters.database.process import PrivateCluster
+from svc.adapters.idp.fake import FakeIdp, running_fake_idp
+from tests.support import components
+from tests.support.browser import WAIT_MS
+from tests.support.projectdb import as_project
+from tests.support.serve import Server, svc_serve
+from tests.workers.test_serve import worker_bundle
+
+try:
+    from playwright.async_api import Browser, Page, expect
+except ImportError:  # pragma: no cover - the dev dependencies include it
+    pass
+
+pytestmark = [components.WORKERD, components.PLAYWRIGHT, components.CHROMIUM, components.NGINX, components.POSTGRES]
+
+PROVIDERS = ("github", "google", "microsoft")
+LOCAL = "127.0.0.1"
+# The app: who the edge says is signed in, for every path.
+WHOAMI = """
+export default {
+  async fetch(request) {
+    const url = new URL(request.url);
+    return Response.json({ path: url.pathname, user: request.headers.get("svc-auth-user") });
+  },
+};
+"""
+
+
+@dataclass
+class Env:
+    server: Server
+    fake: FakeIdp
+
+
+@dataclass
+class Site:
+    env: Env
+    http: httpx.AsyncClient
+    owner: str
+    auth: dict[str, str]
+    host: str
+    db: dict[str, Any]
+
+    @property
+    def base(self) -> str:
+        return f"/v1/orgs/{self.owner}/projects/site"
+
+    @property
+    def url(self) -> str:
+        return self.env.server.edge(self.host)
+
+    def callback(self, provider: str) -> str:
+        return f"{self.url}/__svc/auth/callback/{provider}"
+
+
+@pytest.fixture(scope="module")
+async def env(tmp_path_factory: pytest.TempPathFactory, project_cluster: PrivateCluster) -> AsyncIterator[Env]:
+    async with running_fake_idp(FakeIdp()) as fake, svc_serve(
+            tmp_path_factory.mktemp("signin"), SVC_WORKER_PROCESSES="1", SVC_PROJECT_DB_ENABLED="true",
+            SVC_PROJECT_DB_ADMIN_URL=project_cluster.admin_url, SVC_AUTH_FAKE_URL=fake.base_url) as server:
+        yield Env(server=server, fake=fake)
+
+
+@pytest.fixture
+async def site(env: Env, request: pytest.FixtureRequest) -> AsyncIterator[Site]:
+    """A project of its own per test: a worker, a database, auth granted with the three providers."""
+    env.fake.redirect_uris = None
+    owner = "a" + request.node.name.removeprefix("test_")[:20].replace("_", "-").strip("-")
+    async with httpx.AsyncClient(base_url=env.server.api, timeout=30) as http:
+        r = await http.post("/v1/auth/dev/login", json={"subject": owner})
+        auth = {"authorization": f"Bearer {r.json()['token']}"}
+        r = await http.post(f"/v1/orgs/{owner}/projects", json={"name": "site"}, headers=auth)
+        assert r.status_code == 201, r.text
+        s = Site(env=env, http=http, owner=owner, auth=auth, host=r.json()["hostname"], db={})
+        r = await http.post(f"{s.base}/deployments", content=worker_bundle("1", source=WHOAMI, assets={}),
+                            headers={**auth, "content-type": "application/gzip"})
+        assert r.status_code == 201, r.text
+        r = await http.post(f"{s.base}/database", headers=auth)
+        assert r.status_code == 200, r.text
+        s.db = r.json()
+        r = await http.post(f"{s.base}/auth", headers=auth)
+        assert r.status_code in (200, 201), r.text
+        r = await http.patch(f"{s.base}/auth", json={"brandName": "Acme Notes", "brandColor": "#aa3311"},
+                             headers=auth)
+        assert r.status_code == 200, r.text
+        for name in PROVIDERS:
+            r = await http.put(f"{s.base}/auth/providers/{name}",
+                               json={"clientId": env.fake.client_id, "clientSecret": env.fake.client_secret},
+                               headers=auth)
+            assert r.status_code == 200, r.text
+        yield s
+
+
+async def _page(browser: Browser) -> Page:
+    context = await browser.new_context()
+    context.set_default_timeout(WAIT_MS)
+    return await context.new_page()
+
+
+async def _json_of(page: Page) -> Any:
+    return json.loads(await page.locator("body").inner_text())
+
+
+async def _sign_in(page: Page, site: Site, provider: str, next_path: str = "/whoami") -> dict[str, Any]:
+    """The sign-in page, the provider's button, the provider (approves at once), back on the app."""
+    await page.goto(f"{site.url}/__svc/auth/?next={next_path}")
+    await page.click(f"#signin-{provider}")
+    await page.wait_for_url(f"{site.url}{next_path}")
+    seen = await _json_of(page)
+    assert seen["path"] == next_path
+    assert seen["user"] is not None, seen
+    user: dict[str, Any] = json.loads(seen["user"])
+    return user
+
+
+async def test_each_provider_signs_in_in_a_browser_and_the_same_email_is_one_user(site: Site, browser: Browser) -> None:
+    page = await _page(browser)
+    await page.goto(f"{site.url}/__svc/auth/")
+    # The project's brand and its three providers, as plain links (no script on the page).
+    await expect(page.locator("h1")).to_have_text("Sign in to Acme Notes")
+    for provider, title in (("github", "GitHub"), ("google", "Google"), ("microsoft", "Microsoft")):
+        await expect(page.locator(f"#signin-{provider}")).to_have_text(f"Continue with {title}")
+    assert await page.locator("script").count() == 0
+    assert "#aa3311" in await page.content()
+
+    ids = set()
+    for provider in PROVIDERS:
+        page = await _page(browser)  # a browser of its own each time: nothing carried over
+        user = await _sign_in(page, site, provider)
+        assert user["email"] == "alice@example.com" and user["emailVerified"] is True
+        assert user["name"] == "Alice Example"
+        ids.add(user["id"])
+        # The app asks who is signed in.
+        await page.goto(f"{site.url}/__svc/auth/session")
+        session = await _json_of(page)
+        assert session["user"]["id"] == user["id"]
+        cookies = {c["name"]: c for c in await page.context.cookies()}
+        sess = cookies["svc_auth"]
+        assert sess["httpOnly"] and sess["sameSite"] == "Lax" and not sess["secure"]  # http under test
+        assert sess["domain"] == site.host  # host-only
+    # GitHub, Google and Microsoft vouch for the same verified email: one end user.
+    assert len(ids) == 1
+    rows = await as_project(site.db, "select count(*) from svc_auth.users")
+    assert rows == [(1,)]
+    rows = await as_project(site.db, "select provider from svc_auth.identities order by provider")
+    assert rows == [("github",), ("google",), ("microsoft",)]
+
+
+async def test_an_unverified_email_is_never_linked(site: Site, browser: Browser) -> None:
+    page = await _page(browser)
+    alice = await _sign_in(page, site, "github")
+    page = await _page(browser)
+    await page.goto(f"{site.url}/__svc/auth/?next=/whoami")
+    href = await page.locator("#signin-google").get_attribute("href")
+    assert href is not None
+    # Carol's address is not verified at the provider: her own user, no email on it.
+    r = await page.goto(f"{site.url}{href}")
+    assert r is not None
+    authorize = page.url
+    await page.goto(authorize + "&login_hint=carol")
+    await page.wait_for_url(f"{site.url}/whoami")
+    carol = json.loads((await _json_of(page))["user"])
+    assert carol["id"] != alice["id"] and carol["email"] is None and carol["emailVerified"] is False
+
+
+class EdgeBrowser:
+    """A cookie jar speaking to the edge, and real HTTP to the fake provider: to replay and tamper."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        # (httpx resolves no *.localhost name: the edge's address, and the host in the header.)
+        self.edge = httpx.AsyncClient(base_url=f"http://127.0.0.1:{site.env.server.edge_port}", timeout=30,
+                                      headers={"host": site.host})
+        self.idp = httpx.AsyncClient(timeout=30)
+
+    async def aclose(self) -> None:
+        await self.edge.aclose()
+        await self.idp.aclose()
+
+    async def begin(self, provider: str = "github") -> str:
+        """login + the provider's approval: the callback URL, not visited yet."""
+        r = await self.edge.get(f"/__svc/auth/login/{provider}", params={"next": "/whoami"})
+        assert r.status_code == 302, r.text
+        authorize = r.headers["location"]
+        query = parse_qs(urlsplit(authorize).query)
+        assert query["redirect_uri"] == [self.site.callback(provider)]
+        assert query["code_challenge_method"] == ["S256"] and query["state"][0]
+        r = await self.idp.get(authorize)
+        assert r.status_code == 302, r.text
+        callback: str = r.headers["location"]
+        return callback
+
+    async def visit(self, url: str) -> httpx.Response:
+        parts = urlsplit(url)
+        return await self.edge.get(f"{parts.path}?{parts.query}", headers={"accept": "application/json"})
+
+    async def whoami(self, **headers: str) -> Any:
+        r = await self.edge.get("/whoami", headers=headers)
+        assert r.status_code == 200, r.text
+        return r.json()["user"]
+
+
+@pytest.fixture
+async def edge(site: Site) -> AsyncIterator[EdgeBrowser]:
+    b = EdgeBrowser(site)
+    try:
+        yield b
+    finally:
+        await b.aclose()
+
+
+async def test_a_replayed_state_is_refused(edge: EdgeBrowser) -> None:
+    callback = await edge.begin()
+    flow = edge.edge.cookies.get("svc_auth_flow")
+    assert flow
+    r = await edge.visit(callback)
+    assert r.status_code == 302 and r.headers["location"] == "/whoami", r.text
+    # The same callback again: the sign-in's cookie went with the first answer.
+    edge.edge.cookies.clear()
+    r = await edge.visit(callback)
+    assert r.status_code == 400 and r.json()["code"] == "state_invalid"
+    # Even with that cookie put back (a stolen one): the code was taken once.
+    edge.edge.cookies.set("svc_auth_flow", flow, domain=LOCAL, path="/__svc/auth/callback/")
+    r = await edge.visit(callback)
+    assert r.status_code == 400 and "svc_auth" not in r.cookies
+    assert await edge.whoami() is None
+
+
+async def test_a_state_from_another_browser_or_provider_is_refused(edge: EdgeBrowser) -> None:
+    callback = await edge.begin()
+    other = EdgeBrowser(edge.site)
+    try:
+        r = await other.visit(callback)  # no sign-in was started in this browser
+        assert r.status_code == 400 and r.json()["code"] == "state_invalid"
+        # The state of one sign-in with another's cookie.
+        await other.begin()
+        r = await other.visit(callback)
+        assert r.status_code == 400 and r.json()["code"] == "state_invalid"
+    finally:
+        await other.aclose()
+    # Sent to another provider's callback: refused too.
+    r = await edge.visit(callback.replace("/callback/github", "/callback/google"))
+    assert r.status_code == 400 and r.json()["code"] == "state_invalid"
+
+
+async def test_the_redirect_uri_is_exactly_the_registered_one(edge: EdgeBrowser) -> None:
+    site = edge.site
+    # Registered exactly: the round trip works.
+    site.env.fake.redirect_uris = [site.callback("github")]
+    r = await edge.visit(await edge.begin())
+    assert r.status_code == 302, r.text
+    # An app registered with another callback (https, or another host): the provider refuses the
+    # redirect and nobody is signed in.
+    fresh = EdgeBrowser(site)
+    try:
+        site.env.fake.redirect_uris = [site.callback("github").replace("http://", "https://")]
+        r = await fresh.edge.get("/__svc/auth/login/github")
+        assert r.status_code == 302
+        r = await fresh.idp.get(r.headers["location"])
+        assert r.status_code == 400 and "redirect_uri" in r.text
+        assert await fresh.whoami() is None
+    finally:
+        await fresh.aclose()
+
+
+async def test_an_expired_session_is_refused(edge: EdgeBrowser) -> None:
+    r = await edge.visit(await edge.begin())
+    assert r.status_code == 302
+    assert (await edge.edge.get("/__svc/auth/session")).status_code == 200
+    await as_project(edge.site.db, "update svc_auth.sessions set expires_at = now() - interval '1 second'")
+    r = await edge.edge.get("/__svc/auth/session")
+    assert r.status_code == 401 and r.json()["code"] == "not_signed_in"
+    # The short-lived user cookie: once it is gone (5 minutes at most), the edge asks the session,
+    # which has ended: the worker sees nobody, and the browser's cookies are cleared.
+    edge.edge.cookies.delete("svc_auth_user")
+    assert await edge.whoami() is None
+
+
+async def test_the_user_header_cannot_be_forged(edge: EdgeBrowser) -> None:
+    forged = json.dumps({"id": "eu_admin", "email": "admin@example.com"})
+    assert await edge.whoami(**{"Svc-Auth-User": forged}) is None
+    # A cookie not signed by svc, or signed for another host, is nobody either.
+    edge.edge.cookies.set("svc_auth_user", "eyJ2MSI6MX0.bm90LWEtbWFj", domain=LOCAL)
+    assert await edge.whoami() is None
+    edge.edge.cookies.clear()
+    r = await edge.visit(await edge.begin())
+    assert r.status_code == 302
+    me = json.loads(await edge.whoami(**{"Svc-Auth-User": forged}))
+    assert me["email"] == "alice@example.com"
+    # The genuine cookie with its MAC changed (and no session to renew it from): nobody.
+    value = edge.edge.cookies.get("svc_auth_user")
+    assert value
+    payload, _, mac = value.partition(".")
+    edge.edge.cookies.clear()
+    edge.edge.cookies.set("svc_auth_user", payload + "." + mac[::-1], domain=LOCAL)
+    assert await edge.whoami() is None
+
+
+async def test_logout_ends_the_session_and_the_worker_sees_nobody(edge: EdgeBrowser) -> None:
+    r = await edge.visit(await edge.begin())
+    assert r.status_code == 302
+    assert json.loads(await edge.whoami())["email"] == "alice@example.com"
+    r = await edge.edge.post("/__svc/auth/logout", data={"next": "/whoami"})
+    assert r.status_code == 303 and r.headers["location"] == "/whoami"
+    assert await edge.whoami() is None
+    assert (await edge.edge.get("/__svc/auth/session")).status_code == 401
+    rows = await as_project(edge.site.db, "select count(*) from svc_auth.sessions where ended_at is not null")
+    assert rows == [(1,)]
+
+
+async def test_revoked_auth_passes_its_paths_to_the_worker(edge: EdgeBrowser) -> None:
+    site = edge.site
+    r = await edge.edge.get("/__svc/auth/session")
+    assert r.status_code == 401  # the auth service answers
+    r = await site.http.delete(f"{site.base}/auth", headers=site.auth)
+    assert r.status_code == 204, r.text
+    r = await edge.edge.get("/__svc/auth/session")
+    assert r.status_code == 200 and r.json() == {"path": "/__svc/auth/session", "user": None}
+    r = await edge.edge.get("/__svc/auth/login/github")
+    assert r.status_code == 200 and r.json()["path"] == "/__svc/auth/login/github"
