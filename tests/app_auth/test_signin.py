@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from svc.adapters.database.process import PrivateCluster
-from svc.adapters.idp.fake import FakeIdp, running_fake_idp
+from svc.adapters.idp.fake import DEFAULT_USERS, FakeIdp, FakeUser, running_fake_idp
 from tests.support import components
 from tests.support.browser import WAIT_MS
 from tests.support.projectdb import as_project
@@ -72,7 +72,10 @@ class Site:
 
 @pytest.fixture(scope="module")
 async def env(tmp_path_factory: pytest.TempPathFactory, project_cluster: PrivateCluster) -> AsyncIterator[Env]:
-    async with running_fake_idp(FakeIdp()) as fake, svc_serve(
+    # Mallory claims Alice's address, which her provider has not verified.
+    users = (*DEFAULT_USERS, FakeUser("mallory", 1005, "Mallory", "alice@example.com", email_public=False,
+                                      email_verified=False))
+    async with running_fake_idp(FakeIdp(users=users)) as fake, svc_serve(
             tmp_path_factory.mktemp("signin"), SVC_WORKER_PROCESSES="1", SVC_PROJECT_DB_ENABLED="true",
             SVC_PROJECT_DB_ADMIN_URL=project_cluster.admin_url, SVC_AUTH_FAKE_URL=fake.base_url) as server:
         yield Env(server=server, fake=fake)
@@ -166,18 +169,14 @@ async def test_each_provider_signs_in_in_a_browser_and_the_same_email_is_one_use
 async def test_an_unverified_email_is_never_linked(site: Site, browser: Browser) -> None:
     page = await _page(browser)
     alice = await _sign_in(page, site, "github")
+    # Mallory's provider has not verified the address she gives, Alice's (the app suggests her
+    # account: login_hint): she is a user of her own, with no email.
     page = await _page(browser)
-    await page.goto(f"{site.url}/__svc/auth/?next=/whoami")
-    href = await page.locator("#signin-google").get_attribute("href")
-    assert href is not None
-    # Carol's address is not verified at the provider: her own user, no email on it.
-    r = await page.goto(f"{site.url}{href}")
-    assert r is not None
-    authorize = page.url
-    await page.goto(authorize + "&login_hint=carol")
+    await page.goto(f"{site.url}/__svc/auth/login/google?next=/whoami&login_hint=mallory")
     await page.wait_for_url(f"{site.url}/whoami")
-    carol = json.loads((await _json_of(page))["user"])
-    assert carol["id"] != alice["id"] and carol["email"] is None and carol["emailVerified"] is False
+    mallory = json.loads((await _json_of(page))["user"])
+    assert mallory["id"] != alice["id"] and mallory["email"] is None and mallory["emailVerified"] is False
+    assert mallory["name"] == "Mallory"
 
 
 class EdgeBrowser:

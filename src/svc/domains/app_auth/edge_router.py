@@ -83,8 +83,15 @@ async def signin_page(request: Request, uow: Uow) -> Response:
                                   host=host, next_path=next_path)
 
 
+def _hint(request: Request) -> str | None:
+    """?login_hint=: the account the app suggests to the provider (an email or a login name)."""
+    hint = (request.query_params.get("login_hint") or "").strip()
+    return hint if 0 < len(hint) <= 320 and hint.isprintable() else None
+
+
 @use_case(Tx.READ)  # the provider's discovery is asked with nothing of the store held
-async def start(uow: UnitOfWork, *, host: str, provider: str, next_path: str, redirect_uri: str) -> tuple[str, str]:
+async def start(uow: UnitOfWork, *, host: str, provider: str, next_path: str, redirect_uri: str,
+                login_hint: str | None) -> tuple[str, str]:
     """(the provider's authorize URL, the sealed flow cookie) of a new sign-in."""
     _, _, providers = await _served(uow, host)
     app = _provider(providers, provider)
@@ -92,7 +99,7 @@ async def start(uow: UnitOfWork, *, host: str, provider: str, next_path: str, re
     flow = signin.new_flow()
     try:
         url = await signin.authorize_url(uow.ctx.config, provider=provider, client_id=app.client_id,
-                                         redirect_uri=redirect_uri, flow=flow)
+                                         redirect_uri=redirect_uri, flow=flow, login_hint=login_hint)
     except signin.SigninFailed as exc:
         log.warning("end-user sign-in could not start: host=%s provider=%s reason=%s", host, provider, exc)
         raise errors.SigninRefused("The provider could not be reached: try again later") from None
@@ -109,7 +116,7 @@ async def login(provider: str, request: Request, uow: Uow, ctx: Ctx) -> Response
     next_path = safe_next(request.query_params.get("next")) or "/"
     try:
         url, sealed = await start(uow, host=host, provider=provider, next_path=next_path,
-                                  redirect_uri=_callback_url(ctx, host, provider))
+                                  redirect_uri=_callback_url(ctx, host, provider), login_hint=_hint(request))
     except errors.NotServed:
         raise
     except AppError as err:

@@ -142,10 +142,14 @@ async def _endpoints(config: Config, provider: str) -> _Endpoints:
                       jwks=meta["jwks_uri"])
 
 
-async def authorize_url(config: Config, *, provider: str, client_id: str, redirect_uri: str, flow: Flow) -> str:
-    """The provider's page for this sign-in (OIDC: may ask the provider's discovery)."""
+async def authorize_url(config: Config, *, provider: str, client_id: str, redirect_uri: str, flow: Flow,
+                        login_hint: str | None = None) -> str:
+    """The provider's page for this sign-in (OIDC: may ask the provider's discovery). `login_hint`:
+    the account the app suggests (GitHub calls it `login`)."""
     where = await _endpoints(config, provider)
     extra: dict[str, str] = {"code_challenge": flow.challenge, "code_challenge_method": "S256"}
+    if login_hint:
+        extra["login" if provider == GITHUB else "login_hint"] = login_hint
     if provider != GITHUB:
         extra["nonce"] = flow.nonce
     if provider == GOOGLE:
