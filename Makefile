@@ -31,6 +31,9 @@ run: export SVC_REGISTRAR ?= fake
 # And plans and AI credit are paid through a fake Polar svc runs itself: `svc billing upgrade` and
 # `svc ai topup` open its checkout (test card 4242 4242 4242 4242), whose payment sends the webhook.
 run: export SVC_BILLING ?= fake
+# And projects' end users sign in with a fake GitHub, Google and Microsoft svc runs itself on
+# 127.0.0.1:9911 (`svc auth provider set github --client-id any --client-secret any`; docs/auth.md).
+run: export SVC_AUTH_FAKE ?= true
 # And git over SSH beside git over HTTPS (ssh://git@localhost:2222/<org>/<project>/<repo>.git).
 run: export SVC_SSH_PORT ?= 2222
 # And email: projects' addresses under a local mail domain, their mail received on port 2525

@@ -22,6 +22,7 @@ from svc.adapters.objects.component import COMPONENT as objects
 from svc.adapters.registrar.component import COMPONENT as registrar
 from svc.adapters.resolver.component import COMPONENT as resolver
 from svc.adapters.smtp_server.component import COMPONENT as smtp
+from svc.adapters.social_fake.component import COMPONENT as social_fake
 from svc.adapters.workers.component import COMPONENT as workers
 from svc.context import Adapters, AppContext
 from svc.edge.component import COMPONENT as edge
@@ -31,7 +32,7 @@ from svc.supervisor.component import Component, Launch, Line, start_order
 # The banner's order; the start order follows each component's `after`.
 COMPONENTS: tuple[Component, ...] = (
     mail, mail_relay, idp, blobs, objects, edge, workers, acme, database, billing, ai, registrar, git, nameserver,
-    resolver, smtp,
+    resolver, smtp, social_fake,
 )
 
 

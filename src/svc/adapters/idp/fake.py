@@ -112,6 +112,8 @@ class FakeIdp:
     # Tests set this to make the next ID tokens wrong in one way (one of TAMPERS).
     id_token_tamper: str | None = None
     base_url: str = ""
+    # Development (SVC_AUTH_FAKE): any non-empty client id and secret are an app, as if registered.
+    any_client: bool = False
     # Every access token and code handed out, so a test can check none of them leaked into logs.
     issued: list[str] = field(default_factory=list)
 
@@ -194,8 +196,11 @@ class FakeIdp:
     async def _microsoft_authorize(self, request: Request) -> Response:
         return await self._oidc_authorize(request, self.microsoft_issuer)
 
+    def _client(self, client_id: str | None) -> bool:
+        return bool(client_id) and (self.any_client or client_id == self.client_id)
+
     def _redirect_ok(self, client_id: str | None, redirect_uri: str | None) -> bool:
-        if client_id != self.client_id or not redirect_uri:
+        if not self._client(client_id) or not redirect_uri:
             return False
         if urlsplit(redirect_uri).scheme not in ("http", "https"):
             return False
@@ -205,11 +210,11 @@ class FakeIdp:
                    scope: str, challenge: str | None, method: str | None, nonce: str | None,
                    login: str | None, action: str | None, code_flow: bool) -> Response:
         # RFC 6749 4.1.2.1: a bad client or redirect URI is shown to the user, never redirected to.
-        if client_id != self.client_id:
+        if not self._client(client_id):
             return PlainTextResponse("unknown client_id", status_code=400)
         if not self._redirect_ok(client_id, redirect_uri):
             return PlainTextResponse("redirect_uri is not registered for this client", status_code=400)
-        assert redirect_uri is not None
+        assert redirect_uri is not None and client_id is not None
         if not code_flow:
             return _back(redirect_uri, {"error": "unsupported_response_type", "state": state})
         if action == "deny":
@@ -235,8 +240,8 @@ class FakeIdp:
 
     def _redeem(self, protocol: str, form: dict[str, str], client_id: str | None,
                 client_secret: str | None, issuer: str = "") -> tuple[_Grant | None, str]:
-        if client_id != self.client_id or client_secret is None or \
-                not secrets.compare_digest(client_secret, self.client_secret):
+        if not self._client(client_id) or not client_secret or \
+                not (self.any_client or secrets.compare_digest(client_secret, self.client_secret)):
             return None, "invalid_client"
         grant = self._codes.pop(form.get("code", ""), None)  # single use, whatever happens next
         if grant is None or grant.protocol != protocol or grant.issuer != issuer or \
@@ -304,7 +309,7 @@ class FakeIdp:
             iss = iss.replace("{tenantid}", MICROSOFT_TENANT)
             tenant = {"tid": MICROSOFT_TENANT}
         claims: dict[str, Any] = {
-            "iss": iss, **tenant, "sub": grant.user.oidc_subject, "aud": self.client_id, "azp": self.client_id,
+            "iss": iss, **tenant, "sub": grant.user.oidc_subject, "aud": grant.client_id, "azp": grant.client_id,
             "iat": now, "exp": now + 300, "auth_time": now, **self._profile(grant.user, grant.scope)}
         if grant.nonce is not None:
             claims["nonce"] = grant.nonce

@@ -20,8 +20,8 @@ class ProviderUrls:
 
 
 class AuthSigninSettings(AreaSettings):
-    # A fake of all three providers (python -m svc.adapters.idp.fake); set: it replaces the real
-    # ones below. `make run` runs one on 127.0.0.1:9911.
+    # A fake of all three providers running elsewhere (python -m svc.adapters.idp.fake); set, it
+    # replaces the real ones below (SVC_AUTH_FAKE: the one svc serve runs itself).
     auth_fake_url: str | None = None
     # GitHub's site (the OAuth app's authorize and token pages).
     auth_github_url: str = "https://github.com"
@@ -32,8 +32,9 @@ class AuthSigninSettings(AreaSettings):
     # Microsoft's multi-tenant OpenID Connect discovery (work, school and personal accounts).
     auth_microsoft_issuer: str = "https://login.microsoftonline.com/common/v2.0"
 
-    def provider_urls(self) -> ProviderUrls:
-        fake = (self.auth_fake_url or "").rstrip("/")
+    def provider_urls(self, dev_fake: str | None = None) -> ProviderUrls:
+        """`dev_fake`: the fake svc serve runs (SVC_AUTH_FAKE), when no other is named."""
+        fake = (self.auth_fake_url or dev_fake or "").rstrip("/")
         if fake:
             return ProviderUrls(github=fake, github_api=fake, google=f"{fake}/google",
                                 microsoft=f"{fake}/microsoft/common/v2.0")

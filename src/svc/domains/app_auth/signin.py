@@ -22,6 +22,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from svc.adapters.social_fake.settings import SocialFakeSettings
 from svc.domains.app_auth.edge_settings import AuthSigninSettings
 from svc.settings import Config
 
@@ -133,7 +134,7 @@ async def _discover(discovery_base: str) -> dict[str, Any]:
 
 
 async def _endpoints(config: Config, provider: str) -> _Endpoints:
-    urls = config.settings_of(AuthSigninSettings).provider_urls()
+    urls = config.settings_of(AuthSigninSettings).provider_urls(config.settings_of(SocialFakeSettings).base_url())
     if provider == GITHUB:
         site, api = urls.github, urls.github_api
         return _Endpoints(authorize=f"{site}/login/oauth/authorize", token=f"{site}/login/oauth/access_token", api=api)
