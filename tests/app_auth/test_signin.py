@@ -19,6 +19,7 @@ from svc.adapters.database.process import PrivateCluster
 from svc.adapters.idp.fake import DEFAULT_USERS, FakeIdp, FakeUser, running_fake_idp
 from tests.support import components
 from tests.support.browser import WAIT_MS
+from tests.support.ports import free_port
 from tests.support.projectdb import as_project
 from tests.support.serve import Server, svc_serve
 from tests.workers.test_serve import worker_bundle
@@ -81,11 +82,8 @@ async def env(tmp_path_factory: pytest.TempPathFactory, project_cluster: Private
         yield Env(server=server, fake=fake)
 
 
-@pytest.fixture
-async def site(env: Env, request: pytest.FixtureRequest) -> AsyncIterator[Site]:
-    """A project of its own per test: a worker, a database, auth granted with the three providers."""
-    env.fake.redirect_uris = None
-    owner = "a" + request.node.name.removeprefix("test_")[:20].replace("_", "-").strip("-")
+async def make_site(env: Env, owner: str, *, client_id: str, client_secret: str) -> AsyncIterator[Site]:
+    """A project with a worker, a database, auth granted with the three providers."""
     async with httpx.AsyncClient(base_url=env.server.api, timeout=30) as http:
         r = await http.post("/v1/auth/dev/login", json={"subject": owner})
         auth = {"authorization": f"Bearer {r.json()['token']}"}
@@ -105,9 +103,17 @@ async def site(env: Env, request: pytest.FixtureRequest) -> AsyncIterator[Site]:
         assert r.status_code == 200, r.text
         for name in PROVIDERS:
             r = await http.put(f"{s.base}/auth/providers/{name}",
-                               json={"clientId": env.fake.client_id, "clientSecret": env.fake.client_secret},
-                               headers=auth)
+                               json={"clientId": client_id, "clientSecret": client_secret}, headers=auth)
             assert r.status_code == 200, r.text
+        yield s
+
+
+@pytest.fixture
+async def site(env: Env, request: pytest.FixtureRequest) -> AsyncIterator[Site]:
+    """A project of its own per test, its providers' apps the fake's client."""
+    env.fake.redirect_uris = None
+    owner = "a" + request.node.name.removeprefix("test_")[:20].replace("_", "-").strip("-")
+    async for s in make_site(env, owner, client_id=env.fake.client_id, client_secret=env.fake.client_secret):
         yield s
 
 
@@ -334,3 +340,18 @@ async def test_revoked_auth_passes_its_paths_to_the_worker(edge: EdgeBrowser) ->
     assert r.status_code == 200 and r.json() == {"path": "/__svc/auth/session", "user": None}
     r = await edge.edge.get("/__svc/auth/login/github")
     assert r.status_code == 200 and r.json()["path"] == "/__svc/auth/login/github"
+
+
+async def test_svc_serve_runs_the_fake_providers_for_a_newcomer(
+        tmp_path_factory: pytest.TempPathFactory, project_cluster: PrivateCluster, browser: Browser) -> None:
+    """`make run` (SVC_AUTH_FAKE): svc serve runs the fake itself, and whatever client id and secret
+    the newcomer typed are an app there."""
+    port = free_port()
+    async with svc_serve(tmp_path_factory.mktemp("fake"), SVC_WORKER_PROCESSES="1", SVC_PROJECT_DB_ENABLED="true",
+                         SVC_PROJECT_DB_ADMIN_URL=project_cluster.admin_url, SVC_AUTH_FAKE="true",
+                         SVC_AUTH_FAKE_PORT=str(port)) as server:
+        env = Env(server=server, fake=FakeIdp(base_url=f"http://127.0.0.1:{port}"))
+        async for site in make_site(env, "newcomer", client_id="my-app", client_secret="typed-anything"):
+            for provider in PROVIDERS:
+                user = await _sign_in(await _page(browser), site, provider)
+                assert user["email"] == "alice@example.com"
