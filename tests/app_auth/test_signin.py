@@ -78,7 +78,9 @@ async def env(tmp_path_factory: pytest.TempPathFactory, project_cluster: Private
                                       email_verified=False))
     async with running_fake_idp(FakeIdp(users=users)) as fake, svc_serve(
             tmp_path_factory.mktemp("signin"), SVC_WORKER_PROCESSES="1", SVC_PROJECT_DB_ENABLED="true",
-            SVC_PROJECT_DB_ADMIN_URL=project_cluster.admin_url, SVC_AUTH_FAKE_URL=fake.base_url) as server:
+            SVC_PROJECT_DB_ADMIN_URL=project_cluster.admin_url, SVC_AUTH_FAKE_URL=fake.base_url,
+            # A session's end seen at once (the expiry test ends one in the database, not by logout).
+            SVC_AUTH_SESSION_CACHE_SECONDS="0") as server:
         yield Env(server=server, fake=fake)
 
 
@@ -290,11 +292,12 @@ async def test_an_expired_session_is_refused(edge: EdgeBrowser) -> None:
     assert r.status_code == 302
     assert (await edge.edge.get("/__svc/auth/session")).status_code == 200
     await as_project(edge.site.db, "update svc_auth.sessions set expires_at = now() - interval '1 second'")
+    # The short-lived user cookie: once it is gone (5 minutes at most), the edge asks the session,
+    # which has ended: nobody, for the app and for the worker, and the browser's cookies go.
+    edge.edge.cookies.delete("svc_auth_user")
     r = await edge.edge.get("/__svc/auth/session")
     assert r.status_code == 401 and r.json()["code"] == "not_signed_in"
-    # The short-lived user cookie: once it is gone (5 minutes at most), the edge asks the session,
-    # which has ended: the worker sees nobody, and the browser's cookies are cleared.
-    edge.edge.cookies.delete("svc_auth_user")
+    assert "svc_auth" not in edge.edge.cookies
     assert await edge.whoami() is None
 
 
@@ -316,6 +319,7 @@ async def test_the_user_header_cannot_be_forged(edge: EdgeBrowser) -> None:
     edge.edge.cookies.clear()
     edge.edge.cookies.set("svc_auth_user", payload + "." + mac[::-1], domain=LOCAL)
     assert await edge.whoami() is None
+    assert (await edge.edge.get("/__svc/auth/session")).status_code == 401
 
 
 async def test_logout_ends_the_session_and_the_worker_sees_nobody(edge: EdgeBrowser) -> None:

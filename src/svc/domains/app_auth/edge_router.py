@@ -59,7 +59,10 @@ async def _served(uow: UnitOfWork, host: str) -> tuple[str, AuthGrant, list[Auth
     grant = await queries.grant(uow.session, route.project_id)
     if grant is None:
         raise errors.NotServed()
-    return route.project_id, grant, await queries.providers(uow.session, route.project_id)
+    providers = await queries.providers(uow.session, route.project_id)
+    # What follows asks the project's database (or a provider): nothing of the store is held then.
+    await uow.close_reads()
+    return route.project_id, grant, providers
 
 
 def _provider(providers: list[AuthProvider], name: str) -> AuthProvider:
@@ -95,7 +98,6 @@ async def start(uow: UnitOfWork, *, host: str, provider: str, next_path: str, re
     """(the provider's authorize URL, the sealed flow cookie) of a new sign-in."""
     _, _, providers = await _served(uow, host)
     app = _provider(providers, provider)
-    await uow.close_reads()
     flow = signin.new_flow()
     try:
         url = await signin.authorize_url(uow.ctx.config, provider=provider, client_id=app.client_id,
@@ -142,7 +144,6 @@ async def finish(uow: UnitOfWork, *, host: str, provider: str, flow: cookies.Flo
         raise errors.SigninRefused()
     secret = service.client_secret(uow.ctx, app)
     days = grant.session_days
-    await uow.close_reads()
     try:
         who = await signin.exchange(uow.ctx.config, provider=provider, client_id=app.client_id, client_secret=secret,
                                     redirect_uri=redirect_uri, code=code,
@@ -209,7 +210,8 @@ async def session(request: Request, uow: Uow, ctx: Ctx) -> Response:
             cookies.clear(response, ctx.config)  # an ended or expired session: its cookies go too
         return response
     user, expires = found
-    response = JSONResponse({"user": user.public(), "expiresAt": expires}, headers=NO_STORE)
+    # The same body the edge answers from the svc_auth_user cookie (lua/svc_auth.lua).
+    response = JSONResponse({"user": user.public()}, headers=NO_STORE)
     _set_user(response, ctx, host, user, expires)
     return response
 

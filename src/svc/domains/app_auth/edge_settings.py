@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from svc.settings import AreaSettings
 
 
@@ -31,6 +33,10 @@ class AuthSigninSettings(AreaSettings):
     auth_google_issuer: str = "https://accounts.google.com"
     # Microsoft's multi-tenant OpenID Connect discovery (work, school and personal accounts).
     auth_microsoft_issuer: str = "https://login.microsoftonline.com/common/v2.0"
+    # How long a live session's answer is kept in each API process (apps ask /__svc/auth/session on
+    # every page; the project's database has few connections). Logout forgets it in its process at
+    # once; another replica may answer for an ended session this long at most. 0: never kept.
+    auth_session_cache_seconds: float = Field(default=5.0, ge=0, le=60)
 
     def provider_urls(self, dev_fake: str | None = None) -> ProviderUrls:
         """`dev_fake`: the fake svc serve runs (SVC_AUTH_FAKE), when no other is named."""

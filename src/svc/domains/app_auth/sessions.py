@@ -9,10 +9,14 @@ database node, as env.db's statements are. svc's store holds none of it.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from svc.domains.app_auth.edge_settings import AuthSigninSettings
 from svc.domains.app_auth.signin import Identity
 from svc.domains.databases import schemas as db_schemas
 from svc.domains.databases import service as databases
@@ -22,6 +26,12 @@ from svc.uow import UnitOfWork
 
 TOKEN_PREFIX = "svc_eu_"
 MAX_TOKEN = 128
+# A live session's answer is kept in this process for SVC_AUTH_SESSION_CACHE_SECONDS.
+CACHE_ENTRIES = 10_000
+_cache: OrderedDict[tuple[str, str], tuple[float, EndUser, int]] = OrderedDict()
+# One lookup at a time per session (its concurrent requests wait for it): a burst of an app's
+# requests takes one of the project's few connections, not one each.
+_lookups: dict[tuple[str, str], asyncio.Lock] = {}
 
 
 @dataclass(frozen=True)
@@ -107,19 +117,47 @@ async def session_user(uow: UnitOfWork, project_id: str, token: str | None) -> t
     """The signed-in user of a live session token, and when it ends; None for anything else."""
     if not token or len(token) > MAX_TOKEN or not token.startswith(TOKEN_PREFIX):
         return None
+    key = (project_id, token_hash(token))
+    seconds = uow.ctx.config.settings_of(AuthSigninSettings).auth_session_cache_seconds
+    lock = _lookups.setdefault(key, asyncio.Lock())
+    try:
+        async with lock:
+            kept = _cache.get(key)
+            if kept is not None and time.monotonic() - kept[0] < seconds and kept[2] > time.time():
+                return kept[1], kept[2]
+            return await _look_up(uow, key)
+    finally:
+        if not lock.locked() and _lookups.get(key) is lock:
+            del _lookups[key]
+
+
+async def _look_up(uow: UnitOfWork, key: tuple[str, str]) -> tuple[EndUser, int] | None:
+    project_id = key[0]
     rows = await _rows(uow, project_id,
                        "select u.id, u.email, u.email_verified, u.name, u.avatar_url, "
                        "extract(epoch from s.expires_at)::bigint "
                        "from svc_auth.sessions s "
                        "join svc_auth.users u on u.id = s.user_id "
-                       "where s.id_hash = $1 and s.ended_at is null and s.expires_at > now()", token_hash(token))
-    return (_user(rows[0]), int(rows[0][5])) if rows else None
+                       "where s.id_hash = $1 and s.ended_at is null and s.expires_at > now()", key[1])
+    if not rows:
+        _cache.pop(key, None)
+        return None
+    user, expires = _user(rows[0]), int(rows[0][5])
+    _cache[key] = (time.monotonic(), user, expires)
+    _cache.move_to_end(key)
+    while len(_cache) > CACHE_ENTRIES:
+        _cache.popitem(last=False)
+    return user, expires
 
 
 async def end_session(uow: UnitOfWork, project_id: str, token: str | None, *, everywhere: bool) -> None:
     """Logout: this session ends; with `everywhere`, every session of its user."""
     if not token or len(token) > MAX_TOKEN or not token.startswith(TOKEN_PREFIX):
         return
+    kept = _cache.pop((project_id, token_hash(token)), None)
+    if everywhere and kept is not None:
+        for key in [k for k, v in _cache.items() if k[0] == project_id and v[1].id == kept[1].id]:
+            _cache.pop(key, None)
     if everywhere:
         await _rows(uow, project_id,
                     "update svc_auth.sessions set ended_at = now() where ended_at is null and user_id = "

@@ -106,4 +106,17 @@ function M.pass()
     end
 end
 
+-- content_by_lua of /__svc/auth/session: a GET with a valid svc_auth_user cookie is answered here
+-- ({"user": ...}, as the auth service answers it); anything else goes to the auth service.
+function M.session()
+    if ngx.req.get_method() == "GET" then
+        local user = M.verify(var.cookie_svc_auth_user, var.svc_host)
+        if user then
+            ngx.print('{"user":', user, '}')
+            return
+        end
+    end
+    return ngx.exec("@svc_auth_session")
+end
+
 return M
