@@ -72,6 +72,7 @@ bench: setup
 	$(BIN)/python bench/dashboard.py
 	$(BIN)/python bench/dns_bench.py
 	$(BIN)/python bench/worker.py
+	$(BIN)/python bench/auth.py
 	$(BIN)/python bench/webhooks.py
 	$(BIN)/python bench/ai.py
 	$(BIN)/python bench/domains.py

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # The browser tests, with the rest of their modules (which share those modules' servers), run on one
 # xdist worker (`make unit`: --dist loadgroup): one Chromium and one of each server, not one per worker.
-BROWSER_TESTS = ("tests/web/", "tests/access/test_browser.py")
+BROWSER_TESTS = ("tests/web/", "tests/access/test_browser.py", "tests/app_auth/test_signin.py")
 
 
 @pytest.hookimpl(tryfirst=True)
