@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import Cli, running_server, uniq
+from tests.cli.conftest import running_server
+from tests.storage.test_cli import _team
 
 SECRET = "cli-secret-7f3a9c"
 
@@ -25,22 +26,13 @@ def auth_server(tmp_path_factory: pytest.TempPathFactory, project_cluster: Any) 
 
 
 def test_grant_status_settings_providers_and_revoke(auth_server: str, tmp_path: Path) -> None:
-    owner, member, viewer = (Cli(auth_server, tmp_path / name) for name in ("owner", "member", "viewer"))
-    org = uniq("aut")
-    owner.login(uniq("owner"))
-    owner.ok("orgs", "create", org)
-    owner.ok("projects", "create", "shop", "--org", org)
-    for cli, role in ((member, "member"), (viewer, "viewer")):
-        subject = uniq(role)
-        cli.login(subject)
-        owner.ok("members", "add", org, subject, "--role", role)
-    where = ("--project", "shop", "--org", org)
+    owner, member, viewer, where = _team(auth_server, tmp_path)  # a project "site", its org's three roles
 
     before = viewer.ok("auth", "status", *where, "--json").json()
     assert before["granted"] is False and before["providers"] == [] and before["settings"]["sessionDays"] == 30
     host = before["hosts"][0]
     said = viewer.ok("auth", "status", *where).out
-    assert "svc auth grant --project shop" in said
+    assert "svc auth grant --project site" in said
     assert "/__svc/auth/callback/github" in said and host in said
 
     refused = member.fails("database_required", "auth", "grant", *where)
@@ -69,7 +61,7 @@ def test_grant_status_settings_providers_and_revoke(auth_server: str, tmp_path: 
 
     owner.fails("confirm_needed", "auth", "provider", "remove", "github", *where, "--json")
     removed = owner.ok("auth", "provider", "remove", "github", *where, "--yes", "--json").json()
-    assert removed == {"project": "shop", "provider": "github", "removed": True}
+    assert removed == {"project": "site", "provider": "github", "removed": True}
     assert viewer.ok("auth", "status", *where, "--json").json()["providers"] == []
 
     member.fails("forbidden", "auth", "revoke", *where, "--yes")
