@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from cryptography.exceptions import InvalidTag
 from sqlalchemy import select
 
+from svc.domains.app_auth import service
 from svc.models import AuditEvent, AuthGrant, AuthProvider
 from tests.support.api import Svc, assert_error
 from tests.support.projectdb import as_project
@@ -151,8 +154,11 @@ async def test_providers_put_and_delete(db_svc: Svc) -> None:
     async with db_svc.ctx.db.transaction(write=False) as s:
         rows = {r.name: r for r in (await s.scalars(select(AuthProvider))).all()}
     assert b"s2" not in rows["github"].sealed_secret
-    from svc.domains.app_auth import service
     assert service.client_secret(db_svc.ctx, rows["github"]) == "s2"
+    moved = AuthProvider(project_id=rows["github"].project_id, name="google", client_id="x",
+                         sealed_secret=rows["github"].sealed_secret)
+    with pytest.raises(InvalidTag):  # a sealed secret moved to another provider's row does not unseal
+        service.client_secret(db_svc.ctx, moved)
     trail = await _audit(db_svc)
     assert SECRET not in json.dumps(trail) and '"s2"' not in json.dumps(trail)
     assert [d for a, _, d in trail if a == "auth.provider.set"] == [
