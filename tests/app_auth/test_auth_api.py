@@ -13,8 +13,9 @@ import pytest
 from cryptography.exceptions import InvalidTag
 from sqlalchemy import select
 
-from svc.domains.app_auth import service
+from svc.domains.app_auth import jobs, schema, service
 from svc.models import AuditEvent, AuthGrant, AuthProvider
+from svc.uow import Tx, unit_of_work
 from tests.support.api import Svc, assert_error
 from tests.support.projectdb import as_project
 from tests.support.team import Team, make_team
@@ -91,6 +92,27 @@ async def test_a_schema_dropped_by_the_project_comes_back_with_the_next_grant(db
     assert (await team.bob.client.post(A)).status_code == 200
     assert await _tables(creds) == ["identities", "migrations", "sessions", "users"]
     assert await as_project(creds, "SELECT version FROM svc_auth.migrations") == [(1,)]
+
+
+async def test_the_schema_cycle_migrates_the_projects_granted_before_a_new_version(db_svc: Svc) -> None:
+    """A project granted by an older svc (its grant at an older version) is brought to the latest
+    by the cycle; one at the latest is not touched; a revoked one waits for its next grant."""
+    team, creds = await _granted_team(db_svc)
+    await as_project(creds, "DROP SCHEMA svc_auth CASCADE")  # as a svc before the schema had it
+    async with db_svc.ctx.db.transaction(write=True) as s:
+        (await s.scalars(select(AuthGrant))).one().schema_version = 0
+    async with unit_of_work(db_svc.ctx, Tx.READ_THEN_WRITE) as uow:
+        assert await jobs.migrate_behind(uow) == 1
+    assert await _tables(creds) == ["identities", "migrations", "sessions", "users"]
+    async with db_svc.ctx.db.transaction(write=False) as s:
+        assert (await s.scalars(select(AuthGrant))).one().schema_version == schema.LATEST
+    async with unit_of_work(db_svc.ctx, Tx.READ_THEN_WRITE) as uow:
+        assert await jobs.migrate_behind(uow) == 0
+    assert (await team.alice.client.delete(A)).status_code == 204
+    async with db_svc.ctx.db.transaction(write=True) as s:
+        (await s.scalars(select(AuthGrant))).one().schema_version = 0
+    async with unit_of_work(db_svc.ctx, Tx.READ_THEN_WRITE) as uow:
+        assert await jobs.migrate_behind(uow) == 0  # revoked: its next grant migrates it
 
 
 async def test_settings_patch_changes_only_what_is_sent(db_svc: Svc) -> None:
