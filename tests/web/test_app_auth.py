@@ -80,7 +80,8 @@ async def test_grant_providers_with_callbacks_settings_viewer_and_revoke(
         await page.get_by_label("Brand name").fill("Site Shop")
         await page.get_by_label("Brand colour").fill("blue")
         await page.get_by_role("button", name="Save settings").click()
-        await expect(page.locator("#auth-settings").get_by_role("alert")).to_contain_text("brandColor")
+        await expect(page.locator("#auth-settings").get_by_role("alert")).to_contain_text(
+            "brandColor must be a colour as # and six hex digits")
         assert (await http.get(api, headers=member_auth)).json()["settings"]["sessionDays"] == 30
         await page.get_by_label("Brand colour").fill("#1D4ED8")
         await page.get_by_role("button", name="Save settings").click()

@@ -55,6 +55,8 @@ class AuthProviderPut(ApiInput):
 
     model_config = ApiInput.model_config | {"json_schema_extra": {"required": ["clientId", "clientSecret"]}}
 
-    client_id: Annotated[str, StringConstraints(max_length=500)] = Field(default="", json_schema_extra=_GIVEN)
+    client_id: Annotated[str, StringConstraints(max_length=500)] = Field(
+        default="", json_schema_extra=_GIVEN, description="The OAuth app's client id: not empty or only blanks")
     client_secret: Annotated[str, StringConstraints(max_length=4096)] = Field(
-        default="", json_schema_extra=_GIVEN | {"writeOnly": True})
+        default="", json_schema_extra=_GIVEN | {"writeOnly": True},
+        description="The OAuth app's client secret: not empty or only blanks; sealed, never returned")
