@@ -151,6 +151,9 @@ PATTERN_WORDS = {
     r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$":
         "must be the part before the @ of an address: letters, digits and !#$%&'*+/=?^_`{|}~- with single dots "
         "between them",
+    # The sign-in page's brand settings (domains/app_auth/schemas.py).
+    r"^#[0-9a-fA-F]{6}$": "must be a colour as # and six hex digits, such as #1d4ed8",
+    r"^https?://[^\s\"'<>]+$": "must be an http:// or https:// address, such as https://example.com/logo.png",
 }
 
 

@@ -158,8 +158,8 @@ def test_deploy_the_example_site_then_redeploy_list_and_roll_back(cli: Cli) -> N
 
 def test_deploy_says_which_command_grants_what_svc_json_asks_for(cli: Cli, tmp_path: Path) -> None:
     """examples/chat asks for "ai": true; deployed to a project without AI, the deploy says the
-    command that grants it (the org named: not the personal one); a resource this svc does not
-    offer is said so; what is granted is not mentioned."""
+    command that grants it (the org named: not the personal one), storage and auth alike; what is
+    granted is not mentioned."""
     _signed_in(cli, "asks")
     org = uniq("asks")
     cli.ok("orgs", "create", org)
@@ -171,11 +171,14 @@ def test_deploy_says_which_command_grants_what_svc_json_asks_for(cli: Cli, tmp_p
     folder = tmp_path / "files"
     (folder / "assets").mkdir(parents=True)
     (folder / "assets" / "index.html").write_text("<p>files</p>")
-    (folder / "svc.json").write_text(json.dumps({"project": "files", "storage": True}))
+    (folder / "svc.json").write_text(json.dumps({"project": "files", "storage": True, "auth": True}))
     said = cli.ok("deploy", str(folder), "--json").json()["notGranted"]
-    assert said == [{"resource": "storage", "binding": "env.storage", "command": None}]
-    assert 'svc.json asks for "storage": true (env.storage), which this svc does not offer yet.' in cli.ok(
-        "deploy", str(folder)).out
+    assert said == [{"resource": "storage", "binding": "env.storage", "command": "svc storage grant --project files"},
+                    {"resource": "auth", "binding": None, "command": "svc auth grant --project files"}]
+    out = cli.ok("deploy", str(folder)).out
+    assert ('svc.json asks for "storage": true (env.storage), which files does not have yet: '
+            '`svc storage grant --project files` grants it.') in out
+    assert 'svc.json asks for "auth": true, which files does not have yet: `svc auth grant --project files`' in out
     assert "asks for" not in cli.ok("deploy", str(EXAMPLE)).out  # svc.json asks for nothing
 
 

@@ -72,7 +72,9 @@ async def test_grant_buy_credit_call_and_auto_top_up(ai_server: Server,
     # This server runs no database cluster (SVC_PROJECT_DB_ENABLED=false): said, with no button.
     await expect(db_row).to_contain_text("This svc cannot grant it now: Project databases are off")
     await expect(db_row.get_by_role("button")).to_have_count(0)
-    await expect(resources.locator("#resource-auth")).to_contain_text("not offered by this svc yet")
+    # Auth keeps its end users in the project's database: off here too, said so.
+    await expect(resources.locator("#resource-auth")).to_contain_text(
+        "This svc cannot grant it now: Project databases are off")
     await expect(resources.locator("#resource-storage")).to_contain_text("or svc storage grant --project chat")
     await expect(resources).not_to_contain_text("env.AI")
     await expect(resources).not_to_contain_text("env.DB")

@@ -27,9 +27,9 @@ app = typer.Typer(name="svc", help="svc: host small web projects on your own con
 
 # The client's verbs: name -> (module under svc.cli.commands, attribute, short help).
 VERBS: dict[str, tuple[str, str, str]] = {
-    "login": ("auth", "login", "Sign in (browser, or --dev) and store the session."),
-    "logout": ("auth", "logout", "Forget the session stored for this API address."),
-    "whoami": ("auth", "whoami", "Show the signed-in user and their orgs."),
+    "login": ("login", "login", "Sign in (browser, or --dev) and store the session."),
+    "logout": ("login", "logout", "Forget the session stored for this API address."),
+    "whoami": ("login", "whoami", "Show the signed-in user and their orgs."),
     "deploy": ("deploy", "deploy", "Pack a folder, upload it, and make it live at once."),
     "deployments": ("deploy", "deployments", "List a project's deployments, newest first."),
     "rollback": ("deploy", "rollback", "Make an earlier deployment live again."),

@@ -14,7 +14,7 @@ import typer
 
 from svc.cli import output
 from svc.cli.client import Api, CliError, seg
-from svc.cli.commands.auth import _open_browser
+from svc.cli.commands.login import _open_browser
 from svc.cli.commands.projects import OrgOption, ProjectOption, project_path, resolve_org, target
 from svc.cli.output import JsonFlag
 from svc.kit import money

@@ -1,177 +1,164 @@
-"""`svc login`, `svc logout`, `svc whoami`."""
+"""`svc auth status|grant|revoke|set|provider set|provider remove`: sign-in for a project's own end
+users (served by svc on the project's hosts at /__svc/auth/, its users in the project's database).
+
+(`svc login`, `logout` and `whoami`, svc's own sign-in, are commands/login.py.)"""
 
 from __future__ import annotations
 
-import os
-import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import urlsplit
 
 import typer
 
-from svc.cli import credentials, output
-from svc.cli.client import Api, ApiError, CliError, decode, env_token, seg, state
+from svc.cli import output
+from svc.cli.client import Api, CliError, seg
+from svc.cli.commands.projects import OrgOption, ProjectOption, project_path, target
+from svc.cli.commands.secrets import read_value
 from svc.cli.output import JsonFlag
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+HELP = "End-user sign-in for a project (GitHub, Google, Microsoft): grant, providers, settings."
+app = typer.Typer(help="Sign-in for a project's own end users, served by svc on the project's hosts at "
+                       "/__svc/auth/ (GitHub, Google, Microsoft; the users kept in the project's database).",
+                  no_args_is_help=True)
+provider_app = typer.Typer(help="The project's OAuth apps at the providers: set (or rotate) and remove.",
+                           no_args_is_help=True)
+app.add_typer(provider_app, name="provider")
 
-def login(
-    ctx: typer.Context,
-    dev: Annotated[str | None, typer.Option("--dev", metavar="SUBJECT",
-                                            help="Dev login as SUBJECT (servers with SVC_ENABLE_DEV_AUTH on).")] = None,
-    email: Annotated[str | None, typer.Option(metavar="EMAIL", help="With --dev: the user's email.")] = None,
-    name: Annotated[str | None, typer.Option(help="With --dev: the user's display name.")] = None,
-    no_browser: Annotated[bool, typer.Option("--no-browser",
-                                             help="Do not open a browser; only print the address.")] = False,
-    timeout: Annotated[float, typer.Option(min=1, metavar="SECONDS",
-                                            help="Seconds to wait for the browser sign-in.")] = 300,
-    as_json: JsonFlag = False,
-) -> None:
-    """Sign in to the API and store the session for this API address."""
-    url = state(ctx).api_url
-    with Api.anonymous(ctx) as api:
-        if dev is not None:
-            body: dict[str, Any] = {"subject": dev}
-            if email:
-                body["email"] = email
-            if name:
-                body["name"] = name
-            session = api.post("/v1/auth/dev/login", body, auth=False)
+PROVIDERS = ("github", "google", "microsoft")
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (scripts; --json needs it).")]
+ProviderArg = Annotated[str, typer.Argument(metavar="PROVIDER", help="github, google or microsoft.")]
+
+
+def _base(slug: str, proj: str) -> str:
+    return f"{project_path(slug, proj)}/auth"
+
+
+def callback_urls(origin: str, hosts: list[str], provider: str) -> list[str]:
+    """The callback address to register at the provider for each host, in the scheme and port the
+    project's own address has (https://<host>/__svc/auth/callback/<provider>; http under make run)."""
+    parts = urlsplit(origin)
+    port = f":{parts.port}" if parts.port else ""
+    return [f"{parts.scheme or 'https'}://{host}{port}/__svc/auth/callback/{provider}" for host in hosts]
+
+
+def _origin(api: Api, slug: str, proj: str) -> str:
+    return str(api.get(project_path(slug, proj)).get("url") or "https://")
+
+
+def _render_status(proj: str, data: dict[str, Any], origin: str) -> Callable[[Console], None]:
+    def render(c: Console) -> None:
+        settings = data.get("settings") or {}
+        providers = {p.get("name"): p.get("clientId") for p in data.get("providers") or []}
+        if not data.get("granted"):
+            c.print(f"{proj} does not serve sign-in: `svc auth grant --project {proj}` does (it needs the "
+                    "project's database).", soft_wrap=True)
+        elif data.get("configured"):
+            c.print(f"{proj} serves sign-in at /__svc/auth/ on its hosts, with {', '.join(sorted(providers))}.",
+                    soft_wrap=True)
         else:
-            if email or name:
-                raise typer.BadParameter("--email and --name go with --dev")
-            session = _browser_login(api, no_browser=no_browser, timeout=timeout)
-    cred = credentials.Credential(token=str(session["token"]), user_id=session.get("userId"),
-                                  subject=session.get("subject"), expires_at=session.get("expiresAt"))
-    try:
-        credentials.save(url, cred)
-    except OSError as exc:
-        raise CliError(f"Cannot store the session in {credentials.path()}: {exc.strerror}", "credentials_unwritable",
-                       hint="set XDG_CONFIG_HOME to a writable directory, or use SVC_TOKEN") from None
-    if env_token():
-        output.note("warning: SVC_TOKEN is set; it overrides the stored session until you unset it.")
-    shown = {"apiUrl": url, "userId": cred.user_id, "subject": cred.subject, "expiresAt": cred.expires_at}
-    display_name = session.get("name") or name
-    named = f" ({display_name})" if display_name else ""
-    output.emit_line(as_json, shown, "Signed in to ", (url, "bold"), " as ", (cred.subject or "?", "bold"), named,
-                     f"; the session lasts until {output.when(cred.expires_at) or 'unknown'}.")
+            c.print(f"{proj} serves /__svc/auth/ on its hosts, but no provider is set: `svc auth provider set "
+                    f"github --client-id ID --project {proj}` sets one.", soft_wrap=True)
+        rows = []
+        for name in PROVIDERS:
+            for url in callback_urls(origin, list(data.get("hosts") or []), name):
+                rows.append([name, providers.get(name) or "-", url])
+        c.print(output.table(["PROVIDER", "CLIENT ID", "CALLBACK TO REGISTER"], rows,
+                             shrink={"CALLBACK TO REGISTER": 20}, empty="The project has no host."))
+        c.print(f"Sessions last {settings.get('sessionDays')} days. Brand: {settings.get('brandName') or proj}"
+                f"{', colour ' + settings['brandColor'] if settings.get('brandColor') else ''}"
+                f"{', logo ' + settings['logoUrl'] if settings.get('logoUrl') else ''}.", soft_wrap=True)
+    return render
 
 
-def _browser_login(api: Api, *, no_browser: bool, timeout: float) -> dict[str, Any]:
-    config = api.get("/v1/config", auth=False)
-    idp = config.get("identityProvider") if isinstance(config, dict) else None
-    if not idp:
-        raise CliError(f"The server at {api.base_url} has no identity-provider sign-in configured",
-                       "no_identity_provider", hint="use `svc login --dev SUBJECT` if the server has dev login on")
-    from svc.cli.loopback import LoopbackLogin  # a local HTTP server: only for this way of signing in
-
-    me: dict[str, Any] = {}
-
-    def verify(fields: dict[str, str]) -> tuple[bool, str]:
-        try:
-            with Api(api.base_url, fields["token"], origin=api.origin) as check:
-                me.update(check.get("/v1/me"))
-        except CliError as exc:
-            return False, f"The svc API did not accept this sign-in: {exc.message}"
-        return True, "Signed in. You can close this tab and return to your terminal."
-
-    with LoopbackLogin(verify) as loop:
-        start_path = f"/v1/auth/{seg(idp)}/start"
-        query = urlencode({"redirect": loop.url})
-        _check_start(api, start_path, loop.url)
-        start_url = f"{api.base_url}{start_path}?{query}"
-        output.note("Open this address in a browser to sign in:")
-        print(start_url, file=sys.stderr, flush=True)
-        if not no_browser and not _open_browser(start_url):
-            output.note("(could not open a browser; open the address above yourself)")
-        with output.err().status("Waiting for the browser sign-in (Ctrl+C to cancel)..."):
-            outcome = loop.wait(timeout)
-    if outcome is None:
-        raise CliError(f"No sign-in arrived within {timeout:g} seconds", "login_timeout",
-                       hint="run `svc login` again")
-    if outcome.error_code:
-        raise CliError(outcome.error_message or "Sign-in failed", outcome.error_code)
-    fields = outcome.fields
-    user = me.get("user") or {}
-    # Who the token belongs to is what /v1/me said, not what the fragment claims.
-    return {"token": fields["token"], "expiresAt": fields.get("expiresAt"),
-            "userId": user.get("id") or fields.get("userId"), "subject": user.get("subject") or fields.get("subject"),
-            "name": user.get("name")}
-
-
-def _open_browser(url: str) -> bool:
-    """webbrowser.open with stdout pointed at stderr: a browser launcher that chats ("Opening in
-    existing browser session.") must not end up in the command's --json output."""
-    import webbrowser
-
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        return webbrowser.open(url)
-    except webbrowser.Error:
-        return False
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def _check_start(api: Api, start_path: str, redirect: str) -> None:
-    """Ask the start endpoint before sending a person there: a refused redirect is an operator's fix."""
-    r = api.raw("GET", start_path, params={"redirect": redirect})
-    if r.is_redirect:
-        return
-    try:
-        decode(r)
-    except ApiError as exc:
-        if exc.status == 400:
-            exc.hint = ("the server must allow http://127.0.0.1 in SVC_IDP_REDIRECTS for `svc login`; "
-                        "ask its operator, or use SVC_TOKEN with a personal access token")
-        raise
-    raise CliError(f"The sign-in start at {api.base_url}{start_path} answered HTTP {r.status_code}, not a redirect",
-                   "bad_response")
-
-
-def logout(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Forget the session stored for this API address."""
-    url = state(ctx).api_url
-    try:
-        removed = credentials.remove(url)
-    except OSError as exc:
-        raise CliError(f"Cannot update {credentials.path()}: {exc.strerror}", "credentials_unwritable") from None
-
-    def render(c: Console) -> None:
-        from rich.text import Text
-
-        c.print(Text(f"Signed out of {url}." if removed else f"Not signed in to {url}; nothing to remove."),
-                soft_wrap=True)
-        if env_token():
-            output.note("note: SVC_TOKEN is still set in this environment.")
-
-    output.emit(as_json, {"apiUrl": url, "removed": removed}, render)
-
-
-def whoami(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Show the signed-in user and their orgs."""
+def _status(ctx: typer.Context, project: str | None, org: str | None, as_json: bool, method: str,
+            body: Any = None, path: str = "") -> None:
     with Api.for_context(ctx) as api:
-        me = api.get("/v1/me")
+        slug, proj = target(api, org, project)
+        data = api.request(method, _base(slug, proj) + path, body=body)
+        origin = "" if as_json else _origin(api, slug, proj)
+    output.emit(as_json, data, _render_status(proj, data, origin))
 
-    def render(c: Console) -> None:
-        from rich.text import Text
 
-        user = me.get("user") or {}
-        source = " (from SVC_TOKEN)" if env_token() else ""
-        c.print(Text.assemble("Signed in to ", (api.base_url, "bold"), " as ", (str(user.get("subject")), "bold"),
-                              f" ({user.get('provider')}){source}"), soft_wrap=True)
-        c.print(Text(f"user id: {user.get('id')}"), soft_wrap=True)
-        if user.get("email"):
-            c.print(Text(f"email:   {user['email']}"), soft_wrap=True)
-        if user.get("name"):
-            c.print(Text(f"name:    {user['name']}"), soft_wrap=True)
-        c.print(output.table(["ORG", "NAME", "ROLE", "PLAN", "PERSONAL"],
-                             ([o.get("slug"), o.get("name"), o.get("role"), o.get("plan"), o.get("personal")]
-                              for o in me.get("orgs") or []), empty="No orgs.", shrink={"NAME": 8}))
+@app.command("status")
+def status(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """Whether the project serves sign-in, its providers, the callbacks to register, its settings."""
+    _status(ctx, project, org, as_json, "GET")
 
-    output.emit(as_json, me, render)
+
+@app.command("grant")
+def grant(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False) -> None:
+    """Serve sign-in on the project's hosts (members; the project needs its database). Safe to run again."""
+    _status(ctx, project, org, as_json, "POST")
+
+
+@app.command("revoke")
+def revoke(ctx: typer.Context, project: ProjectOption = None, org: OrgOption = None, yes: YesOption = False,
+           as_json: JsonFlag = False) -> None:
+    """Stop the sign-in (admins): /__svc/auth/ goes to the worker; end users, providers, settings are kept."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        output.confirm(yes, as_json, f"Stop the sign-in of {proj}? /__svc/auth/ goes to its worker again (the end "
+                       "users are kept).", "revoke", "Nothing was revoked")
+        api.delete(_base(slug, proj))
+    output.emit_line(as_json, {"project": proj, "granted": False},
+                     f"{proj} no longer serves sign-in (its end users, providers and settings are kept).")
+
+
+@app.command("set")
+def set_settings(
+    ctx: typer.Context,
+    session_days: Annotated[int | None, typer.Option("--session-days", metavar="DAYS",
+                                                     help="How long end users stay signed in (1-365).")] = None,
+    brand_name: Annotated[str | None, typer.Option("--brand-name", help="The sign-in page's name (\"\" clears: "
+                                                                        "the project's name).")] = None,
+    brand_color: Annotated[str | None, typer.Option("--brand-color", metavar="#RRGGBB",
+                                                    help="The sign-in page's accent colour (\"\" clears).")] = None,
+    logo_url: Annotated[str | None, typer.Option("--logo-url", metavar="URL",
+                                                 help="An image the sign-in page shows (\"\" clears).")] = None,
+    project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False,
+) -> None:
+    """Change the sign-in's settings (members): only the options given change."""
+    body: dict[str, Any] = {}
+    if session_days is not None:
+        body["sessionDays"] = session_days
+    for key, value in (("brandName", brand_name), ("brandColor", brand_color), ("logoUrl", logo_url)):
+        if value is not None:
+            body[key] = value or None
+    if not body:
+        raise CliError("Nothing to change: give --session-days, --brand-name, --brand-color or --logo-url",
+                       "nothing_to_change")
+    _status(ctx, project, org, as_json, "PATCH", body)
+
+
+@provider_app.command("set")
+def provider_set(
+    ctx: typer.Context, provider: ProviderArg,
+    client_id: Annotated[str, typer.Option("--client-id", metavar="ID",
+                                           help="The client id of the OAuth app the project registered there.")],
+    project: ProjectOption = None, org: OrgOption = None, as_json: JsonFlag = False,
+) -> None:
+    """Set or rotate the project's OAuth app at PROVIDER (admins). The client secret is read from standard
+    input, or asked for without echo: never on the command line; sealed by svc, never shown again."""
+    if provider not in PROVIDERS:  # said before the secret is asked for
+        raise CliError(f"There is no provider {provider!r}: the providers are {', '.join(PROVIDERS)}",
+                       "invalid_provider")
+    secret = read_value("client secret")
+    _status(ctx, project, org, as_json, "PUT", {"clientId": client_id, "clientSecret": secret},
+            f"/providers/{seg(provider)}")
+
+
+@provider_app.command("remove")
+def provider_remove(ctx: typer.Context, provider: ProviderArg, project: ProjectOption = None,
+                    org: OrgOption = None, yes: YesOption = False, as_json: JsonFlag = False) -> None:
+    """Remove the project's OAuth app at PROVIDER (admins): its identities go, the end users stay."""
+    with Api.for_context(ctx) as api:
+        slug, proj = target(api, org, project)
+        output.confirm(yes, as_json, f"Remove {provider} from {proj}'s sign-in? Its identities are deleted (the end "
+                       "users are kept).", "remove", "Nothing was removed")
+        api.delete(f"{_base(slug, proj)}/providers/{seg(provider)}")
+    output.emit_line(as_json, {"project": proj, "provider": provider, "removed": True},
+                     f"{provider} is removed from {proj}'s sign-in (its end users are kept).")

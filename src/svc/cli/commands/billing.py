@@ -11,7 +11,7 @@ import typer
 
 from svc.cli import output
 from svc.cli.client import Api, seg
-from svc.cli.commands.auth import _open_browser
+from svc.cli.commands.login import _open_browser
 from svc.cli.commands.projects import OrgOption, resolve_org
 from svc.cli.output import JsonFlag
 

@@ -225,13 +225,14 @@ def deploy(
 
 
 # How the CLI grants each resource a bundle's svc.json may declare (decisions.md: db, storage,
-# email, auth, ai), and what the worker gets; a resource without a command is one svc does not offer yet.
-GRANTS = {
+# email, auth, ai), and what the worker gets (auth: nothing in env, the signed-in user in a request
+# header); a resource without a command is one svc does not offer yet.
+GRANTS: dict[str, tuple[str | None, str | None]] = {
     "db": ("env.db", "svc db create"),
     "ai": ("env.ai", "svc ai grant"),
-    "storage": ("env.storage", None),
-    "email": ("env.email", None),
-    "auth": (None, None),
+    "storage": ("env.storage", "svc storage grant"),
+    "email": ("env.email", "svc email grant"),
+    "auth": (None, "svc auth grant"),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from svc.domains.app_auth import edge_router, pages, router, service
+from svc.domains.app_auth import edge_router, jobs, kinds, pages, router, service
 from svc.domains.app_auth.edge_settings import AuthSigninSettings
 from svc.manifest import Area, NavLink, ProjectResource
 from svc.web.dashboard import Place
@@ -22,6 +22,7 @@ AREA = Area(
                              what="sign-in for the site's own users (GitHub, Google, Microsoft)",
                              granted=service.has_grant, command="svc auth grant --project {project}", tab="/auth",
                              button="Grant auth", off=service.unavailable),
+    jobs=jobs.register, job_kinds=kinds.AuthJob,
     hints={"database_required": "Create the project's database first (its Database tab, or svc db create), then "
                                 "grant auth.",
            "invalid_provider": "The providers are github, google and microsoft; set both the client id and the "

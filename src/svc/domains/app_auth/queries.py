@@ -3,7 +3,7 @@ hosts reads a project's grant and providers through `grant` and `providers`."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
 from svc.kit.store_session import StoreSession
 from svc.models import AuthGrant, AuthProvider
@@ -34,3 +34,14 @@ async def remove_provider(session: StoreSession, project_id: str, name: str) -> 
     result = await session.execute(delete(AuthProvider).where(AuthProvider.project_id == project_id,
                                                               AuthProvider.name == name))
     return bool(getattr(result, "rowcount", 0))
+
+
+async def behind(session: StoreSession, version: int) -> list[str]:
+    """The granted projects whose svc_auth schema is older than `version`."""
+    return list((await session.scalars(select(AuthGrant.project_id).where(
+        AuthGrant.revoked_at.is_(None), AuthGrant.schema_version < version))).all())
+
+
+async def migrated(session: StoreSession, project_ids: list[str], version: int) -> None:
+    await session.execute(update(AuthGrant).where(AuthGrant.project_id.in_(project_ids))
+                          .values(schema_version=version))

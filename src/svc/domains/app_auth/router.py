@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Response
+from fastapi import Path, Response
 
 from svc.auth.projects import ProjectAdmin, ProjectMember, ProjectViewer
 from svc.deps import Uow, api_router
@@ -18,6 +18,11 @@ _NODE: dict[int | str, dict[str, Any]] = {
 router = api_router(tags=["auth"])
 
 _A = "/v1/orgs/{orgSlug}/projects/{projectName}/auth"
+# PUT's document names the three providers (any other name: 400 invalid_provider, the spec's code,
+# from the service); DELETE takes any name, as one that is no provider is missing: 204.
+ProviderPath = Annotated[str, Path(max_length=40, json_schema_extra={"enum": list(service.PROVIDERS)},
+                                   description="github, google or microsoft")]
+AnyProviderPath = Annotated[str, Path(max_length=40, description="github, google or microsoft (another name: 204)")]
 
 
 @router.get(_A, response_model=schemas.AuthStatus, operation_id="getAuth",
@@ -58,7 +63,8 @@ async def revoke_auth(p: ProjectAdmin, uow: Uow) -> Response:
                        404: {"description": "No such project, or not granted auth (not_granted)", "content": _ERROR}},
             summary="Set or rotate the project's OAuth app at a provider (the secret is sealed, never returned)")
 @runs(service.set_provider)
-async def set_provider(p: ProjectAdmin, uow: Uow, provider: str, body: schemas.AuthProviderPut) -> schemas.AuthStatus:
+async def set_provider(p: ProjectAdmin, uow: Uow, provider: ProviderPath,
+                       body: schemas.AuthProviderPut) -> schemas.AuthStatus:
     return await service.set_provider(uow, p.access, p.project, provider, body)
 
 
@@ -66,6 +72,6 @@ async def set_provider(p: ProjectAdmin, uow: Uow, provider: str, body: schemas.A
                responses=_NODE,
                summary="Remove a provider: its identities go, the end users stay; idempotent")
 @runs(service.remove_provider)
-async def remove_provider(p: ProjectAdmin, uow: Uow, provider: str) -> Response:
+async def remove_provider(p: ProjectAdmin, uow: Uow, provider: AnyProviderPath) -> Response:
     await service.remove_provider(uow, p.access, p.project, provider)
     return Response(status_code=204)

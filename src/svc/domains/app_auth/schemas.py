@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
@@ -45,8 +45,18 @@ class AuthStatus(ApiModel):
     settings: AuthSettings
 
 
+# What the document says of a client id and secret: required, something besides blanks. The
+# service checks it (an empty or missing one is the spec's 400 invalid_provider, not bad_request).
+_GIVEN: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}
+
+
 class AuthProviderPut(ApiInput):
     """Both required and not empty (400 invalid_provider otherwise); the secret is sealed."""
 
-    client_id: Annotated[str, StringConstraints(max_length=500)] | None = None
-    client_secret: Annotated[str, StringConstraints(max_length=4096)] | None = None
+    model_config = ApiInput.model_config | {"json_schema_extra": {"required": ["clientId", "clientSecret"]}}
+
+    client_id: Annotated[str, StringConstraints(max_length=500)] = Field(
+        default="", json_schema_extra=_GIVEN, description="The OAuth app's client id: not empty or only blanks")
+    client_secret: Annotated[str, StringConstraints(max_length=4096)] = Field(
+        default="", json_schema_extra=_GIVEN | {"writeOnly": True},
+        description="The OAuth app's client secret: not empty or only blanks; sealed, never returned")

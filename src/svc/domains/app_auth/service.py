@@ -134,8 +134,8 @@ async def set_provider(uow: UnitOfWork, access: OrgAccess, project: Project, nam
     """Set or rotate the project's OAuth app at `name`. The secret is sealed; the audit row holds
     the provider and client id only."""
     name = _provider_name(name)
-    client_id = (body.client_id or "").strip()
-    secret = body.client_secret or ""
+    client_id = body.client_id.strip()
+    secret = body.client_secret
     for field, value in (("clientId", client_id), ("clientSecret", secret.strip())):
         if not value:
             raise errors.InvalidProvider(f"{field} must not be empty", details={"field": field})

@@ -99,7 +99,6 @@ async def overview(request: Request, p: ProjectViewer, uow: Uow, ctx: Ctx) -> Re
 NOT_OFFERED = {
     "storage": ("env.storage", "Object storage for files"),
     "email": ("env.email", "Sending and receiving mail"),
-    "auth": (None, "Sign-in for the site's own users"),
 }
 
 
