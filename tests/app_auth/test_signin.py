@@ -359,3 +359,53 @@ async def test_svc_serve_runs_the_fake_providers_for_a_newcomer(
             for provider in PROVIDERS:
                 user = await _sign_in(await _page(browser), site, provider)
                 assert user["email"] == "alice@example.com"
+
+
+async def test_logout_everywhere_ends_every_session_of_the_user(edge: EdgeBrowser) -> None:
+    r = await edge.visit(await edge.begin())
+    assert r.status_code == 302
+    other = EdgeBrowser(edge.site)
+    try:
+        r = await other.visit(await other.begin())
+        assert r.status_code == 302
+        assert json.loads(await other.whoami())["email"] == "alice@example.com"
+        r = await edge.edge.post("/__svc/auth/logout", data={"everywhere": "1"})
+        assert r.status_code == 204
+        # The other browser's short-lived user cookie gone (5 minutes at most): its session has
+        # ended too.
+        other.edge.cookies.delete("svc_auth_user")
+        assert (await other.edge.get("/__svc/auth/session")).status_code == 401
+        assert await other.whoami() is None
+    finally:
+        await other.aclose()
+    rows = await as_project(edge.site.db, "select count(*) from svc_auth.sessions where ended_at is null")
+    assert rows == [(0,)]
+
+
+async def test_the_sign_in_page_shows_the_brand_and_only_the_configured_providers(edge: EdgeBrowser) -> None:
+    site = edge.site
+    logo = "https://cdn.example.com/acme/logo.png"
+    r = await site.http.patch(f"{site.base}/auth", json={"logoUrl": logo}, headers=site.auth)
+    assert r.status_code == 200, r.text
+    r = await site.http.delete(f"{site.base}/auth/providers/microsoft", headers=site.auth)
+    assert r.status_code == 204, r.text
+    r = await edge.edge.get("/__svc/auth/", headers={"accept": "text/html"})
+    assert r.status_code == 200
+    assert f'src="{logo}"' in r.text and "Sign in to Acme Notes" in r.text and "#aa3311" in r.text
+    assert "signin-github" in r.text and "signin-google" in r.text and "signin-microsoft" not in r.text
+    assert "<script" not in r.text
+    assert "img-src https://cdn.example.com" in r.headers["content-security-policy"]
+    assert r.headers["cache-control"] == "private, no-store"
+    r = await edge.edge.get("/__svc/auth/login/microsoft", headers={"accept": "application/json"})
+    assert r.status_code == 404 and r.json()["code"] == "unknown_provider"
+    assert "svc_auth_flow" not in r.cookies
+
+
+async def test_a_sign_in_cancelled_at_the_provider_signs_nobody_in(edge: EdgeBrowser) -> None:
+    r = await edge.edge.get("/__svc/auth/login/google")
+    assert r.status_code == 302
+    r = await edge.idp.get(r.headers["location"] + "&fake_action=deny")
+    parts = urlsplit(r.headers["location"])
+    r = await edge.edge.get(f"{parts.path}?{parts.query}", headers={"accept": "text/html"})
+    assert r.status_code == 400 and "Sign-in was cancelled at the provider" in r.text
+    assert "svc_auth" not in edge.edge.cookies and await edge.whoami() is None
