@@ -409,3 +409,22 @@ async def test_a_sign_in_cancelled_at_the_provider_signs_nobody_in(edge: EdgeBro
     r = await edge.edge.get(f"{parts.path}?{parts.query}", headers={"accept": "text/html"})
     assert r.status_code == 400 and "Sign-in was cancelled at the provider" in r.text
     assert "svc_auth" not in edge.edge.cookies and await edge.whoami() is None
+
+
+async def test_one_sites_sign_in_is_nobody_on_another_site(edge: EdgeBrowser, env: Env) -> None:
+    """A visitor signed in to one project carries its cookies to another project's host (a hostile
+    tenant's site on a sibling host could plant them): nobody there, for the worker and the app."""
+    r = await edge.visit(await edge.begin())
+    assert r.status_code == 302
+    signed = {"svc_auth": edge.edge.cookies.get("svc_auth"), "svc_auth_user": edge.edge.cookies.get("svc_auth_user")}
+    async for other in make_site(env, "another-tenant", client_id=env.fake.client_id,
+                                 client_secret=env.fake.client_secret):
+        there = EdgeBrowser(other)
+        try:
+            cookie = "; ".join(f"{k}={v}" for k, v in signed.items())
+            r = await there.edge.get("/whoami", headers={"cookie": cookie})
+            assert r.status_code == 200 and r.json()["user"] is None
+            r = await there.edge.get("/__svc/auth/session", headers={"cookie": cookie})
+            assert r.status_code == 401
+        finally:
+            await there.aclose()
