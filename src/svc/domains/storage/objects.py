@@ -115,7 +115,6 @@ async def put(ctx: AppContext, project_id: str, key: str, chunks: AsyncIterable[
     reservation, prefix = await _reserve(ctx, project_id, length)
     whole = prefix + key
     try:
-        replaced = await objects.head(whole)
         info = await objects.put(whole, chunks, max_bytes=length, content_type=content_type)
     except BaseException as exc:
         # Shielded: a client gone midway (the request cancelled) still gives its hold back.
@@ -125,7 +124,7 @@ async def put(ctx: AppContext, project_id: str, key: str, chunks: AsyncIterable[
             raise errors.BodyTooLong(f"The body ran past its declared length ({length} bytes): nothing was "
                                      "stored") from None
         raise
-    await asyncio.shield(_settle(ctx, project_id, reservation, whole, info.size - (replaced.size if replaced else 0)))
+    await asyncio.shield(_settle(ctx, project_id, reservation, whole, info.size - info.replaced))
     return _theirs(info, prefix)
 
 
