@@ -34,15 +34,7 @@ from typing import IO
 from urllib.parse import unquote
 
 from svc.adapters.objects.keys import byte_range, check_key, tally
-from svc.adapters.objects.port import (
-    BadCursor,
-    Listing,
-    ObjectBody,
-    ObjectInfo,
-    ObjectMissing,
-    ObjectTooLarge,
-    Stored,
-)
+from svc.adapters.objects.port import BadCursor, Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge, Stored
 from svc.kit.files import fsync_dir, partial_name, remove_path, sweep_stale
 
 _TMP = ".tmp"
