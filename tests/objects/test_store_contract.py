@@ -29,7 +29,7 @@ from svc.adapters.objects.port import (
 from svc.adapters.objects.s3 import S3ObjectStore
 from svc.settings import Settings
 from tests.support.config import configured
-from tests.support.s3 import client, create_bucket, moto_server, object_keys, s3_settings
+from tests.support.s3 import ACCESS_KEY, SECRET_KEY, client, create_bucket, moto_server, object_keys, s3_settings
 
 MiB = 1024 * 1024
 
@@ -129,6 +129,23 @@ async def test_a_put_replaces_the_object_whole(env: Env) -> None:
         6, f'"{hashlib.md5(b"second").hexdigest()}"', "application/json"))
     listing = await env.store.list("p/a/")
     assert [(o.key, o.size) for o in listing.objects] == [("p/a/k", 6)]
+
+
+async def test_a_put_says_the_size_of_the_object_it_replaced(env: Env) -> None:
+    """What usedBytes moves by (a new object's size less the replaced one's), with no look first."""
+    first = await env.store.put("p/a/k", body(b"x" * 40), max_bytes=100)
+    again = await env.store.put("p/a/k", body(b"y" * 7), max_bytes=100)
+    assert (first.size, first.replaced, again.size, again.replaced) == (40, 0, 7, 40)
+    # A multipart upload (S3: over 8 MiB) replacing one, and one replaced by a single part.
+    big = await env.store.put("p/a/k", chunked(9 * MiB, MiB), max_bytes=9 * MiB)
+    small = await env.store.put("p/a/k", body(b"z"), max_bytes=1)
+    assert (big.replaced, small.replaced) == (7, 9 * MiB)
+    if env.kind == "s3":  # a store without If-None-Match on a put: a head first, the same answer
+        plain = S3ObjectStore(bucket=env.bucket, endpoint_url=env.moto_url, access_key_id=ACCESS_KEY,
+                              secret_access_key=SECRET_KEY)
+        plain._conditional = False
+        assert (await plain.put("p/a/k", body(b"ab"), max_bytes=2)).replaced == 1
+        assert (await plain.put("p/a/new", body(b"ab"), max_bytes=2)).replaced == 0
 
 
 async def test_a_missing_object(env: Env) -> None:

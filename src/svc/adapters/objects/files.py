@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -33,7 +34,7 @@ from typing import IO
 from urllib.parse import unquote
 
 from svc.adapters.objects.keys import byte_range, check_key, tally
-from svc.adapters.objects.port import BadCursor, Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge
+from svc.adapters.objects.port import BadCursor, Listing, ObjectBody, ObjectInfo, ObjectMissing, ObjectTooLarge, Stored
 from svc.kit.files import fsync_dir, partial_name, remove_path, sweep_stale
 
 _TMP = ".tmp"
@@ -129,7 +130,7 @@ class FileObjectStore:
     # --- put ---
 
     async def put(self, key: str, chunks: AsyncIterable[bytes], *, max_bytes: int,
-                  content_type: str | None = None) -> ObjectInfo:
+                  content_type: str | None = None) -> Stored:
         check_key(key)
         writer = _Writer(self._tmp_dir)
         try:
@@ -151,16 +152,17 @@ class FileObjectStore:
                 await asyncio.to_thread(writer.discard)
         return info
 
-    def _finish(self, writer: _Writer, pending: list[bytes], key: str, content_type: str | None) -> ObjectInfo:
+    def _finish(self, writer: _Writer, pending: list[bytes], key: str, content_type: str | None) -> Stored:
         writer.write(pending)
-        info = ObjectInfo(key=key, size=writer.size, etag=f'"{writer.md5.hexdigest()}"',
-                          uploaded=datetime.now(UTC), content_type=content_type)
+        info = Stored(key=key, size=writer.size, etag=f'"{writer.md5.hexdigest()}"',
+                      uploaded=datetime.now(UTC), content_type=content_type)
         tmp = writer.close(_trailer(info))
         # A delete may remove an emptied directory between making it and the rename: make it again.
         name = self._path(key).name
         for attempt in range(5):
             try:
                 dest = self._make_dirs(key) / name
+                replaced = _size(str(dest))  # the object about to be replaced, read off its file's end
                 os.replace(tmp, dest)
             except FileNotFoundError:
                 if attempt == 4:
@@ -168,7 +170,7 @@ class FileObjectStore:
                 continue
             writer.path = None
             fsync_dir(dest.parent)
-            return info
+            return dataclasses.replace(info, replaced=replaced or 0)
         raise AssertionError("unreachable")
 
     # --- get, head, delete ---

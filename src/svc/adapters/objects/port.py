@@ -40,6 +40,14 @@ class ObjectInfo:
     content_type: str | None = None
 
 
+@dataclass(frozen=True)
+class Stored(ObjectInfo):
+    """What a put stored, and the size of the object it replaced (0: none), for the project's
+    usedBytes: a backend learns it as it writes, so a put needs no look beforehand."""
+
+    replaced: int = 0
+
+
 @dataclass
 class ObjectBody:
     info: ObjectInfo
@@ -65,10 +73,11 @@ class ObjectStore(Protocol):
     description: str
 
     async def put(self, key: str, chunks: AsyncIterable[bytes], *, max_bytes: int,
-                  content_type: str | None = None) -> ObjectInfo:
+                  content_type: str | None = None) -> Stored:
         """Store the streamed body under key, replacing what was there once the body is whole
         (readers see the old object or the new one, never a part). More than max_bytes: raise
-        ObjectTooLarge and keep the old object."""
+        ObjectTooLarge and keep the old object. `replaced`: the size of the object replaced, as
+        seen just before (a write racing this one may be missed, as with a head beforehand)."""
         ...
 
     async def get(self, key: str, *, start: int | None = None, end: int | None = None) -> ObjectBody:

@@ -5,7 +5,7 @@ boto3 is synchronous: every call runs in a worker thread. A put sends a small bo
 PutObject and a larger one as a multipart upload, a part at a time (memory holds one part): S3
 makes the object visible only once the upload completes, so readers see the old object or the new
 one, and an upload aborted (past max_bytes, or the body broke off) leaves the old one in place. A
-get streams the response's body, a batch per trip to a thread."""
+get streams the response's body, a batch per trip to a thread (the first with the request)."""
 
 from __future__ import annotations
 
@@ -27,12 +27,16 @@ from svc.adapters.objects.port import (
     ObjectMissing,
     ObjectTooLarge,
     RangeNotSatisfiable,
+    Stored,
 )
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
 _MISSING = {"404", "NoSuchKey", "NotFound"}
+# If-None-Match refused: an object is there (409: a write of the same key raced this one).
+_PRECONDITION = {"412", "PreconditionFailed", "409", "ConditionalRequestConflict"}
+_NOT_IMPLEMENTED = {"501", "NotImplemented"}
 # Above this a body goes up as a multipart upload of parts about this large (S3's least is 5 MiB).
 _PART = 8 * 1024 * 1024
 _READ = 1024 * 1024
@@ -43,16 +47,22 @@ _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 class S3ObjectStore(S3Bucket):
     """The objects under their whole keys at the bucket's root (no prefix)."""
 
+    # Whether the store takes If-None-Match on PutObject (AWS, R2, MinIO, Ceph do); off once one answers 501.
+    _conditional = True
+
     # --- put ---
 
     async def put(self, key: str, chunks: AsyncIterable[bytes], *, max_bytes: int,
-                  content_type: str | None = None) -> ObjectInfo:
+                  content_type: str | None = None) -> Stored:
         check_key(key)
         extra: dict[str, Any] = {"ContentType": content_type} if content_type else {}
         upload_id: str | None = None
         parts: list[CompletedPartTypeDef] = []
         pending: list[bytes] = []  # the next part's chunks: memory holds about one part
         held = size = 0
+        # A multipart upload's object appears only at its completion: the head of the one it
+        # replaces runs beside the parts, and is awaited before the completion.
+        looking: asyncio.Task[ObjectInfo | None] | None = None
         try:
             async for chunk in chunks:
                 size += len(chunk)
@@ -62,6 +72,8 @@ class S3ObjectStore(S3Bucket):
                 held += len(chunk)
                 if held >= _PART:
                     if upload_id is None:
+                        looking = asyncio.create_task(self.head(key))
+                        looking.add_done_callback(_retrieved)  # (its error, if any, is the put's)
                         created = await asyncio.to_thread(self.client.create_multipart_upload, Bucket=self.bucket,
                                                           Key=key, **extra)
                         upload_id = created["UploadId"]
@@ -69,22 +81,45 @@ class S3ObjectStore(S3Bucket):
                     parts.append(await asyncio.to_thread(self._upload_part, key, upload_id, len(parts) + 1, part))
                     del part
             if upload_id is None:
-                put = await asyncio.to_thread(self.client.put_object, Bucket=self.bucket, Key=key,
-                                              Body=b"".join(pending), **extra)
-                etag = put["ETag"]
+                etag, replaced = await asyncio.to_thread(self._put_whole, key, b"".join(pending), extra)
             else:
                 if pending:
                     parts.append(await asyncio.to_thread(self._upload_part, key, upload_id, len(parts) + 1,
                                                          b"".join(pending)))
+                assert looking is not None
+                before = await looking
+                replaced = before.size if before is not None else 0
                 completed = await asyncio.to_thread(self.client.complete_multipart_upload, Bucket=self.bucket,
                                                     Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts})
                 upload_id = None
                 etag = completed["ETag"]
         except BaseException:
+            if looking is not None:
+                looking.cancel()
             if upload_id is not None:
                 await asyncio.shield(asyncio.to_thread(self._abort, key, upload_id))
             raise
-        return ObjectInfo(key=key, size=size, etag=etag, uploaded=datetime.now(UTC), content_type=content_type)
+        return Stored(key=key, size=size, etag=etag, uploaded=datetime.now(UTC), content_type=content_type,
+                      replaced=replaced)
+
+    def _put_whole(self, key: str, body: bytes, extra: dict[str, Any]) -> tuple[str, int]:
+        """PutObject; (the ETag, the size of the object replaced). First only if no object is there
+        (If-None-Match: *, one call for a new key); refused, the object there is looked at, then
+        replaced. A store without conditional writes (501, or one that ignores the header and
+        replaces) is asked plainly from then on, with a head first; one that ignores it counts a
+        replaced object as new until the next usage count (over, never under)."""
+        if self._conditional:
+            try:
+                put = self.client.put_object(Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*", **extra)
+                return put["ETag"], 0
+            except ClientError as e:
+                if _code(e) in _NOT_IMPLEMENTED:
+                    self._conditional = False
+                elif _code(e) not in _PRECONDITION:
+                    raise
+        before = self._head(key)
+        put = self.client.put_object(Bucket=self.bucket, Key=key, Body=body, **extra)
+        return put["ETag"], before.size if before is not None else 0
 
     def _upload_part(self, key: str, upload_id: str, number: int, part: bytes) -> CompletedPartTypeDef:
         done = self.client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=part)
@@ -113,9 +148,9 @@ class S3ObjectStore(S3Bucket):
         elif end is not None:
             asked["Range"] = f"bytes=-{end}"
 
-        def fetch() -> Any:
+        def fetch() -> tuple[Any, bytes]:
             try:
-                return self.client.get_object(Bucket=self.bucket, Key=key, **asked)
+                got = self.client.get_object(Bucket=self.bucket, Key=key, **asked)
             except ClientError as e:
                 if _code(e) in _MISSING:
                     raise ObjectMissing(key) from None
@@ -126,8 +161,10 @@ class S3ObjectStore(S3Bucket):
                     info = self._head(key)
                     raise RangeNotSatisfiable(0 if info is None else info.size) from None
                 raise
+            # The first batch in the same trip to a thread: an object up to _READ takes one.
+            return got, got["Body"].read(min(int(got["ContentLength"]), _READ))
 
-        got = await asyncio.to_thread(fetch)
+        got, first_batch = await asyncio.to_thread(fetch)
         length = int(got["ContentLength"])
         found = _CONTENT_RANGE.fullmatch(str(got.get("ContentRange") or ""))
         if found:
@@ -139,7 +176,7 @@ class S3ObjectStore(S3Bucket):
                 raise RangeNotSatisfiable(0)
         info = ObjectInfo(key=key, size=size, etag=got["ETag"], uploaded=_aware(got["LastModified"]),
                           content_type=_content_type(got))
-        return ObjectBody(info=info, start=first, end=last, chunks=_stream(got["Body"]))
+        return ObjectBody(info=info, start=first, end=last, chunks=_stream(got["Body"], first_batch, length))
 
     async def head(self, key: str) -> ObjectInfo | None:
         check_key(key)
@@ -233,16 +270,27 @@ class S3ObjectStore(S3Bucket):
         return 0
 
 
-async def _stream(body: Any) -> AsyncIterator[bytes]:
-    """The response body's bytes, a batch per trip to a thread; closing releases the connection."""
+async def _stream(body: Any, first: bytes, length: int) -> AsyncIterator[bytes]:
+    """The response body's bytes (`first` already read), a batch per trip to a thread, up to its
+    `length` (read whole, the connection goes back to the pool: no trip to read the end);
+    closing releases the connection."""
     try:
-        while True:
-            chunk = await asyncio.to_thread(body.read, _READ)
+        left = length - len(first)
+        if first:
+            yield first
+        while left > 0:
+            chunk = await asyncio.to_thread(body.read, min(left, _READ))
             if not chunk:
                 return
+            left -= len(chunk)
             yield chunk
     finally:
         body.close()
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _content_type(got: Any) -> str | None:

@@ -115,7 +115,6 @@ async def put(ctx: AppContext, project_id: str, key: str, chunks: AsyncIterable[
     reservation, prefix = await _reserve(ctx, project_id, length)
     whole = prefix + key
     try:
-        replaced = await objects.head(whole)
         info = await objects.put(whole, chunks, max_bytes=length, content_type=content_type)
     except BaseException as exc:
         # Shielded: a client gone midway (the request cancelled) still gives its hold back.
@@ -125,28 +124,27 @@ async def put(ctx: AppContext, project_id: str, key: str, chunks: AsyncIterable[
             raise errors.BodyTooLong(f"The body ran past its declared length ({length} bytes): nothing was "
                                      "stored") from None
         raise
-    await asyncio.shield(_settle(ctx, project_id, reservation, whole, info.size - (replaced.size if replaced else 0)))
+    await asyncio.shield(_settle(ctx, project_id, reservation, whole, info.size - info.replaced))
     return _theirs(info, prefix)
 
 
 async def _reserve(ctx: AppContext, project_id: str, length: int) -> tuple[str, str]:
     async with unit_of_work(ctx, Tx.WRITE) as uow:
-        grant = await queries.grant(uow.session, project_id, lock=True)
-        subject = await queries.subject(uow.session, project_id)
-        if grant is None or grant.revoked_at is not None or subject is None or subject[1] != ProjectState.active:
+        room = await queries.room(uow.session, project_id)
+        if room is None or room.revoked or room.state != ProjectState.active:
             raise errors.NotGranted()
-        limit = orgs.limits_of(ctx.config, subject[0]).storage_bytes
+        limit = orgs.limits_of(ctx.config, room.plan).storage_bytes
         held = await queries.reserved(uow.session, project_id)
-        if grant.used_bytes + held + length > limit:
+        if room.used + held + length > limit:
             raise errors.QuotaExceeded(
                 f"Writing {length} bytes would pass the project's storage quota of {limit} bytes: it uses "
-                f"{grant.used_bytes} bytes, and writes in flight hold {held} more",
-                details={"quotaBytes": limit, "usedBytes": grant.used_bytes, "inFlightBytes": held,
+                f"{room.used} bytes, and writes in flight hold {held} more",
+                details={"quotaBytes": limit, "usedBytes": room.used, "inFlightBytes": held,
                          "lengthBytes": length})
         reservation = new_id("sto")
         await queries.reserve(uow.session, reservation_id=reservation, project_id=project_id, size=length,
                               now=utcnow())
-        return reservation, grant.prefix
+        return reservation, room.prefix
 
 
 async def _release(ctx: AppContext, reservation: str) -> None:
@@ -158,13 +156,8 @@ async def _settle(ctx: AppContext, project_id: str, reservation: str, whole: str
     """The hold let go and the write counted. A project being deleted meanwhile takes the object
     back out: its teardown may have emptied the prefix already, and nothing lands behind it."""
     async with unit_of_work(ctx, Tx.WRITE) as uow:
-        grant = await queries.grant(uow.session, project_id, lock=True)
-        subject = await queries.subject(uow.session, project_id)
-        await queries.unreserve(uow.session, reservation)
-        gone = grant is None or subject is None or subject[1] != ProjectState.active
-        if not gone:
-            await queries.add_used(uow.session, project_id, delta)
-    if gone:
+        counted = await queries.settle(uow.session, reservation, project_id, delta)
+    if not counted:
         await store(ctx).delete(whole)
         raise errors.NotGranted()
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import case, delete, func, select, update
+from sqlalchemy import case, delete, exists, func, insert, select, update
 
 from svc.kit.store_session import StoreSession
-from svc.models import Org, Project, StorageGrant, StorageReservation
+from svc.models import Org, Project, ProjectState, StorageGrant, StorageReservation
 
 
 async def grant(session: StoreSession, project_id: str, *, lock: bool = False) -> StorageGrant | None:
@@ -17,13 +18,6 @@ async def grant(session: StoreSession, project_id: str, *, lock: bool = False) -
     return (await session.scalars(found.with_for_update() if lock else found)).first()
 
 
-async def subject(session: StoreSession, project_id: str) -> tuple[str, str] | None:
-    """The plan of the project's org and the project's state (None: no such project)."""
-    row = (await session.execute(select(Org.plan, Project.state).join(Project, Project.org_id == Org.id)
-                                 .where(Project.id == project_id))).first()
-    return (str(row[0]), str(row[1])) if row is not None else None
-
-
 async def reserved(session: StoreSession, project_id: str) -> int:
     """The bytes the project's writes in flight hold."""
     held = await session.scalar(select(func.coalesce(func.sum(StorageReservation.bytes), 0))
@@ -31,9 +25,46 @@ async def reserved(session: StoreSession, project_id: str) -> int:
     return int(held or 0)
 
 
+@dataclass(frozen=True)
+class Room:
+    """What a write's reservation is decided on, but the writes in flight (reserved(), read once
+    the row is held: PostgreSQL's snapshot of a statement that waited for the lock is older than
+    the reservation its holder committed)."""
+
+    prefix: str
+    revoked: bool
+    plan: str
+    state: str
+    used: int  # usedBytes
+
+
+async def room(session: StoreSession, project_id: str) -> Room | None:
+    """The project's grant, its org's plan and its state, in one query, the grant row held as
+    grant(lock=True) holds it; None without a grant or a project."""
+    found = (select(StorageGrant.prefix, StorageGrant.revoked_at, Org.plan, Project.state, StorageGrant.used_bytes)
+             .join(Project, Project.id == StorageGrant.project_id).join(Org, Org.id == Project.org_id)
+             .where(StorageGrant.project_id == project_id).with_for_update(of=StorageGrant))
+    row = (await session.execute(found)).first()
+    if row is None:
+        return None
+    return Room(prefix=str(row[0]), revoked=row[1] is not None, plan=str(row[2]), state=str(row[3]),
+                used=int(row[4]))
+
+
 async def reserve(session: StoreSession, *, reservation_id: str, project_id: str, size: int, now: datetime) -> None:
-    session.add(StorageReservation(id=reservation_id, project_id=project_id, bytes=size, created_at=now))
-    await session.flush()
+    await session.execute(insert(StorageReservation).values(id=reservation_id, project_id=project_id, bytes=size,
+                                                            created_at=now))
+
+
+async def settle(session: StoreSession, reservation_id: str, project_id: str, delta: int) -> bool:
+    """A write's end: its reservation gone and usedBytes moved by `delta` (as add_used), in two
+    statements; False (nothing counted) when the project is gone or going meanwhile."""
+    await unreserve(session, reservation_id)
+    used = StorageGrant.used_bytes + delta
+    active = exists().where(Project.id == project_id, Project.state == ProjectState.active)
+    result = await session.execute(update(StorageGrant).where(StorageGrant.project_id == project_id, active)
+                                   .values(used_bytes=case((used < 0, 0), else_=used)))
+    return bool(getattr(result, "rowcount", 0))
 
 
 async def unreserve(session: StoreSession, reservation_id: str) -> None:
