@@ -74,6 +74,17 @@ local function from_set_cookie(set_cookie)
     return nil
 end
 
+-- A header of a subrequest's answer by its lower-case name: res.header keeps the names as the
+-- upstream spelled them, and svc's API (uvicorn) sends them in lower case.
+local function header(res, name)
+    for key, value in pairs(res.header) do
+        if key:lower() == name then
+            return value
+        end
+    end
+    return nil
+end
+
 -- access_by_lua of the worker's location: sets $svc_auth_user (empty: no one signed in).
 function M.pass()
     local cookie = var.cookie_svc_auth_user
@@ -94,7 +105,7 @@ function M.pass()
     if res.status ~= 200 and res.status ~= 401 then
         return
     end
-    local set_cookie = res.header["Set-Cookie"]
+    local set_cookie = header(res, "set-cookie")
     if set_cookie then
         ngx.header["Set-Cookie"] = set_cookie
     end
