@@ -56,6 +56,11 @@ async def turn(uow: UnitOfWork) -> Watched | None:
     except DatabaseNodeError as exc:
         log.warning("database watchdog: %s", exc)
         return None
+    if watched.cancelled or watched.ended:
+        # A warning, with the backends: a statement cut off is what a project's owner asks about
+        # (and what a test that saw one needs in its report).
+        log.warning("database watchdog: cancelled the statements of backends %s, ended the idle transactions of %s",
+                    watched.cancelled or "none", watched.ended or "none")
     if watched.cancelled or watched.ended or watched.dropped or watched.shrunk:
         log.info("database watchdog: %d statements cancelled, %d idle transactions ended, token users dropped: %s; "
                  "connections shrunk to the plan's ceiling: %s", len(watched.cancelled), len(watched.ended),
