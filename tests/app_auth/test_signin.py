@@ -301,6 +301,22 @@ async def test_an_expired_session_is_refused(edge: EdgeBrowser) -> None:
     assert await edge.whoami() is None
 
 
+async def test_a_sign_in_clears_the_projects_dead_sessions(edge: EdgeBrowser) -> None:
+    """sessionDays sizes the session table: expired and ended sessions leave it at the next sign-in."""
+    for _ in range(3):
+        assert (await edge.visit(await edge.begin())).status_code == 302
+    await as_project(edge.site.db, "update svc_auth.sessions set expires_at = now() - interval '1 second' "
+                                   "where id_hash = (select min(id_hash) from svc_auth.sessions)")
+    await as_project(edge.site.db, "update svc_auth.sessions set ended_at = now() "
+                                   "where id_hash = (select max(id_hash) from svc_auth.sessions)")
+    assert (await as_project(edge.site.db, "select count(*) from svc_auth.sessions")) == [(3,)]
+    assert (await edge.visit(await edge.begin())).status_code == 302
+    live = await as_project(edge.site.db, "select count(*) from svc_auth.sessions "
+                                          "where expires_at > now() and ended_at is null")
+    assert (await as_project(edge.site.db, "select count(*) from svc_auth.sessions")) == live == [(2,)]
+    assert (await edge.edge.get("/__svc/auth/session")).status_code == 200  # the new one lives
+
+
 async def test_the_user_header_cannot_be_forged(edge: EdgeBrowser) -> None:
     forged = json.dumps({"id": "eu_admin", "email": "admin@example.com"})
     assert await edge.whoami(**{"Svc-Auth-User": forged}) is None

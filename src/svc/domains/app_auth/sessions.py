@@ -104,6 +104,11 @@ async def find_or_make_user(uow: UnitOfWork, project_id: str, who: Identity) -> 
 
 
 async def open_session(uow: UnitOfWork, project_id: str, user: EndUser, days: int) -> Opened:
+    """A new session of `days`. The project's dead sessions (expired, or ended by a logout) go at
+    each sign-in, so the table holds about the sign-ins of the last sessionDays (the spec's
+    "sessionDays also sizes the session table"): a dead one is refused whether its row is there
+    or not."""
+    await _rows(uow, project_id, "delete from svc_auth.sessions where expires_at < now() or ended_at is not null")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     rows = await _rows(uow, project_id,
                        "insert into svc_auth.sessions (id_hash, user_id, created_at, expires_at) "
