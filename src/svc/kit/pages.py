@@ -10,7 +10,8 @@ import secrets
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 
-from svc.errors import AppError, error_response
+from svc.errors import AppError, BadRequest, error_response
+from svc.kit.hosts import normalize_host
 
 STYLE = """
 body{font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
@@ -47,6 +48,15 @@ def page(title: str, body: str, *, status: int = 200, script: str = "",
     all_headers = {"Content-Security-Policy": csp, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
                    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", **(headers or {})}
     return HTMLResponse(document, status_code=status, headers=all_headers)
+
+
+def edge_host(request: Request) -> str:
+    """The project host a request of the edge's `/__svc/` paths came for: X-Svc-Host, which nginx
+    sets from its own $host (a client's header of that name is overwritten there)."""
+    host = normalize_host(request.headers.get("x-svc-host"))
+    if host is None:
+        raise BadRequest("X-Svc-Host must name the project host")
+    return host
 
 
 def wants_html(request: Request) -> bool:

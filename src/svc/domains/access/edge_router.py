@@ -17,8 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from svc.deps import Ctx, Uow, api_router
 from svc.domains.access import cookies, errors, host_pages, service
-from svc.kit.hosts import normalize_host
-from svc.kit.pages import error_page, wants_html
+from svc.kit.pages import edge_host, error_page, wants_html
 from svc.kit.paths import safe_next
 from svc.uow import runs
 
@@ -29,13 +28,6 @@ MAX_FORM = 8 * 1024
 # so the real one is never cut off by ones a sibling host planted.
 MAX_ACCESS_COOKIES = 16
 NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
-
-
-def _host(request: Request) -> str:
-    host = normalize_host(request.headers.get("x-svc-host"))
-    if host is None:
-        raise errors.BadHost("X-Svc-Host must name the project host")
-    return host
 
 
 def _access_cookies(request: Request) -> list[str]:
@@ -58,7 +50,7 @@ def _go_on(next_path: str, cookie: str | None = None, *, ctx: Ctx, status: int =
 
 @router.get("/v1/edge/check", status_code=204)
 async def edge_check(request: Request, uow: Uow) -> Response:
-    login = await service.check(uow, host=_host(request), uri=request.headers.get("x-svc-uri"),
+    login = await service.check(uow, host=edge_host(request), uri=request.headers.get("x-svc-uri"),
                                 cookie_values=_access_cookies(request),
                                 bypass=request.headers.get("svc-access-bypass"))
     if login is None:
@@ -68,7 +60,7 @@ async def edge_check(request: Request, uow: Uow) -> Response:
 
 @router.get("/v1/edge/password")
 async def password_form(request: Request, uow: Uow, ctx: Ctx) -> Response:
-    host = _host(request)
+    host = edge_host(request)
     next_path = safe_next(request.query_params.get("next")) or "/"
     try:
         found = await service.password_host(uow, host, next_path)
@@ -82,7 +74,7 @@ async def password_form(request: Request, uow: Uow, ctx: Ctx) -> Response:
 @router.post("/v1/edge/password")
 @runs(service.password_sign_in)
 async def password_sign_in(request: Request, uow: Uow, ctx: Ctx) -> Response:
-    host = _host(request)
+    host = edge_host(request)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded":
         return error_page(request, errors.NotAForm(), title="Bad request")
@@ -110,7 +102,7 @@ async def password_sign_in(request: Request, uow: Uow, ctx: Ctx) -> Response:
 @router.get("/v1/edge/callback")
 @runs(service.exchange_code)
 async def callback(request: Request, uow: Uow, ctx: Ctx) -> Response:
-    done = await service.exchange_code(uow, host=_host(request), code=request.query_params.get("code"))
+    done = await service.exchange_code(uow, host=edge_host(request), code=request.query_params.get("code"))
     if done is None:
         return error_page(request, errors.BadCode(), title="Sign-in link not valid", home=True)
     return _go_on(done.next_path, done.cookie, ctx=ctx, status=302)

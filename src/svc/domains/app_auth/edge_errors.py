@@ -19,10 +19,6 @@ class UnknownHost(NotFound):
     default_message = "svc serves no project at this hostname"
 
 
-class BadHost(BadRequest):
-    default_message = "X-Svc-Host must name the project host"
-
-
 class UnknownProvider(NotFound):
     code = "unknown_provider"
     default_message = "This site does not offer sign-in with that provider"

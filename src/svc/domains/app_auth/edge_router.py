@@ -30,8 +30,7 @@ from svc.domains.projects import service as projects
 from svc.errors import AppError, error_response
 from svc.kit import auth_cookie
 from svc.kit.clock import utcnow
-from svc.kit.hosts import normalize_host
-from svc.kit.pages import error_page
+from svc.kit.pages import edge_host, error_page
 from svc.kit.paths import safe_next
 from svc.models import AuthGrant, AuthProvider
 from svc.uow import Tx, UnitOfWork, runs, use_case
@@ -42,13 +41,6 @@ router = api_router(include_in_schema=False)
 NO_STORE = {"Cache-Control": "private, no-store", "Referrer-Policy": "no-referrer"}
 MAX_FORM = 4 * 1024
 MAX_CODE = 2048
-
-
-def _host(request: Request) -> str:
-    host = normalize_host(request.headers.get("x-svc-host"))
-    if host is None:
-        raise errors.BadHost()
-    return host
 
 
 async def _served(uow: UnitOfWork, host: str) -> tuple[str, AuthGrant, list[AuthProvider]]:
@@ -79,7 +71,7 @@ def _callback_url(ctx: Ctx, host: str, provider: str) -> str:
 
 @router.get("/v1/edge/auth/")
 async def signin_page(request: Request, uow: Uow) -> Response:
-    host = _host(request)
+    host = edge_host(request)
     _, grant, providers = await _served(uow, host)
     next_path = safe_next(request.query_params.get("next")) or "/"
     return edge_pages.signin_page(grant, [p.name for p in providers if p.name in signin.PROVIDERS],
@@ -114,7 +106,7 @@ async def start(uow: UnitOfWork, *, host: str, provider: str, next_path: str, re
 @router.get("/v1/edge/auth/login/{provider}")
 @runs(start)
 async def login(provider: str, request: Request, uow: Uow, ctx: Ctx) -> Response:
-    host = _host(request)
+    host = edge_host(request)
     next_path = safe_next(request.query_params.get("next")) or "/"
     try:
         url, sealed = await start(uow, host=host, provider=provider, next_path=next_path,
@@ -164,7 +156,7 @@ def _same(a: str, b: str) -> bool:
 @router.get("/v1/edge/auth/callback/{provider}")
 @runs(finish)
 async def callback(provider: str, request: Request, uow: Uow, ctx: Ctx) -> Response:
-    host = _host(request)
+    host = edge_host(request)
     q = request.query_params
     flow = cookies.open_flow(ctx.keys, host, request.cookies.get(cookies.FLOW), int(utcnow().timestamp()))
     try:
@@ -202,7 +194,7 @@ async def current(uow: UnitOfWork, *, host: str, token: str | None) -> tuple[ses
 @router.get("/v1/edge/auth/session")
 @runs(current)
 async def session(request: Request, uow: Uow, ctx: Ctx) -> Response:
-    host = _host(request)
+    host = edge_host(request)
     found = await current(uow, host=host, token=request.cookies.get(cookies.SESSION))
     if found is None:
         response: Response = error_response(errors.NotSignedIn(headers=NO_STORE))
@@ -226,7 +218,7 @@ async def end(uow: UnitOfWork, *, host: str, token: str | None, everywhere: bool
 async def logout_page(request: Request, uow: Uow) -> Response:
     """A link to /__svc/auth/logout: a page whose button posts the form (a GET never signs out: a
     page of another site could link it)."""
-    host = _host(request)
+    host = edge_host(request)
     _, grant, _ = await _served(uow, host)
     return edge_pages.logout_page(grant, next_path=safe_next(request.query_params.get("next")) or "/")
 
@@ -236,7 +228,7 @@ async def logout_page(request: Request, uow: Uow) -> Response:
 async def logout(request: Request, uow: Uow, ctx: Ctx) -> Response:
     """A form post (the app's "Sign out" button) or fetch: ends the session, clears the cookies,
     then back to `next` (a form) or 204. SameSite=Lax keeps other sites from signing people out."""
-    host = _host(request)
+    host = edge_host(request)
     raw = (await request.body())[:MAX_FORM]
     try:
         fields = parse_qs(raw.decode("utf-8"), max_num_fields=10) if raw else {}
