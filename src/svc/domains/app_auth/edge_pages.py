@@ -15,6 +15,7 @@ from svc.kit.pages import page
 from svc.models import AuthGrant
 
 _COLOR = re.compile(r"#[0-9a-fA-F]{6}")
+_NETLOC = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?")
 
 
 def _brand(grant: AuthGrant, host: str) -> tuple[str, str, str, str]:
@@ -26,7 +27,10 @@ def _brand(grant: AuthGrant, host: str) -> tuple[str, str, str, str]:
     logo, origin = "", ""
     if grant.logo_url:
         parts = urlsplit(grant.logo_url)
-        if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1")):
+        # The origin goes into the CSP header: a host (and port) only, never a `;` or `,` of the tenant's.
+        plain_origin = _NETLOC.fullmatch(parts.netloc) is not None
+        if plain_origin and (parts.scheme == "https"
+                             or (parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1"))):
             origin = f"{parts.scheme}://{parts.netloc}"
             logo = (f'<img class="logo" src="{html.escape(grant.logo_url, quote=True)}" alt="" width="48" '
                     f'height="48">')
