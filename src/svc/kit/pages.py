@@ -52,7 +52,7 @@ def page(title: str, body: str, *, status: int = 200, script: str = "",
 
 def edge_host(request: Request) -> str:
     """The project host a request of the edge's `/__svc/` paths came for: X-Svc-Host, which nginx
-    sets from its own $host (a client's header of that name is overwritten there)."""
+    sets from the host it routed ($svc_host; a client's header of that name is overwritten there)."""
     host = normalize_host(request.headers.get("x-svc-host"))
     if host is None:
         raise BadRequest("X-Svc-Host must name the project host")

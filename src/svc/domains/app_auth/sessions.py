@@ -26,12 +26,7 @@ from svc.uow import UnitOfWork
 
 TOKEN_PREFIX = "svc_eu_"
 MAX_TOKEN = 128
-# A live session's answer is kept in this process for SVC_AUTH_SESSION_CACHE_SECONDS.
 CACHE_ENTRIES = 10_000
-_cache: OrderedDict[tuple[str, str], tuple[float, EndUser, int]] = OrderedDict()
-# One lookup at a time per session (its concurrent requests wait for it): a burst of an app's
-# requests takes one of the project's few connections, not one each.
-_lookups: dict[tuple[str, str], asyncio.Lock] = {}
 
 
 @dataclass(frozen=True)
@@ -118,22 +113,33 @@ async def open_session(uow: UnitOfWork, project_id: str, user: EndUser, days: in
     return Opened(token=token, user=user, expires=int(rows[0][0]))
 
 
+class _Kept:
+    """This app's live sessions' answers (ctx.state_of): each kept SVC_AUTH_SESSION_CACHE_SECONDS;
+    and one lookup at a time per session (its concurrent requests wait for it), so a burst of an
+    app's requests takes one of the project's few connections, not one each."""
+
+    def __init__(self) -> None:
+        self.answers: OrderedDict[tuple[str, str], tuple[float, EndUser, int]] = OrderedDict()
+        self.lookups: dict[tuple[str, str], asyncio.Lock] = {}
+
+
 async def session_user(uow: UnitOfWork, project_id: str, token: str | None) -> tuple[EndUser, int] | None:
     """The signed-in user of a live session token, and when it ends; None for anything else."""
     if not token or len(token) > MAX_TOKEN or not token.startswith(TOKEN_PREFIX):
         return None
     key = (project_id, token_hash(token))
     seconds = uow.ctx.config.settings_of(AuthSigninSettings).auth_session_cache_seconds
-    lock = _lookups.setdefault(key, asyncio.Lock())
+    state = uow.ctx.state_of(_Kept)
+    lock = state.lookups.setdefault(key, asyncio.Lock())
     try:
         async with lock:
-            kept = _cache.get(key)
+            kept = state.answers.get(key)
             if kept is not None and time.monotonic() - kept[0] < seconds and kept[2] > time.time():
                 return kept[1], kept[2]
             return await _look_up(uow, key)
     finally:
-        if not lock.locked() and _lookups.get(key) is lock:
-            del _lookups[key]
+        if not lock.locked() and state.lookups.get(key) is lock:
+            del state.lookups[key]
 
 
 async def _look_up(uow: UnitOfWork, key: tuple[str, str]) -> tuple[EndUser, int] | None:
@@ -144,14 +150,15 @@ async def _look_up(uow: UnitOfWork, key: tuple[str, str]) -> tuple[EndUser, int]
                        "from svc_auth.sessions s "
                        "join svc_auth.users u on u.id = s.user_id "
                        "where s.id_hash = $1 and s.ended_at is null and s.expires_at > now()", key[1])
+    answers = uow.ctx.state_of(_Kept).answers
     if not rows:
-        _cache.pop(key, None)
+        answers.pop(key, None)
         return None
     user, expires = _user(rows[0]), int(rows[0][5])
-    _cache[key] = (time.monotonic(), user, expires)
-    _cache.move_to_end(key)
-    while len(_cache) > CACHE_ENTRIES:
-        _cache.popitem(last=False)
+    answers[key] = (time.monotonic(), user, expires)
+    answers.move_to_end(key)
+    while len(answers) > CACHE_ENTRIES:
+        answers.popitem(last=False)
     return user, expires
 
 
@@ -159,10 +166,11 @@ async def end_session(uow: UnitOfWork, project_id: str, token: str | None, *, ev
     """Logout: this session ends; with `everywhere`, every session of its user."""
     if not token or len(token) > MAX_TOKEN or not token.startswith(TOKEN_PREFIX):
         return
-    kept = _cache.pop((project_id, token_hash(token)), None)
+    answers = uow.ctx.state_of(_Kept).answers
+    kept = answers.pop((project_id, token_hash(token)), None)
     if everywhere and kept is not None:
-        for key in [k for k, v in _cache.items() if k[0] == project_id and v[1].id == kept[1].id]:
-            _cache.pop(key, None)
+        for key in [k for k, v in answers.items() if k[0] == project_id and v[1].id == kept[1].id]:
+            answers.pop(key, None)
     if everywhere:
         await _rows(uow, project_id,
                     "update svc_auth.sessions set ended_at = now() where ended_at is null and user_id = "
