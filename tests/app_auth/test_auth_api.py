@@ -89,7 +89,8 @@ async def test_grant_needs_a_database_and_makes_the_schema_there(db_svc: Svc) ->
 async def test_a_schema_dropped_by_the_project_comes_back_with_the_next_grant(db_svc: Svc) -> None:
     team, creds = await _granted_team(db_svc)
     await as_project(creds, "DROP SCHEMA svc_auth CASCADE")
-    assert (await team.bob.client.post(A)).status_code == 200
+    again = await team.bob.client.post(A)
+    assert again.status_code == 200, again.text  # (a 422 once in a full run: its words, next time)
     assert await _tables(creds) == ["identities", "migrations", "sessions", "users"]
     assert await as_project(creds, "SELECT version FROM svc_auth.migrations") == [(1,)]
 
